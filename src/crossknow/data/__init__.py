@@ -1,0 +1,1 @@
+"""Records (pydantic schemas) and readers/writers for crossknow's files and external formats."""

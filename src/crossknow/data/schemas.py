@@ -1,0 +1,93 @@
+"""The records crossknow reads and writes. Every model forbids unknown fields."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+BLANK = "[BLANK]"
+"""The marker that stands for the answer in a cloze prompt."""
+
+ItemKind = Literal["cloze", "question"]
+
+
+class Record(BaseModel):
+    """Base of every saved record: unknown fields are an error, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MCItem(Record):
+    """A multiple-choice item, scored by the loss of each option."""
+
+    id: str = Field(min_length=1, description="Identifier, unique within the set the item was read from.")
+    lang: str = Field(min_length=1, description="Language of the prompt and options (ISO 639-1, e.g. 'en', 'ja').")
+    kind: ItemKind = Field(description="'cloze' (prompt holds exactly one [BLANK]) or 'question'.")
+    prompt: str = Field(min_length=1, description="The cloze sentence with [BLANK], or the question.")
+    options: list[str] = Field(min_length=2, description="The candidate answers, in presentation order.")
+    answer: int = Field(ge=0, description="Index of the correct option in `options`.")
+    source_lang: str | None = Field(
+        default=None, description="Language the item's knowledge was taken from, when known."
+    )
+    pair_id: str | None = Field(
+        default=None, description="Shared by translations of one item (links e.g. an English and a Japanese item)."
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Source-specific fields, kept unchanged.")
+
+    @model_validator(mode="after")
+    def _check(self) -> MCItem:
+        if self.answer >= len(self.options):
+            raise ValueError(f"answer index {self.answer} is out of range for {len(self.options)} options")
+        if any(not option.strip() for option in self.options):
+            raise ValueError("an option is empty")
+        if self.kind == "cloze" and self.prompt.count(BLANK) != 1:
+            raise ValueError(f"a cloze prompt must hold exactly one {BLANK}, found {self.prompt.count(BLANK)}")
+        return self
+
+
+class QAItem(Record):
+    """A closed-book question with a reference answer (ECLEKTIC), judged rather than scored by loss."""
+
+    id: str = Field(min_length=1, description="Identifier, unique within the set: question id and language.")
+    lang: str = Field(min_length=1, description="Language of this question and answer.")
+    question: str = Field(min_length=1, description="The question, in `lang`.")
+    answer: str = Field(min_length=1, description="The reference answer, in `lang`.")
+    context: str | None = Field(default=None, description="The source passage the question was written from.")
+    source_lang: str | None = Field(default=None, description="Language whose Wikipedia the fact lives in.")
+    pair_id: str | None = Field(default=None, description="Shared by the translations of one question.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Source-specific fields, kept unchanged.")
+
+
+class BilingualPair(Record):
+    """One document (or sentence) told in two or more languages."""
+
+    id: str = Field(min_length=1, description="Identifier of the pair.")
+    texts: dict[str, str] = Field(description="Text per language code; at least two languages.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Title, keywords and other fields.")
+
+    @model_validator(mode="after")
+    def _check(self) -> BilingualPair:
+        if len(self.texts) < 2:
+            raise ValueError("a bilingual pair needs texts in at least two languages")
+        return self
+
+
+class InvalidRecord(Record):
+    """An input record that was read but cannot be scored, with the reason; reported, never dropped silently."""
+
+    path: str = Field(description="The file the record came from.")
+    line: int | None = Field(description="1-based line (JSONL) or 1-based position in a JSON list.")
+    field: str | None = Field(description="The field at fault, when one is.")
+    reason: str = Field(description="Why the record cannot be scored.")
+
+
+class ItemSet(BaseModel):
+    """Items read from one file, with the records that could not be used."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Name of the set (usually the file's stem).")
+    format: str = Field(description="The reader that produced it (adaxeval, pitfalls, eclektic, jsonl).")
+    items: list[MCItem | QAItem] = Field(description="The usable items, in file order.")
+    invalid: list[InvalidRecord] = Field(default_factory=list, description="Records reported as unusable.")

@@ -1,0 +1,1 @@
+"""Model backends behind two small protocols (Scorer, Generator), chosen by a spec string."""
