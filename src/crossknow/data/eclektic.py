@@ -1,0 +1,82 @@
+"""ECLEKTIC's released JSON lines: one question a line, translated into 12 languages (wide).
+
+Fields: `q_id`, `original_lang`, `title`, `url`, `content`, `question`, `answer`, and
+`{L}_q`, `{L}_a`, `{L}_c` (question, answer, context) for each language L in LANGUAGES. Each
+(question, language) whose question and answer are present and non-empty becomes a QAItem with
+id f"{q_id}:{L}"; the translations of one question share pair_id str(q_id).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from crossknow.data.jsonl import iter_json_lines, require
+from crossknow.data.schemas import InvalidRecord, ItemSet, QAItem
+
+FORMAT = "eclektic"
+
+LANGUAGES = ("de", "en", "es", "fr", "he", "hi", "id", "it", "ja", "ko", "pt", "zh")
+"""The languages of ECLEKTIC, in the order of its columns."""
+
+
+def is_eclektic(record: dict[str, Any]) -> bool:
+    """Whether a record looks like an ECLEKTIC row (it has `q_id` and `original_lang`)."""
+    return "q_id" in record and "original_lang" in record
+
+
+def read_eclektic(path: str | Path, limit: int | None = None) -> ItemSet:
+    """Read ECLEKTIC's JSON lines: one QAItem per (question, language) present.
+
+    A language whose question and answer are both missing or empty is simply absent; one with a
+    question but no answer (or the reverse) is reported as an InvalidRecord, as are a row with no
+    language at all and a repeated q_id. A malformed row (a missing q_id or original_lang, a field of the wrong type) raises
+    InputError naming the line and field. `limit` keeps the first N items.
+    """
+    items: list[QAItem] = []
+    invalid: list[InvalidRecord] = []
+    first_line: dict[str, int] = {}
+    for line_no, record in iter_json_lines(path):
+        if limit is not None and len(items) >= limit:
+            break
+        q_id = str(require(record, "q_id", (str, int), path, line_no))
+        if q_id in first_line:
+            reason = f"duplicate q_id {q_id!r}, first used on line {first_line[q_id]}"
+            invalid.append(InvalidRecord(path=str(path), line=line_no, field="q_id", reason=reason))
+            continue
+        first_line[q_id] = line_no
+        new_items, problems = _row_items(record, path, line_no, q_id)
+        items.extend(new_items)
+        invalid.extend(problems)
+    return ItemSet(name=Path(path).stem, format=FORMAT, items=items[:limit], invalid=invalid)
+
+
+def _row_items(
+    record: dict[str, Any], path: str | Path, line: int, q_id: str
+) -> tuple[list[QAItem], list[InvalidRecord]]:
+    original_lang = require(record, "original_lang", str, path, line)
+    metadata = {key: require(record, key, str, path, line, optional=True) for key in ("title", "url")}
+    items: list[QAItem] = []
+    invalid: list[InvalidRecord] = []
+    for lang in LANGUAGES:
+        question, answer, context = (
+            require(record, f"{lang}_{suffix}", str, path, line, optional=True) for suffix in "qac"
+        )
+        has_question, has_answer = bool(question and question.strip()), bool(answer and answer.strip())
+        if not (has_question or has_answer):
+            continue
+        if has_question != has_answer:
+            present, missing = ("question", "answer") if has_question else ("answer", "question")
+            reason = f"the {lang} {present} has no {missing}: it cannot be judged"
+            invalid.append(InvalidRecord(path=str(path), line=line, field=f"{lang}_{missing[0]}", reason=reason))
+            continue
+        items.append(
+            QAItem(
+                id=f"{q_id}:{lang}", lang=lang, question=question, answer=answer, context=context or None,
+                source_lang=original_lang, pair_id=q_id, metadata=dict(metadata),
+            )
+        )
+    if not items and not invalid:
+        reason = "no language has a question and an answer"
+        invalid.append(InvalidRecord(path=str(path), line=line, field=f"{original_lang}_q", reason=reason))
+    return items, invalid

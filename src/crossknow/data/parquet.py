@@ -1,0 +1,100 @@
+"""Items as Parquet tables: options as list<string>, metadata JSON-encoded in a string column.
+
+A file holds one kind of item (MCItem or QAItem), named in the table's schema metadata, so that
+reading it back gives exactly the items written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from crossknow.data.jsonl import Item, build_item, write_atomic
+from crossknow.data.schemas import ItemSet, MCItem, QAItem
+from crossknow.errors import InputError
+
+FORMAT = "parquet"
+_TYPE_KEY = b"crossknow.item_type"
+
+_MC_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("lang", pa.string()),
+        ("kind", pa.string()),
+        ("prompt", pa.string()),
+        ("options", pa.list_(pa.string())),
+        ("answer", pa.int64()),
+        ("source_lang", pa.string()),
+        ("pair_id", pa.string()),
+        ("metadata", pa.string()),
+    ],
+    metadata={_TYPE_KEY: b"MCItem"},
+)
+_QA_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("lang", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("context", pa.string()),
+        ("source_lang", pa.string()),
+        ("pair_id", pa.string()),
+        ("metadata", pa.string()),
+    ],
+    metadata={_TYPE_KEY: b"QAItem"},
+)
+_SCHEMAS: dict[str, tuple[type[MCItem] | type[QAItem], pa.Schema]] = {
+    "MCItem": (MCItem, _MC_SCHEMA),
+    "QAItem": (QAItem, _QA_SCHEMA),
+}
+
+
+def items_table(items: Sequence[Item]) -> pa.Table:
+    """The items as an Arrow table; all of them must be of one type (all MCItem or all QAItem)."""
+    types = {type(item).__name__ for item in items}
+    if len(types) > 1:
+        raise ValueError(f"a Parquet item file holds one item type, got {sorted(types)}")
+    _, schema = _SCHEMAS[types.pop() if types else "MCItem"]
+    rows = [item.model_dump() for item in items]
+    for row in rows:
+        row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False, sort_keys=True)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def write_parquet(path: str | Path, items: Sequence[Item]) -> Path:
+    """Write items (all MCItem or all QAItem) to a Parquet file, atomically; returns the path."""
+    table = items_table(items)
+    return write_atomic(path, lambda handle: pq.write_table(table, handle), binary=True)
+
+
+def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
+    """Read a Parquet file written by `write_parquet`; `limit` keeps the first N items.
+
+    Raises InputError for a file that is not Parquet or not an item table, or a row that fails
+    validation (its 1-based row number is reported as the line).
+    """
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(path, f"cannot read as Parquet: {exc}") from exc
+    type_name = (table.schema.metadata or {}).get(_TYPE_KEY, b"").decode()
+    if type_name not in _SCHEMAS:
+        raise InputError(path, "not a crossknow item table (no item type in its schema metadata)")
+    model, schema = _SCHEMAS[type_name]
+    if table.schema.names != schema.names:
+        raise InputError(path, f"expected columns {schema.names}, found {table.schema.names}")
+    if limit is not None:
+        table = table.slice(0, limit)
+    items: list[Item] = []
+    for row_no, row in enumerate(table.to_pylist(), start=1):
+        try:
+            row["metadata"] = json.loads(row["metadata"])
+        except (TypeError, json.JSONDecodeError) as exc:
+            raise InputError(path, f"metadata is not JSON: {exc}", line=row_no, field="metadata") from exc
+        row = {key: value for key, value in row.items() if value is not None}
+        items.append(build_item(row, path, row_no, model))
+    return ItemSet(name=Path(path).stem, format=FORMAT, items=items)

