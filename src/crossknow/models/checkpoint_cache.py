@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -72,6 +73,7 @@ def _converted(target: Path, make_gguf) -> Path:
     with FileLock(str(target) + ".lock"):
         if (target / _READY).exists():
             return target
+        print(f"crossknow: converting the model once into {target} (about a minute)", file=sys.stderr)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
             work_dir = Path(work)
             _convert(make_gguf(work_dir), work_dir / "checkpoint")

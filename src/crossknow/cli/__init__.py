@@ -1,0 +1,1 @@
+"""The `crossknow` command line."""

@@ -1,0 +1,28 @@
+"""Rich tables the CLI prints."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from crossknow.evaluate.records import EvaluateMetrics
+from crossknow.scoring.normalise import Normalisation
+
+PRIMARY = {"adaxeval": Normalisation.MEAN_TOKEN.value, "lm-eval": Normalisation.SUM.value}
+"""The normalisation each rule's accuracy is defined by (lm-eval's acc_norm is per_char)."""
+
+
+def metrics_table(metrics: EvaluateMetrics) -> Table:
+    """Accuracy per group (rows) under each normalisation (columns); the rule's own in bold."""
+    primary = PRIMARY[metrics.rule]
+    table = Table(
+        title=f"accuracy by loss normalisation (rule {metrics.rule}, * = the rule's own)",
+        caption=f"{metrics.model.model_id}, {metrics.model.dtype}",
+    )
+    table.add_column("group", no_wrap=True)
+    table.add_column("items", justify="right")
+    for norm in Normalisation:
+        label = norm.value + ("*" if norm.value == primary else "")
+        table.add_column(label, justify="right", style="bold" if norm.value == primary else None)
+    for group, count in metrics.n_items.items():
+        table.add_row(group, str(count), *(f"{metrics.accuracy[norm.value][group]:.3f}" for norm in Normalisation))
+    return table

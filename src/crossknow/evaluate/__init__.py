@@ -1,0 +1,1 @@
+"""`crossknow evaluate`: loss-based multiple-choice scoring into a run directory."""

@@ -1,0 +1,56 @@
+"""The records `crossknow evaluate` saves: its config, the model it used, and its metrics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from crossknow.data.schemas import Record
+
+
+class EvaluateConfig(Record):
+    """Everything that decides an evaluation's numbers (config.yaml, with the resolved format and rule)."""
+
+    model: str = Field(description="Model spec: default, hf:PATH[@REV], gguf:FILE or openai:MODEL.")
+    data: str = Field(description="Data file, or 'sample' for the sample shipped with crossknow.")
+    format: Literal["auto", "adaxeval", "pitfalls", "eclektic", "jsonl"] = Field(
+        default="auto", description="Input format; 'auto' detects it from the file."
+    )
+    rule: Literal["auto", "adaxeval", "lm-eval"] = Field(
+        default="auto", description="Scoring rule; 'auto' picks adaxeval for AdaXEval and our JSONL, lm-eval for Pitfalls."
+    )
+    limit: int | None = Field(default=None, ge=1, description="Score only the first N usable items (pairs for Pitfalls).")
+    batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
+    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        default="float32", description="Compute dtype of local models; results are always float32."
+    )
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: specs.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable that holds the API key.")
+
+
+class ModelInfo(Record):
+    """The model a run used (model.json)."""
+
+    spec: str = Field(description="The spec as given.")
+    backend: str = Field(description="Backend name: default, hf, gguf or openai.")
+    model_id: str = Field(description="Resolved model identity (path, hub id and revision, or server model).")
+    dtype: str = Field(description="Compute dtype, or 'server' for remote backends.")
+
+
+class EvaluateMetrics(Record):
+    """metrics.json: accuracy under each normalisation, overall and per group."""
+
+    accuracy: dict[str, dict[str, float]] = Field(
+        description="accuracy[normalisation][group]; normalisations mean_token, sum, per_char, per_byte; "
+        "groups 'all', 'lang=L', 'kind=K', 'lang=L,kind=K'."
+    )
+    n_items: dict[str, int] = Field(description="Items scored per group.")
+    n_invalid: int = Field(description="Input records reported as unusable (see invalid.jsonl); not scored.")
+    rule: str = Field(description="The scoring rule used.")
+    format: str = Field(description="The input format read.")
+    model: ModelInfo = Field(description="The model used.")
+    crossknow_version: str = Field(description="crossknow's version.")
+    items_scored_this_run: int = Field(description="Items scored by this invocation (fewer when it resumed).")
+    seconds: float = Field(description="Wall-clock seconds of this invocation, model loading included.")
