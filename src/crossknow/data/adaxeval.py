@@ -26,6 +26,9 @@ from crossknow.errors import InputError
 
 FORMAT = "adaxeval"
 
+Problem = tuple[str | None, str]
+"""(field, reason) for a record that cannot be scored."""
+
 _JAPANESE_SCRIPT = re.compile(
     "[\u3040-\u309f"  # Hiragana
     "\u30a0-\u30ff"  # Katakana
@@ -63,34 +66,41 @@ def read_adaxeval(path: str | Path, lang: str | None = None, limit: int | None =
             break
         if read_line is None:
             read_line = _example_items if is_paper_examples(record) else _release_item
-        new_items, problem = read_line(record, path, line_no, lang)
-        if problem is not None:
-            invalid.append(InvalidRecord(path=str(path), line=line_no, field=problem[0], reason=problem[1]))
+        new_items, problems = read_line(record, path, line_no, lang)
+        invalid.extend(
+            InvalidRecord(path=str(path), line=line_no, field=field, reason=reason)
+            for field, reason in problems
+        )
         for item in new_items:
             if item.id in first_line:
                 reason = f"duplicate id {item.id!r}, first used on line {first_line[item.id]}"
-                invalid.append(InvalidRecord(path=str(path), line=line_no, field="id", reason=reason))
+                invalid.append(
+                    InvalidRecord(path=str(path), line=line_no, field="id", reason=reason)
+                )
                 continue
             first_line[item.id] = line_no
             items.append(item)
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items[:limit], invalid=invalid)
 
 
-Problem = tuple[str | None, str]
-"""(field, reason) for a record that cannot be scored."""
-
-
-def _record_lang(record: dict[str, Any], path: str | Path, line: int, lang: str | None) -> str | None:
+def _record_lang(
+    record: dict[str, Any], path: str | Path, line: int, lang: str | None
+) -> str | None:
     """The record's own `lang`, checked against an explicit `lang`; else the explicit one."""
     own = require(record, "lang", str, path, line, optional=True)
     if own is not None and lang is not None and own != lang:
-        raise InputError(path, f"the record says {own!r} but lang={lang!r} was asked for", line=line, field="lang")
+        raise InputError(
+            path,
+            f"the record says {own!r} but lang={lang!r} was asked for",
+            line=line,
+            field="lang",
+        )
     return own or lang
 
 
 def _release_item(
     record: dict[str, Any], path: str | Path, line: int, lang: str | None
-) -> tuple[list[MCItem], Problem | None]:
+) -> tuple[list[MCItem], list[Problem]]:
     source_id = require(record, "id", (str, int), path, line)
     question = require(record, "question", str, path, line)
     options = require_strings(record, "options", path, line)
@@ -98,8 +108,10 @@ def _release_item(
     metadata = dict(require(record, "metadata", dict, path, line, optional=True) or {})
     correct = metadata.get("correct_answer")
     if correct is not None and 0 <= answer < len(options) and correct != options[answer]:
-        reason = f"correct_answer {correct!r} is not the keyed option {answer} ({options[answer]!r})"
-        return [], ("metadata.correct_answer", reason)
+        reason = (
+            f"correct_answer {correct!r} is not the keyed option {answer} ({options[answer]!r})"
+        )
+        return [], [("metadata.correct_answer", reason)]
     item_lang = _record_lang(record, path, line, lang)
     if item_lang is None:
         item_lang = detect_lang(question, *options)
@@ -107,16 +119,23 @@ def _release_item(
     metadata["source_id"] = source_id
     kind = "cloze" if BLANK in question else "question"
     item = mc_item_or_problem(
-        {"id": f"{kind}:{source_id}", "lang": item_lang, "kind": kind, "prompt": question, "options": options,
-         "answer": answer, "metadata": metadata},
+        {
+            "id": f"{kind}:{source_id}",
+            "lang": item_lang,
+            "kind": kind,
+            "prompt": question,
+            "options": options,
+            "answer": answer,
+            "metadata": metadata,
+        },
         {"prompt": "question", "answer": "answer_idx"},
     )
-    return ([item], None) if isinstance(item, MCItem) else ([], item)
+    return ([item], []) if isinstance(item, MCItem) else ([], [item])
 
 
 def _example_items(
     record: dict[str, Any], path: str | Path, line: int, lang: str | None
-) -> tuple[list[MCItem], Problem | None]:
+) -> tuple[list[MCItem], list[Problem]]:
     item_lang = _record_lang(record, path, line, lang)
     sentence = require(record, "sentence", str, path, line)
     cloze = require(record, "cloze", str, path, line)
@@ -127,17 +146,25 @@ def _example_items(
     if item_lang is None:
         item_lang = detect_lang(cloze, paraphrase, *options)
         metadata["lang_detected"] = True
-    shared = {"lang": item_lang, "options": options, "answer": answer}
-    question = mc_item_or_problem(
-        {"id": f"question:{line}", "kind": "question", "prompt": paraphrase, "metadata": dict(metadata), **shared},
-        {"prompt": "paraphrase", "answer": "answer_idx"},
-    )
-    if not isinstance(question, MCItem):
-        return [], question
-    cloze_item = mc_item_or_problem(
-        {"id": f"cloze:{line}", "kind": "cloze", "prompt": cloze, "metadata": dict(metadata), **shared},
-        {"prompt": "cloze", "answer": "answer_idx"},
-    )
-    if not isinstance(cloze_item, MCItem):
-        return [question], cloze_item
-    return [cloze_item, question], None
+    built = [
+        mc_item_or_problem(
+            {
+                "id": f"{kind}:{line}",
+                "lang": item_lang,
+                "kind": kind,
+                "prompt": prompt,
+                "options": options,
+                "answer": answer,
+                "metadata": dict(metadata),
+            },
+            {"prompt": field, "answer": "answer_idx"},
+        )
+        for kind, prompt, field in (
+            ("cloze", cloze, "cloze"),
+            ("question", paraphrase, "paraphrase"),
+        )
+    ]
+    items = [item for item in built if isinstance(item, MCItem)]
+    # A flaw of the shared options or answer spoils both items: report it once.
+    problems = list(dict.fromkeys(item for item in built if not isinstance(item, MCItem)))
+    return items, problems

@@ -30,8 +30,9 @@ def read_eclektic(path: str | Path, limit: int | None = None) -> ItemSet:
 
     A language whose question and answer are both missing or empty is simply absent; one with a
     question but no answer (or the reverse) is reported as an InvalidRecord, as are a row with no
-    language at all and a repeated q_id. A malformed row (a missing q_id or original_lang, a field of the wrong type) raises
-    InputError naming the line and field. `limit` keeps the first N items.
+    language at all and a repeated q_id. A malformed row (a missing q_id or original_lang, a
+    field of the wrong type) raises InputError naming the line and field. `limit` keeps the first
+    N items.
     """
     items: list[QAItem] = []
     invalid: list[InvalidRecord] = []
@@ -55,28 +56,45 @@ def _row_items(
     record: dict[str, Any], path: str | Path, line: int, q_id: str
 ) -> tuple[list[QAItem], list[InvalidRecord]]:
     original_lang = require(record, "original_lang", str, path, line)
-    metadata = {key: require(record, key, str, path, line, optional=True) for key in ("title", "url")}
+    metadata = {
+        key: require(record, key, str, path, line, optional=True) for key in ("title", "url")
+    }
     items: list[QAItem] = []
     invalid: list[InvalidRecord] = []
     for lang in LANGUAGES:
         question, answer, context = (
             require(record, f"{lang}_{suffix}", str, path, line, optional=True) for suffix in "qac"
         )
-        has_question, has_answer = bool(question and question.strip()), bool(answer and answer.strip())
+        has_question, has_answer = (
+            bool(question and question.strip()),
+            bool(answer and answer.strip()),
+        )
         if not (has_question or has_answer):
             continue
         if has_question != has_answer:
             present, missing = ("question", "answer") if has_question else ("answer", "question")
             reason = f"the {lang} {present} has no {missing}: it cannot be judged"
-            invalid.append(InvalidRecord(path=str(path), line=line, field=f"{lang}_{missing[0]}", reason=reason))
+            invalid.append(
+                InvalidRecord(
+                    path=str(path), line=line, field=f"{lang}_{missing[0]}", reason=reason
+                )
+            )
             continue
         items.append(
             QAItem(
-                id=f"{q_id}:{lang}", lang=lang, question=question, answer=answer, context=context or None,
-                source_lang=original_lang, pair_id=q_id, metadata=dict(metadata),
+                id=f"{q_id}:{lang}",
+                lang=lang,
+                question=question,
+                answer=answer,
+                context=context or None,
+                source_lang=original_lang,
+                pair_id=q_id,
+                metadata=dict(metadata),
             )
         )
     if not items and not invalid:
         reason = "no language has a question and an answer"
-        invalid.append(InvalidRecord(path=str(path), line=line, field=f"{original_lang}_q", reason=reason))
+        invalid.append(
+            InvalidRecord(path=str(path), line=line, field=f"{original_lang}_q", reason=reason)
+        )
     return items, invalid

@@ -8,17 +8,16 @@ Writing is atomic: a temporary file in the same directory, then a rename.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from crossknow.data.schemas import BLANK, ItemSet, MCItem, QAItem
 from crossknow.errors import InputError
+from crossknow.store.atomic import atomic_write
 
 Item = MCItem | QAItem
 """Any item crossknow scores or judges."""
@@ -28,7 +27,12 @@ FORMAT = "jsonl"
 # Model-level validators of MCItem report no location; these words in their message name the field.
 _MESSAGE_FIELDS = (("answer index", "answer"), ("option", "options"), (BLANK, "prompt"))
 _JSON_TYPE_NAMES: dict[type, str] = {
-    str: "a string", int: "an integer", float: "a number", bool: "a boolean", list: "a list", dict: "an object"
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "a list",
+    dict: "an object",
 }
 
 
@@ -38,29 +42,32 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     Raises InputError for a line that is not valid JSON or not a JSON object, and for a file
     that cannot be read or decoded as UTF-8.
     """
+    line_no = 0
     try:
-        handle = open(path, encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield line_no, _json_object(line, path, line_no)
     except OSError as exc:
         raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
-    with handle:
-        line_no = 0
-        try:
-            for line_no, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=line_no) from exc
-                if not isinstance(record, dict):
-                    raise InputError(path, f"expected a JSON object, found {type(record).__name__}", line=line_no)
-                yield line_no, record
-        except UnicodeDecodeError as exc:
-            raise InputError(path, "the file is not UTF-8 text", line=line_no + 1) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "the file is not UTF-8 text", line=line_no + 1) from exc
+
+
+def _json_object(line: str, path: str | Path, line_no: int) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+        raise InputError(path, message, line=line_no) from exc
+    if not isinstance(record, dict):
+        message = f"expected a JSON object, found {type(record).__name__}"
+        raise InputError(path, message, line=line_no)
+    return record
 
 
 def validation_problem(exc: ValidationError) -> tuple[str | None, str]:
-    """The field (dotted path, e.g. 'options[2]') and message of a pydantic error's first problem."""
+    """The field (a path such as 'options[2]') and message of a pydantic error's first problem."""
     error = exc.errors()[0]
     message = error["msg"].removeprefix("Value error, ")
     field = ""
@@ -72,11 +79,17 @@ def validation_problem(exc: ValidationError) -> tuple[str | None, str]:
 
 
 def require(
-    record: dict[str, Any], field: str, expected: type | tuple[type, ...], path: str | Path, line: int | None,
-    *, optional: bool = False,
+    record: dict[str, Any],
+    field: str,
+    expected: type | tuple[type, ...],
+    path: str | Path,
+    line: int | None,
+    *,
+    optional: bool = False,
 ) -> Any:
     """The value of `record[field]`, checked to be of the `expected` type(s) (bool never counts as
-    int). A missing or null field is None when `optional`, else an InputError, as is a wrong type."""
+    int). A missing or null field is None when `optional`, else an InputError; so is a wrong type.
+    """
     value = record.get(field)
     if value is None:
         if optional:
@@ -86,21 +99,32 @@ def require(
     if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
         names = " or ".join(_JSON_TYPE_NAMES.get(kind, kind.__name__) for kind in allowed)
         found = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-        raise InputError(path, f"expected {names}, found {found} {_short(value)}", line=line, field=field)
+        raise InputError(
+            path, f"expected {names}, found {found} {_short(value)}", line=line, field=field
+        )
     return value
 
 
-def require_strings(record: dict[str, Any], field: str, path: str | Path, line: int | None) -> list[str]:
+def require_strings(
+    record: dict[str, Any], field: str, path: str | Path, line: int | None
+) -> list[str]:
     """`record[field]` checked to be a list of strings; InputError naming the element otherwise."""
     values = require(record, field, list, path, line)
     for index, value in enumerate(values):
         if not isinstance(value, str):
             found = _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-            raise InputError(path, f"expected a string, found {found} {_short(value)}", line=line, field=f"{field}[{index}]")
+            raise InputError(
+                path,
+                f"expected a string, found {found} {_short(value)}",
+                line=line,
+                field=f"{field}[{index}]",
+            )
     return values
 
 
-def mc_item_or_problem(fields: dict[str, Any], renames: dict[str, str]) -> MCItem | tuple[str | None, str]:
+def mc_item_or_problem(
+    fields: dict[str, Any], renames: dict[str, str]
+) -> MCItem | tuple[str | None, str]:
     """Build an MCItem from `fields`, or say why it cannot be scored as (field, reason).
 
     The field is named as in the source format through `renames` (e.g. {'answer': 'answer_idx'});
@@ -108,16 +132,19 @@ def mc_item_or_problem(fields: dict[str, Any], renames: dict[str, str]) -> MCIte
     """
     if not fields.get("prompt", "").strip():
         return renames.get("prompt", "prompt"), "the prompt is empty"
-    empty = [index for index, option in enumerate(fields.get("options", [])) if not option.strip()]
+    options = fields.get("options", [])
+    empty = [index for index, option in enumerate(options) if not option.strip()]
     if empty:
-        return renames.get("options", "options"), f"option {empty[0]} is empty ({fields['options'][empty[0]]!r})"
+        return renames.get(
+            "options", "options"
+        ), f"option {empty[0]} is empty ({options[empty[0]]!r})"
     try:
         return MCItem(**fields)
     except ValidationError as exc:
         field, message = validation_problem(exc)
         if field is not None:
             head = re.split(r"[.\[]", field, maxsplit=1)[0]
-            field = renames.get(head, head) + field[len(head):]
+            field = renames.get(head, head) + field[len(head) :]
         return field, message
 
 
@@ -127,7 +154,10 @@ def _short(value: Any) -> str:
 
 
 def build_item(
-    record: dict[str, Any], path: str | Path, line: int | None, model: type[MCItem] | type[QAItem] | None = None
+    record: dict[str, Any],
+    path: str | Path,
+    line: int | None,
+    model: type[MCItem | QAItem] | None = None,
 ) -> Item:
     """Validate one record of our own format as `model`; by default an MCItem when it has
     `options`, else a QAItem. Raises InputError naming path, line and the offending field.
@@ -154,7 +184,10 @@ def read_jsonl(path: str | Path, limit: int | None = None) -> ItemSet:
         item = build_item(record, path, line_no)
         if item.id in first_line:
             raise InputError(
-                path, f"duplicate id {item.id!r}, first used on line {first_line[item.id]}", line=line_no, field="id"
+                path,
+                f"duplicate id {item.id!r}, first used on line {first_line[item.id]}",
+                line=line_no,
+                field="id",
             )
         first_line[item.id] = line_no
         items.append(item)
@@ -169,23 +202,4 @@ def item_json(item: Item) -> str:
 def write_jsonl(path: str | Path, items: Iterable[Item]) -> Path:
     """Write items as JSON lines, atomically; returns the path written."""
     lines = [item_json(item) + "\n" for item in items]
-    return write_atomic(path, lambda handle: handle.writelines(lines))
-
-
-def write_atomic(path: str | Path, write: Callable[[IO[str]], object], *, binary: bool = False) -> Path:
-    """Create or replace `path` atomically: `write(handle)` fills a temporary file in the same
-    directory, which is flushed, synced and renamed over `path`. On any error the old file (if
-    any) is untouched and the temporary file is removed."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write(path, lambda handle: handle.writelines(lines))

@@ -13,9 +13,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crossknow.data.jsonl import Item, build_item, write_atomic
+from crossknow.data.jsonl import Item, build_item
 from crossknow.data.schemas import ItemSet, MCItem, QAItem
 from crossknow.errors import InputError
+from crossknow.store.atomic import atomic_write
 
 FORMAT = "parquet"
 _TYPE_KEY = b"crossknow.item_type"
@@ -47,7 +48,7 @@ _QA_SCHEMA = pa.schema(
     ],
     metadata={_TYPE_KEY: b"QAItem"},
 )
-_SCHEMAS: dict[str, tuple[type[MCItem] | type[QAItem], pa.Schema]] = {
+_SCHEMAS: dict[str, tuple[type[MCItem | QAItem], pa.Schema]] = {
     "MCItem": (MCItem, _MC_SCHEMA),
     "QAItem": (QAItem, _QA_SCHEMA),
 }
@@ -68,7 +69,7 @@ def items_table(items: Sequence[Item]) -> pa.Table:
 def write_parquet(path: str | Path, items: Sequence[Item]) -> Path:
     """Write items (all MCItem or all QAItem) to a Parquet file, atomically; returns the path."""
     table = items_table(items)
-    return write_atomic(path, lambda handle: pq.write_table(table, handle), binary=True)
+    return atomic_write(path, lambda handle: pq.write_table(table, handle), binary=True)
 
 
 def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
@@ -94,7 +95,9 @@ def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
         try:
             row["metadata"] = json.loads(row["metadata"])
         except (TypeError, json.JSONDecodeError) as exc:
-            raise InputError(path, f"metadata is not JSON: {exc}", line=row_no, field="metadata") from exc
+            raise InputError(
+                path, f"metadata is not JSON: {exc}", line=row_no, field="metadata"
+            ) from exc
         row = {key: value for key, value in row.items() if value is not None}
         items.append(build_item(row, path, row_no, model))
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items)

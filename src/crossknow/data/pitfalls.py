@@ -20,20 +20,42 @@ from crossknow.errors import InputError
 FORMAT = "pitfalls"
 
 LANGUAGE_CODES: dict[str, str] = {
-    "Amharic": "am", "Arabic": "ar", "Bengali": "bn", "Chinese": "zh", "French": "fr", "German": "de",
-    "Hebrew": "he", "Hindi": "hi", "Italian": "it", "Japanese": "ja", "Korean": "ko", "Spanish": "es",
-    "Swahili": "sw", "Ukrainian": "uk", "Yoruba": "yo", "Zulu": "zu",
+    "Amharic": "am",
+    "Arabic": "ar",
+    "Bengali": "bn",
+    "Chinese": "zh",
+    "French": "fr",
+    "German": "de",
+    "Hebrew": "he",
+    "Hindi": "hi",
+    "Italian": "it",
+    "Japanese": "ja",
+    "Korean": "ko",
+    "Spanish": "es",
+    "Swahili": "sw",
+    "Ukrainian": "uk",
+    "Yoruba": "yo",
+    "Zulu": "zu",
 }
 """ISO 639-1 code of each target language of the release, keyed by its file stem."""
 
-METADATA_FIELDS = ("source", "category", "subject", "rate_ori", "rate_trans", "value", "oriquestion", "transori")
+METADATA_FIELDS = (
+    "source",
+    "category",
+    "subject",
+    "rate_ori",
+    "rate_trans",
+    "value",
+    "oriquestion",
+    "transori",
+)
 """Fields of a pair kept in both items' metadata, when present."""
 
 _SIDES = (
-    # (language side, question field, choices field, answer field)
-    ("en", "question", "choices", "answer"),
-    ("target", "transquestion", "transchoices", "transanswer"),
+    ("question", "choices", "answer"),  # English
+    ("transquestion", "transchoices", "transanswer"),  # target language
 )
+"""The (question, choices, answer) fields of each side of a pair."""
 
 
 def language_code(path: str | Path) -> str:
@@ -41,7 +63,9 @@ def language_code(path: str | Path) -> str:
     stem = Path(path).stem
     if stem not in LANGUAGE_CODES:
         known = ", ".join(LANGUAGE_CODES)
-        raise InputError(path, f"the file name {stem!r} names no known target language; known: {known}")
+        raise InputError(
+            path, f"the file name {stem!r} names no known target language; known: {known}"
+        )
     return LANGUAGE_CODES[stem]
 
 
@@ -57,17 +81,24 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
         line = getattr(exc, "lineno", None)
         raise InputError(path, f"not a JSON file: {exc}", line=line) from exc
     if isinstance(data, dict):
-        hint = " (a *_results.json file holds per-model counts)" if "Total Questions" in data else ""
+        hint = (
+            " (a *_results.json file holds per-model counts)" if "Total Questions" in data else ""
+        )
         raise InputError(path, f"expected a JSON list of question pairs, found an object{hint}")
     if not isinstance(data, list):
-        raise InputError(path, f"expected a JSON list of question pairs, found {type(data).__name__}")
+        raise InputError(
+            path, f"expected a JSON list of question pairs, found {type(data).__name__}"
+        )
     for position, pair in enumerate(data, start=1):
         if not isinstance(pair, dict):
-            raise InputError(path, f"expected a pair object, found {type(pair).__name__}", line=position)
+            raise InputError(
+                path, f"expected a pair object, found {type(pair).__name__}", line=position
+            )
         if "transquestion" not in pair:
             raise InputError(
                 path,
-                "missing (required); this is not a pair file (source/*.json files hold English questions only)",
+                "missing (required); this is not a pair file "
+                "(source/*.json files hold English questions only)",
                 line=position,
                 field="transquestion",
             )
@@ -102,22 +133,33 @@ def _pair_items(
 ) -> list[MCItem] | InvalidRecord:
     line = index + 1
     metadata = {key: pair[key] for key in METADATA_FIELDS if key in pair}
-    sides = [
-        (side, fields, require(pair, fields[0], str, path, line), require_strings(pair, fields[1], path, line),
-         require(pair, fields[2], str, path, line))
-        for side, *fields in _SIDES
+    values = [
+        (
+            require(pair, question_field, str, path, line),
+            require_strings(pair, choices_field, path, line),
+            require(pair, answer_field, str, path, line),
+        )
+        for question_field, choices_field, answer_field in _SIDES
     ]
     items = []
-    for side, (question_field, choices_field, answer_field), question, choices, answer in sides:
+    for lang, fields, (question, choices, answer) in zip(("en", code), _SIDES, values, strict=True):
+        _, choices_field, answer_field = fields
         if answer not in choices:
             reason = f"{answer_field} {answer!r} is not among the {len(choices)} {choices_field}"
             return InvalidRecord(path=str(path), line=line, field=answer_field, reason=reason)
-        lang = "en" if side == "en" else code
         item = mc_item_or_problem(
-            {"id": f"{lang}:{index}", "lang": lang, "kind": "question", "prompt": question, "options": choices,
-             "answer": choices.index(answer), "source_lang": "en", "pair_id": f"{language}:{index}",
-             "metadata": dict(metadata)},
-            {"prompt": question_field, "options": choices_field, "answer": answer_field},
+            {
+                "id": f"{lang}:{index}",
+                "lang": lang,
+                "kind": "question",
+                "prompt": question,
+                "options": choices,
+                "answer": choices.index(answer),
+                "source_lang": "en",
+                "pair_id": f"{language}:{index}",
+                "metadata": dict(metadata),
+            },
+            dict(zip(("prompt", "options", "answer"), fields, strict=True)),
         )
         if not isinstance(item, MCItem):
             field, reason = item

@@ -140,7 +140,8 @@ def run_evaluate(
     order = {item.id: position for position, item in enumerate(items)}
     table = stage.read(SCORES_SCHEMA)
     rows = sorted(table.to_pylist(), key=lambda row: (order[row["item_id"]], row["option_idx"]))
-    atomic_write(out / "scores.parquet", lambda temp: pq.write_table(pa.Table.from_pylist(rows, SCORES_SCHEMA), temp))
+    scores = pa.Table.from_pylist(rows, SCORES_SCHEMA)
+    atomic_write(out / "scores.parquet", lambda handle: pq.write_table(scores, handle), binary=True)
     atomic_write_text(
         out / "invalid.jsonl",
         "".join(json.dumps(record.model_dump(), ensure_ascii=False) + "\n" for record in item_set.invalid),

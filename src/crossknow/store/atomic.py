@@ -1,4 +1,7 @@
-"""Atomic file writes: a temporary file in the same directory, fsynced, then renamed over the target."""
+"""Atomic file writes: a temporary file in the same directory, synced, then renamed over the target.
+
+A crash at any point leaves either the old file or the new one, never a partial file.
+"""
 
 from __future__ import annotations
 
@@ -7,30 +10,33 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
-def atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call `write(temp_path)` and move the finished file to `path`; a crash leaves no partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+def atomic_write(path: str | Path, write: Callable[[IO], object], *, binary: bool = False) -> Path:
+    """Create or replace `path` atomically: `write(handle)` fills a temporary file (text in UTF-8,
+    or bytes with `binary`), which is flushed, synced and renamed over `path`. On any error the
+    old file (if any) is untouched and the temporary file is removed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        write(temp)
-        with open(temp, "rb") as handle:
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as handle:
+            write(handle)
+            handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
+        os.replace(tmp_name, target)
     except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        Path(tmp_name).unlink(missing_ok=True)
         raise
+    return target
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write `text` (UTF-8) to `path` atomically."""
-    atomic_write(path, lambda temp: Path(temp).write_text(text, encoding="utf-8"))
+    return atomic_write(path, lambda handle: handle.write(text))
 
 
-def atomic_write_json(path: Path, value: Any) -> None:
+def atomic_write_json(path: str | Path, value: Any) -> Path:
     """Write `value` as indented JSON to `path` atomically."""
-    atomic_write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    return atomic_write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")

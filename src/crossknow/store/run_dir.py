@@ -44,7 +44,7 @@ class ShardedTable:
         """Commit `table` as a new shard holding `keys`: the shard first, then the manifest."""
         shards = self._manifest()
         name = f"shard-{len(shards):06d}.parquet"
-        atomic_write(self.directory / name, lambda temp: pq.write_table(table, temp))
+        atomic_write(self.directory / name, lambda handle: pq.write_table(table, handle), binary=True)
         shards.append({"file": name, "keys": list(keys), "rows": table.num_rows})
         atomic_write_json(self.manifest_path, {"shards": shards})
 

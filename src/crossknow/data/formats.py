@@ -1,0 +1,123 @@
+"""One entry point for every item file: `load_item_set(path)` detects the format and reads it.
+
+Formats:
+- jsonl: crossknow's own JSON lines of MCItem / QAItem (`crossknow.data.jsonl`)
+- parquet: crossknow's own Parquet tables of items (`crossknow.data.parquet`)
+- adaxeval: the AdaXEval release and its paper-examples variant (`crossknow.data.adaxeval`)
+- pitfalls: the Cross-Lingual Pitfalls `<Language>.json` pair files (`crossknow.data.pitfalls`)
+- eclektic: ECLEKTIC's released JSON lines (`crossknow.data.eclektic`)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from crossknow.data.adaxeval import read_adaxeval
+from crossknow.data.eclektic import is_eclektic, read_eclektic
+from crossknow.data.jsonl import iter_json_lines, read_jsonl
+from crossknow.data.parquet import read_parquet
+from crossknow.data.pitfalls import read_pitfalls
+from crossknow.data.schemas import ItemSet
+from crossknow.errors import InputError
+
+FORMATS = ("jsonl", "parquet", "adaxeval", "pitfalls", "eclektic")
+"""The names `load_item_set` accepts as `fmt`, besides 'auto'."""
+
+_KNOWN = (
+    "known formats: jsonl (ours: id, lang, answer, and options+kind or question), parquet (ours), "
+    "adaxeval (answer_idx with question or cloze), "
+    "pitfalls (a JSON list of pairs with transquestion), "
+    "eclektic (q_id and original_lang)"
+)
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of an item file, told by its extension (.parquet) or its first record.
+
+    A file starting with '[' is a JSON list (pitfalls when its first object has
+    `transquestion`); one starting with '{' is JSON lines, told by its first object's keys (or a
+    single JSON object, told the same way).
+    Raises InputError naming the known formats when none fits.
+    """
+    path = Path(path)
+    if path.suffix == ".parquet":
+        return "parquet"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            head = handle.read(4096).lstrip()
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not a UTF-8 text file; {_KNOWN}") from exc
+    if head.startswith("["):
+        data = _load_json(path)
+        if data and isinstance(data[0], dict) and "transquestion" in data[0]:
+            return "pitfalls"
+        raise InputError(path, f"a JSON list whose first element has no 'transquestion'; {_KNOWN}")
+    if head.startswith("{"):
+        try:
+            line, first = next(iter_json_lines(path))
+        except InputError:  # not JSON lines: perhaps one JSON object over several lines
+            line, first = None, _load_json(path)
+        fmt = _jsonl_format(first)
+        if fmt is None:
+            keys = ", ".join(sorted(first)[:12])
+            raise InputError(
+                path, f"cannot tell the format from the keys ({keys}); {_KNOWN}", line=line
+            )
+        return fmt
+    raise InputError(path, f"neither JSON lines nor a JSON list; {_KNOWN}")
+
+
+def load_item_set(
+    path: str | Path, fmt: str = "auto", lang: str | None = None, limit: int | None = None
+) -> ItemSet:
+    """Read an item file in format `fmt` ('auto' detects it; see FORMATS).
+
+    `lang` is the language of AdaXEval release records, which carry none (without it the
+    language is detected from the script); the other formats record their language, and asking
+    for one there is an InputError. `limit` keeps the first N usable items (for pitfalls the
+    first N pairs, 2N items).
+    """
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt not in FORMATS:
+        raise InputError(path, f"unknown format {fmt!r}; {_KNOWN}")
+    if lang is not None and fmt != "adaxeval":
+        raise InputError(
+            path, f"a language can only be given for AdaXEval files; {fmt} files record their own"
+        )
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    if fmt == "adaxeval":
+        return read_adaxeval(path, lang=lang, limit=limit)
+    readers = {
+        "jsonl": read_jsonl,
+        "parquet": read_parquet,
+        "pitfalls": read_pitfalls,
+        "eclektic": read_eclektic,
+    }
+    return readers[fmt](path, limit=limit)
+
+
+def _jsonl_format(record: dict[str, Any]) -> str | None:
+    if is_eclektic(record):
+        return "eclektic"
+    if "answer_idx" in record and ("question" in record or "cloze" in record):
+        return "adaxeval"
+    ours = {"id", "lang", "answer"} <= record.keys()
+    if ours and ({"options", "kind"} <= record.keys() or "question" in record):
+        return "jsonl"
+    return None
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
+        ) from exc

@@ -1,0 +1,178 @@
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from crossknow.data.pitfalls import LANGUAGE_CODES, read_pitfalls
+from crossknow.errors import InputError
+
+SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")
+RELEASE = SHARED / "cross-lingual-pitfalls"
+
+
+def pair(**changes):
+    record = {
+        "question": "Q?",
+        "choices": ["a", "b"],
+        "answer": "b",
+        "source": "mmlu",
+        "oriquestion": "Q0?",
+        "transquestion": "F?",
+        "transchoices": ["x", "y"],
+        "transanswer": "y",
+        "transori": "F0?",
+        "prequestion": "",
+        "sufquestion": "",
+        "transpre": "",
+        "transsuf": "",
+        "rate_ori": 1.0,
+        "rate_trans": 0.2,
+        "value": 1.5,
+        "category": "Science",
+    }
+    record.update(changes)
+    return record
+
+
+def write(path, pairs):
+    path.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@needs_shared
+def test_japanese_pairs_all_usable_and_linked():
+    item_set = read_pitfalls(RELEASE / "Japanese.json")
+    pairs = json.loads((RELEASE / "Japanese.json").read_text(encoding="utf-8"))
+    assert len(pairs) == 314 and item_set.invalid == [] and len(item_set.items) == 628
+    english, japanese = item_set.items[0], item_set.items[1]
+    assert (english.id, english.lang, japanese.id, japanese.lang) == ("en:0", "en", "ja:0", "ja")
+    assert english.pair_id == japanese.pair_id == "Japanese:0"
+    assert english.source_lang == japanese.source_lang == "en"
+    assert english.kind == japanese.kind == "question"
+    assert (
+        japanese.prompt == pairs[0]["transquestion"]
+        and japanese.options == pairs[0]["transchoices"]
+    )
+    assert japanese.options[japanese.answer] == "数年間にわたって湖内の魚の個体数をサンプリングする"
+    assert (
+        english.options[english.answer]
+        == pairs[0]["answer"]
+        == "Sampling fish populations in the lake over several years"
+    )
+    assert set(english.metadata) == {
+        "source",
+        "category",
+        "subject",
+        "rate_ori",
+        "rate_trans",
+        "value",
+        "oriquestion",
+        "transori",
+    } & set(pairs[0])
+    assert english.metadata["rate_trans"] == 0.2
+    assert [item.id for item in item_set.items[-2:]] == ["en:313", "ja:313"]
+
+
+@needs_shared
+def test_yoruba_reports_135_pairs_whose_answer_is_not_a_choice():
+    item_set = read_pitfalls(RELEASE / "Yoruba.json")
+    pairs = json.loads((RELEASE / "Yoruba.json").read_text(encoding="utf-8"))
+    assert len(pairs) == 813
+    assert len(item_set.invalid) == 135
+    assert len(item_set.items) == 2 * (813 - 135)
+    for record in item_set.invalid:
+        assert record.field == "transanswer" and record.path == str(RELEASE / "Yoruba.json")
+        bad = pairs[record.line - 1]
+        assert bad["transanswer"] not in bad["transchoices"]
+        assert repr(bad["transanswer"]) in record.reason
+        assert bad["rate_trans"] == 0  # as the release's README says of every such pair
+    bad_ids = {f"yo:{record.line - 1}" for record in item_set.invalid}
+    assert not bad_ids & {item.id for item in item_set.items}
+
+
+@needs_shared
+def test_all_sixteen_languages():
+    answer_invalid, empty_choice, pairs_seen, by_language = 0, 0, 0, {}
+    for language, code in LANGUAGE_CODES.items():
+        item_set = read_pitfalls(RELEASE / f"{language}.json")
+        fields = Counter(record.field for record in item_set.invalid)
+        assert set(fields) <= {"transanswer", "choices"}
+        answer_invalid += fields["transanswer"]
+        empty_choice += fields["choices"]
+        pairs_seen += len(item_set.items) // 2 + len(item_set.invalid)
+        by_language[language] = fields
+        assert {item.lang for item in item_set.items} == {"en", code}
+    assert pairs_seen == 6713
+    # The README's count: 238 pairs with a transanswer that is not among transchoices.
+    assert answer_invalid == 238
+    assert (
+        by_language["Swahili"]["transanswer"] == 44 and by_language["Amharic"]["transanswer"] == 23
+    )
+    # Not in the README: 36 more pairs (Zulu 31, Swahili 5) have an empty choice on both sides.
+    assert empty_choice == 36
+    assert by_language["Zulu"]["choices"] == 31 and by_language["Swahili"]["choices"] == 5
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["Yoruba_results.json", "source/mmlu.json"])
+def test_non_pair_files_of_the_release_are_clear_errors(name):
+    with pytest.raises(InputError) as info:
+        read_pitfalls(RELEASE / name)
+    message = str(info.value)
+    assert str(RELEASE / name) in message
+    assert "results" in message if "results" in name else "not a pair file" in message
+
+
+def test_unknown_language_lists_the_known_ones(tmp_path):
+    with pytest.raises(InputError) as info:
+        read_pitfalls(write(tmp_path / "Klingon.json", [pair()]))
+    assert (
+        "'Klingon'" in str(info.value)
+        and "Yoruba" in str(info.value)
+        and "Amharic" in str(info.value)
+    )
+
+
+def test_one_invalid_record_per_pair_and_no_item_from_it(tmp_path):
+    path = write(
+        tmp_path / "French.json",
+        [
+            pair(),
+            pair(answer="c"),
+            pair(transanswer="'y'"),
+            pair(transchoices=["x", ""], transanswer="x"),
+            pair(),
+        ],
+    )
+    item_set = read_pitfalls(path)
+    assert [item.id for item in item_set.items] == ["en:0", "fr:0", "en:4", "fr:4"]
+    assert [(r.line, r.field) for r in item_set.invalid] == [
+        (2, "answer"),
+        (3, "transanswer"),
+        (4, "transchoices"),
+    ]
+    assert "'c'" in item_set.invalid[0].reason and "\"'y'\"" in item_set.invalid[1].reason
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({k: v for k, v in pair().items() if k != "transchoices"}, "transchoices"),
+        (pair(answer=1), "answer"),
+        (pair(choices=["a", None]), "choices[1]"),
+    ],
+)
+def test_malformed_pair_names_position_and_field(tmp_path, bad, field):
+    path = write(tmp_path / "German.json", [pair(), bad])
+    with pytest.raises(InputError) as info:
+        read_pitfalls(path)
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, field)
+
+
+def test_limit_counts_pairs(tmp_path):
+    path = write(tmp_path / "Hindi.json", [pair(answer="zz"), pair(), pair(), pair()])
+    item_set = read_pitfalls(path, limit=2)
+    assert [item.id for item in item_set.items] == ["en:1", "hi:1", "en:2", "hi:2"]
