@@ -1,0 +1,35 @@
+"""Parity with lm-evaluation-harness's HF backend on the same local model and the same requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from crossknow.data.formats import load_item_set
+from crossknow.scoring.rules import option_requests
+from tests.conftest import SHARED_DATA
+
+pytestmark = pytest.mark.slow
+EXAMPLES = SHARED_DATA / "adaxeval-paper-examples.jsonl"
+
+
+def test_summed_logprobs_equal_lm_eval_within_1e3(embedded_scorer, embedded_checkpoint_dir):
+    huggingface = pytest.importorskip("lm_eval.models.huggingface")
+    from lm_eval.api.instance import Instance
+
+    items = load_item_set(EXAMPLES).items
+    english = [item for item in items if item.lang == "en"][:12]
+    japanese = [item for item in items if item.lang == "ja"][:12]
+    assert {item.kind for item in english} == {"cloze", "question"} and len(japanese) == 12
+    requests = [option.request for item in english + japanese for option in option_requests(item, "lm-eval")]
+
+    lm = huggingface.HFLM(pretrained=str(embedded_checkpoint_dir), dtype="float32", device="cpu", batch_size=8)
+    instances = [
+        Instance(request_type="loglikelihood", doc={}, arguments=(r.context, r.continuation), idx=i)
+        for i, r in enumerate(requests)
+    ]
+    theirs = lm.loglikelihood(instances, disable_tqdm=True)
+    ours = embedded_scorer.score(requests)
+
+    differences = [abs(mine.logprob_sum - logprob) for mine, (logprob, _) in zip(ours, theirs, strict=True)]
+    assert max(differences) < 1e-3, max(differences)
+    assert [mine.greedy for mine in ours] == [greedy for _, greedy in theirs]
