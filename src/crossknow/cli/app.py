@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from crossknow.errors import CrossknowError
 
@@ -39,11 +46,11 @@ def evaluate(
     model: str = typer.Option("default", help="default | hf:PATH_OR_ID[@REV] | gguf:FILE | openai:MODEL"),
     format: str = typer.Option("auto", help="auto | adaxeval | pitfalls | eclektic | jsonl"),
     rule: str = typer.Option("auto", help="auto | adaxeval | lm-eval"),
-    limit: Optional[int] = typer.Option(None, help="Score only the first N items (N pairs for Pitfalls)."),
+    limit: int | None = typer.Option(None, help="Score only the first N items (N pairs for Pitfalls)."),
     batch_size: int = typer.Option(8, help="Items per forward pass (halved on CUDA out-of-memory)."),
     device: str = typer.Option("auto", help="auto | cpu | cuda[:N]"),
     dtype: str = typer.Option("float32", help="float32 | bfloat16 | float16 (results are float32)."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible server URL, for openai: models."),
+    base_url: str | None = typer.Option(None, help="OpenAI-compatible server URL, for openai: models."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the API key."),
 ) -> None:
     """Score every option of every multiple-choice item by its loss; write scores.parquet and metrics.json."""
@@ -84,10 +91,10 @@ def main() -> None:
     try:
         app()
     except CrossknowError as error:
-        errors.print(f"[red]error:[/red] {error}", highlight=False)
+        errors.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except ValidationError as error:
-        errors.print(f"[red]error:[/red] {_field_errors(error)}", highlight=False)
+        errors.print(f"[red]error:[/red] {escape(_field_errors(error))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         errors.print("interrupted: run the same command again to resume where it stopped")

@@ -104,6 +104,9 @@ def run_evaluate(
     items = [item for item in item_set.items if isinstance(item, MCItem)]
     if len(items) != len(item_set.items):
         raise CrossknowError(f"{data_path} holds open questions, not multiple-choice items: evaluate scores options")
+    if not items:
+        reasons = "".join(f"\n  line {r.line}, field {r.field}: {r.reason}" for r in item_set.invalid[:5])
+        raise CrossknowError(f"{data_path}: no usable items ({len(item_set.invalid)} invalid records){reasons}")
     rule: Rule = RULE_FOR_FORMAT.get(item_set.format, "adaxeval") if config.rule == "auto" else config.rule
     resolved = config.model_dump() | {"format": item_set.format, "rule": rule, "data_path": str(data_path)}
     run = RunDir(out)

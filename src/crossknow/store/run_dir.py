@@ -65,10 +65,13 @@ class RunDir:
 
         Keys in `volatile` (settings that cannot change the numbers, such as the batch size) may
         differ on resume. Anything else that differs is an error: the directory holds another run.
+        A directory whose stages hold no committed shard (a run that failed before its first result,
+        e.g. on a mistyped model spec) holds no results yet: its config is simply replaced.
         """
         self.path.mkdir(parents=True, exist_ok=True)
         config_path, inputs_path = self.path / CONFIG_FILE, self.path / INPUTS_FILE
-        if config_path.exists():
+        has_results = any(ShardedTable(stage).done_keys() for stage in (self.path / "stages").glob("*/"))
+        if config_path.exists() and has_results:
             previous = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
             ignored = set(volatile)
             changed = sorted(

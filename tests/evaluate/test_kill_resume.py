@@ -1,0 +1,84 @@
+"""kill -9 in the middle of `crossknow evaluate`, then the same command again: nothing lost or
+duplicated, and the same numbers as a run that was never interrupted."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from crossknow.evaluate.pipeline import run_evaluate
+from crossknow.evaluate.records import EvaluateConfig
+
+FLOATS = ("logprob_sum", "mean_loss")
+
+
+def _committed_keys(manifest_path) -> list[str]:
+    try:
+        shards = json.loads(manifest_path.read_text(encoding="utf-8"))["shards"]
+    except (FileNotFoundError, json.JSONDecodeError):  # not there yet (it is replaced atomically)
+        return []
+    return [key for shard in shards for key in shard["keys"]]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_resume(tmp_path, embedded_scorer):
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "crossknow", "evaluate", "--data", "sample", "--out", str(out),
+        "--batch-size", "1", "--device", "cpu",
+    ]
+    manifest = out / "stages" / "scores" / "manifest.json"
+
+    log = tmp_path / "killed-run.log"  # a file, not a pipe: a full pipe would stall the process
+    with open(log, "wb") as sink:
+        process = subprocess.Popen(command, cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_committed_keys(manifest)) < 3:
+            assert process.poll() is None, f"the run ended before it could be killed: {log.read_text()}"
+            assert time.monotonic() < deadline, "no 3 shards committed within 240 s"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == -signal.SIGKILL
+    done = _committed_keys(manifest)
+    assert 3 <= len(done) < 24, "the kill must land mid-run"
+    assert len(set(done)) == len(done)
+    assert not (out / "metrics.json").exists()
+
+    resumed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["items_scored_this_run"] == 24 - len(done)
+
+    rows = pq.read_table(out / "scores.parquet").to_pylist()
+    keys = [(row["item_id"], row["option_idx"]) for row in rows]
+    assert len(rows) == 96 and len(set(keys)) == 96
+
+    # The reference: the same data and batch size, never interrupted (in-process, same model).
+    reference_out = tmp_path / "reference"
+    reference_metrics = run_evaluate(
+        EvaluateConfig(model="default", data="sample", batch_size=1, device="cpu"),
+        reference_out,
+        make_scorer=lambda spec, options: embedded_scorer,
+    )
+    reference = pq.read_table(reference_out / "scores.parquet").to_pylist()
+    assert keys == [(row["item_id"], row["option_idx"]) for row in reference]
+    for row, ref in zip(rows, reference, strict=True):
+        for column, value in ref.items():
+            if column in FLOATS:
+                assert row[column] == pytest.approx(value, abs=1e-6), (row["item_id"], column)
+            else:
+                assert row[column] == value, (row["item_id"], column)
+    for norm, groups in reference_metrics.accuracy.items():
+        assert metrics["accuracy"][norm] == pytest.approx(groups), norm
