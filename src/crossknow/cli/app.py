@@ -99,3 +99,14 @@ def main() -> None:
     except KeyboardInterrupt:
         errors.print("interrupted: run the same command again to resume where it stopped")
         sys.exit(130)
+
+
+# Sub-commands defined in their own modules register themselves on `app` when imported.
+from crossknow.cli import (  # noqa: E402, F401
+    annotate_cmd,
+    demo_cmd,
+    generate_cmd,
+    report_cmd,
+    trace_cmd,
+    train_cmd,
+)

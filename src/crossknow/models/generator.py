@@ -1,0 +1,86 @@
+"""The Generator protocol: chat completions with optional JSON-schema output and top log-probabilities.
+
+Backends (`openai:`, `hf:`, `default`) implement `generate`; everything above them (prompts,
+validation with pydantic, retries of malformed output, the request cache) lives in
+`crossknow.generation`, never inside a backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One chat turn."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """A chat prompt with its sampling settings."""
+
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int = 256
+    """Most tokens to generate."""
+    temperature: float = 0.0
+    """0 means greedy decoding."""
+    seed: int | None = None
+    """Sampling seed, passed to backends that accept one."""
+    json_schema: dict[str, Any] | None = field(default=None, hash=False)
+    """When set, the backend is asked for a JSON object matching this schema (`response_format`)."""
+    top_logprobs: int = 0
+    """When above 0, the backend returns this many alternatives per generated token, where it can."""
+
+
+@dataclass(frozen=True)
+class TokenAlternatives:
+    """One generated token and the most likely alternatives at its position."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]
+    """(token text, natural-log probability) pairs, most likely first."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage of one call, as the backend reports it (0 where it reports nothing)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    """The backend's answer to one request."""
+
+    text: str
+    """The generated text."""
+    backend: str
+    """Backend name as registered ('default', 'hf', 'openai')."""
+    model_id: str
+    """Resolved model identity."""
+    usage: Usage = Usage()
+    logprobs: tuple[TokenAlternatives, ...] | None = None
+    """Per generated token, when `top_logprobs` was asked and the backend gives them."""
+    finish_reason: str | None = None
+    """'stop', 'length', ... as the backend reports it."""
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A backend that completes chat prompts. One method to implement."""
+
+    name: str
+    """Backend name as registered."""
+    model_id: str
+    """Resolved model identity: a path, hub id with revision, or server model name."""
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        """Answer every request; results are in request order. Transport errors are retried inside."""
+        ...
