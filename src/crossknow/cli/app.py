@@ -13,15 +13,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from crossknow.cli.progress import bar
 from crossknow.errors import CrossknowError
 
 app = typer.Typer(
@@ -62,10 +55,8 @@ def evaluate(
         model=model, data=data, format=format, rule=rule, limit=limit, batch_size=batch_size,
         device=device, dtype=dtype, base_url=base_url, api_key_env=api_key_env,
     )
-    columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=errors, transient=True) as progress:
-        task = progress.add_task("scoring", total=None)
-        metrics = run_evaluate(config, out, lambda done, total: progress.update(task, completed=done, total=total))
+    with bar(errors, "scoring") as update:
+        metrics = run_evaluate(config, out, update)
     console.print(metrics_table(metrics))
     invalid = f", {metrics.n_invalid} invalid records not scored (see invalid.jsonl)" if metrics.n_invalid else ""
     console.print(f"{metrics.n_items.get('all', 0)} items in {metrics.seconds:.1f} s{invalid}; run directory: {out}")

@@ -26,7 +26,8 @@ from crossknow.models.checkpoint_cache import file_sha256
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ScorerOptions, load_scorer
 from crossknow.scoring.metrics import accuracy_table, item_predictions
-from crossknow.scoring.rules import Rule, option_requests
+from crossknow.scoring.batches import ScoredOption, score_in_batches
+from crossknow.scoring.rules import Rule
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.run_dir import RunDir
 
@@ -65,26 +66,24 @@ def resolve_data(data: str) -> Path:
     return path
 
 
-def _rows(item: MCItem, option_texts: list[str], results) -> list[dict[str, Any]]:
-    rows = []
-    for index, (text, result) in enumerate(zip(option_texts, results)):
-        rows.append(
-            {
-                "item_id": item.id,
-                "lang": item.lang,
-                "kind": item.kind,
-                "pair_id": item.pair_id,
-                "option_idx": index,
-                "is_answer": index == item.answer,
-                "logprob_sum": result.logprob_sum,
-                "n_tokens": result.n_tokens,
-                "n_chars": len(text),
-                "n_bytes": len(text.encode("utf-8")),
-                "mean_loss": -result.logprob_sum / result.n_tokens,
-                "greedy": result.greedy,
-            }
-        )
-    return rows
+def _rows(item: MCItem, options: list[ScoredOption]) -> list[dict[str, Any]]:
+    return [
+        {
+            "item_id": item.id,
+            "lang": item.lang,
+            "kind": item.kind,
+            "pair_id": item.pair_id,
+            "option_idx": option.index,
+            "is_answer": option.index == item.answer,
+            "logprob_sum": option.result.logprob_sum,
+            "n_tokens": option.result.n_tokens,
+            "n_chars": len(option.norm_text),
+            "n_bytes": len(option.norm_text.encode("utf-8")),
+            "mean_loss": option.mean_loss,
+            "greedy": option.result.greedy,
+        }
+        for option in options
+    ]
 
 
 def run_evaluate(
@@ -126,18 +125,13 @@ def run_evaluate(
         scorer = make_scorer(config.model, options)
         info = ModelInfo(spec=config.model, backend=scorer.name, model_id=scorer.model_id, dtype=scorer.dtype)
         atomic_write_json(model_path, info.model_dump())
-        chunk = max(config.batch_size, 1)
-        for start in range(0, len(todo), chunk):
-            batch = todo[start : start + chunk]
-            per_item = [option_requests(item, rule) for item in batch]
-            results = scorer.score([option.request for options_ in per_item for option in options_])
-            rows, offset = [], 0
-            for item, options_ in zip(batch, per_item):
-                rows += _rows(item, [o.norm_text for o in options_], results[offset : offset + len(options_)])
-                offset += len(options_)
-            stage.append(pa.Table.from_pylist(rows, schema=SCORES_SCHEMA), [item.id for item in batch])
+        finished = len(items) - len(todo)
+        for scored in score_in_batches(scorer, todo, rule, config.batch_size):
+            rows = [row for item, options in scored for row in _rows(item, options)]
+            stage.append(pa.Table.from_pylist(rows, schema=SCORES_SCHEMA), [item.id for item, _ in scored])
+            finished += len(scored)
             if on_progress:
-                on_progress(len(items) - len(todo) + start + len(batch), len(items))
+                on_progress(finished, len(items))
     info = ModelInfo.model_validate_json(model_path.read_text(encoding="utf-8"))
 
     order = {item.id: position for position, item in enumerate(items)}

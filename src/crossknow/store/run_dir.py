@@ -60,17 +60,20 @@ class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
 
-    def open(self, config: dict[str, Any], inputs: dict[str, str], volatile: Iterable[str] = ()) -> None:
+    def open(
+        self, config: dict[str, Any], inputs: dict[str, str], volatile: Iterable[str] = (), has_results: bool = False
+    ) -> None:
         """Record `config` and the inputs' hashes, or check them against a run already here.
 
         Keys in `volatile` (settings that cannot change the numbers, such as the batch size) may
         differ on resume. Anything else that differs is an error: the directory holds another run.
         A directory whose stages hold no committed shard (a run that failed before its first result,
-        e.g. on a mistyped model spec) holds no results yet: its config is simply replaced.
+        e.g. on a mistyped model spec) holds no results yet: its config is simply replaced. A command
+        whose results are not stage shards (training checkpoints) says so with `has_results`.
         """
         self.path.mkdir(parents=True, exist_ok=True)
         config_path, inputs_path = self.path / CONFIG_FILE, self.path / INPUTS_FILE
-        has_results = any(ShardedTable(stage).done_keys() for stage in (self.path / "stages").glob("*/"))
+        has_results = has_results or any(ShardedTable(stage).done_keys() for stage in (self.path / "stages").glob("*/"))
         if config_path.exists() and has_results:
             previous = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
             ignored = set(volatile)

@@ -1,0 +1,117 @@
+"""Find the checkpoints of a sweep and the training step of each.
+
+`--checkpoints` takes, any number of times:
+
+- a `crossknow train` run directory: the model it started from (step 0), then every complete
+  checkpoint under checkpoints/;
+- a directory of checkpoints (`checkpoint-STEP` or `step-STEP` sub-directories, as transformers'
+  Trainer and many training frameworks write them);
+- one model directory named `checkpoint-STEP` or `step-STEP`;
+- a model spec `default` (step 0) or `hf:ID@REVISION`, the step read from the revision
+  (`step1000`, `stage1-step1000-tokens4B`, or trailing digits);
+- any of those prefixed with `STEP=` to give the step explicitly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from crossknow.errors import CrossknowError
+from crossknow.models.checkpoint_cache import file_sha256
+
+STEP_NAME = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$")
+REVISION_STEP = re.compile(r"step[-_]?(\d+)")
+TRAILING_DIGITS = re.compile(r"(\d+)$")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One model of a sweep."""
+
+    step: int
+    """Training step (0 = the model before training)."""
+    spec: str
+    """Model spec that loads it (default, hf:PATH or hf:ID@REVISION)."""
+    label: str
+    """How tables and figures name it."""
+
+
+def _is_model_dir(path: Path) -> bool:
+    return (path / "config.json").exists()
+
+
+def _is_complete(path: Path) -> bool:
+    """A model directory with weights; a transformers Trainer checkpoint also needs trainer_state.json,
+    which the Trainer writes last, so a checkpoint cut short by a kill is skipped."""
+    has_weights = any(path.glob("*.safetensors")) or any(path.glob("pytorch_model*.bin"))
+    trainer_done = not (path / "training_args.bin").exists() or (path / "trainer_state.json").exists()
+    return _is_model_dir(path) and has_weights and trainer_done
+
+
+def _sub_checkpoints(directory: Path) -> list[Checkpoint]:
+    found = []
+    for path in sorted(directory.iterdir()):
+        match = STEP_NAME.match(path.name)
+        if match and path.is_dir() and _is_complete(path):
+            found.append(Checkpoint(int(match.group(1)), f"hf:{path}", path.name))
+    return found
+
+
+def _one(source: str) -> list[Checkpoint]:
+    step_text, sep, rest = source.partition("=")
+    if sep and step_text.isdigit():
+        found = _one(rest)
+        if len(found) != 1:
+            raise CrossknowError(f"--checkpoints {source}: {rest} holds {len(found)} checkpoints, not one")
+        return [Checkpoint(int(step_text), found[0].spec, found[0].label)]
+    if source == "default":
+        return [Checkpoint(0, "default", "base (default)")]
+    if source.startswith("hf:") and "@" in source:
+        revision = source.rpartition("@")[2]
+        match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
+        if not match:
+            raise CrossknowError(f"--checkpoints {source}: no step in revision {revision!r}; write STEP={source}")
+        return [Checkpoint(int(match.group(1)), source, revision)]
+    path = Path(source[3:] if source.startswith("hf:") else source)
+    if not path.is_dir():
+        raise CrossknowError(f"--checkpoints {source}: not a directory, a default spec or an hf:ID@REVISION spec")
+    config = path / "config.yaml"
+    if config.exists() and (path / "checkpoints").is_dir():
+        base = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model")
+        if not base:
+            raise CrossknowError(f"{config}: no 'model' entry; is {path} a crossknow train run?")
+        return [Checkpoint(0, base, f"base ({base})"), *_sub_checkpoints(path / "checkpoints")]
+    if _is_model_dir(path):
+        match = STEP_NAME.match(path.name)
+        if not match:
+            raise CrossknowError(f"--checkpoints {source}: no step in the name {path.name!r}; write STEP={source}")
+        return [Checkpoint(int(match.group(1)), f"hf:{path}", path.name)]
+    found = _sub_checkpoints(path)
+    if not found:
+        raise CrossknowError(f"--checkpoints {source}: no checkpoint-STEP or step-STEP model directories in it")
+    return found
+
+
+def discover_checkpoints(sources: list[str]) -> list[Checkpoint]:
+    """Every checkpoint the sources name, sorted by step; two checkpoints at one step are an error."""
+    found = sorted((c for source in sources for c in _one(source)), key=lambda c: c.step)
+    steps = [c.step for c in found]
+    duplicates = sorted({s for s in steps if steps.count(s) > 1})
+    if duplicates:
+        raise CrossknowError(f"--checkpoints: several checkpoints at step(s) {duplicates}; give each step once")
+    if not found:
+        raise CrossknowError("--checkpoints: no checkpoints found")
+    return found
+
+
+def checkpoint_hash(checkpoint: Checkpoint) -> str:
+    """Identity of a checkpoint's weights: the SHA-256 of its weight files, or the spec for a hub revision."""
+    if not checkpoint.spec.startswith("hf:") or "@" in checkpoint.spec:
+        return checkpoint.spec
+    path = Path(checkpoint.spec[3:])
+    files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
+    return ",".join(f"{f.name}:{file_sha256(f)}" for f in files)

@@ -1,0 +1,104 @@
+"""Trainer callbacks: token-interval checkpoints, the per-step loss log, and pruning old optimizer states."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)$")
+RESUME_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth")
+"""Files a checkpoint needs only to resume training; kept in the newest checkpoint alone."""
+
+
+def complete_checkpoints(directory: Path) -> dict[int, Path]:
+    """Checkpoints under `directory` whose save finished (trainer_state.json is written last), by step."""
+    found = {}
+    if directory.is_dir():
+        for path in directory.iterdir():
+            match = CHECKPOINT_DIR.match(path.name)
+            if match and (path / "trainer_state.json").exists():
+                found[int(match.group(1))] = path
+    return dict(sorted(found.items()))
+
+
+class TokenIntervalSave(TrainerCallback):
+    """Ask for a checkpoint each time `every` more non-padding tokens have been seen."""
+
+    def __init__(self, every: int):
+        self.every = every
+        self.last = 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.last = state.num_input_tokens_seen
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.num_input_tokens_seen // self.every > self.last // self.every:
+            control.should_save = True
+        self.last = state.num_input_tokens_seen
+
+
+class PruneResumeState(TrainerCallback):
+    """After each save, drop the optimizer and scheduler states of every checkpoint but the newest.
+
+    Older checkpoints keep the model (what `crossknow trace` reads); only the newest can resume training.
+    """
+
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        checkpoints = complete_checkpoints(Path(args.output_dir))
+        for step, path in checkpoints.items():
+            if step == state.global_step:
+                continue
+            for name in RESUME_FILES:
+                (path / name).unlink(missing_ok=True)
+            for rng in path.glob("rng_state_*.pth"):
+                rng.unlink()
+            shutil.rmtree(path / "global_step", ignore_errors=True)
+
+
+class StepLog(TrainerCallback):
+    """Append one JSON line per optimizer step (step, loss, learning_rate, grad_norm, tokens) to `path`."""
+
+    def __init__(self, path: Path, on_step: Callable[[int, int], None] | None = None):
+        self.path = path
+        self.on_step = on_step
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs or "loss" not in logs:
+            return
+        row = {
+            "step": state.global_step,
+            "loss": float(logs["loss"]),
+            "learning_rate": float(logs.get("learning_rate", 0.0)),
+            "grad_norm": float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
+            "tokens": int(state.num_input_tokens_seen),
+        }
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.on_step and state.is_world_process_zero:
+            self.on_step(state.global_step, state.max_steps)
+
+
+def read_step_log(path: Path, up_to_step: int | None = None) -> list[dict]:
+    """The step log, one row per step (the last line wins when a resumed run logged a step again).
+
+    Rows after `up_to_step` are dropped: they belong to a run killed after its last checkpoint.
+    """
+    rows: dict[int, dict] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill
+            if up_to_step is None or row["step"] <= up_to_step:
+                rows[row["step"]] = row
+    return [rows[step] for step in sorted(rows)]

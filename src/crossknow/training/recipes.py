@@ -1,0 +1,135 @@
+"""Training corpora of section 6.1: the knowledge-injection corpus C_K and the transfer corpus C_T, mixed.
+
+C_K holds the target knowledge in the training language(s); C_T holds no new knowledge and only
+links the languages. `build_examples` refuses a C_T that shares a pair id or document id with C_K,
+because the knowledge evaluated in the other language must be absent from C_T (section 6.1 (1)).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.training.instructions import LANGUAGE_NAMES, reading_comprehension
+from crossknow.training.records import TrainConfig, TrainingExample
+from crossknow.training.templates import TemplateTable, fill
+
+
+def pair_id(doc: Any) -> str | None:
+    """The id shared by a document and its translations, if any."""
+    return doc.metadata.get("pair_id")
+
+
+@lru_cache(maxsize=1)
+def _romaniser() -> Any:
+    try:
+        import cutlet
+    except ImportError as error:
+        raise MissingDependencyError("cutlet", "text", "romanisation") from error
+    return cutlet.Cutlet()
+
+
+def romanise(text: str) -> str:
+    """Japanese text in Hepburn romaji, as cutlet writes it (the paper's tool)."""
+    return _romaniser().romaji(text)
+
+
+def _partners(docs: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    by_pair: dict[str, dict[str, Any]] = {}
+    for doc in docs:
+        if pair_id(doc):
+            by_pair.setdefault(pair_id(doc), {})[doc.lang] = doc
+    return by_pair
+
+
+def _partner(doc: Any, by_pair: dict[str, dict[str, Any]]) -> Any | None:
+    others = [d for lang, d in sorted(by_pair.get(pair_id(doc) or "", {}).items()) if lang != doc.lang]
+    return others[0] if others else None
+
+
+def knowledge_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateTable) -> list[TrainingExample]:
+    """C_K: the documents in `config.langs`, plus their reading-comprehension instructions under 'instruction'.
+
+    A translation instruction is built only when both documents of a pair are in `config.langs`, so
+    training on English alone never shows the model the Japanese text.
+    """
+    chosen = [doc for doc in docs if doc.lang in config.langs]
+    if not chosen:
+        raise CrossknowError(f"{config.corpus}: no documents in {', '.join(config.langs)}")
+    by_pair = _partners(chosen)
+    examples = []
+    for doc in chosen:
+        examples.append(TrainingExample(id=f"{doc.id}:document", part="knowledge", kind="document", doc_id=doc.id,
+                                        template_index=None, text=doc.text))
+        if config.recipe == "instruction":
+            for ins in reading_comprehension(doc, _partner(doc, by_pair), table, config.seed):
+                examples.append(TrainingExample(id=f"{doc.id}:{ins.type}", part="knowledge", kind=ins.type,
+                                                doc_id=doc.id, template_index=ins.template_index, text=ins.text))
+    return examples
+
+
+def _instruction(kind: str, doc: Any, table: TemplateTable, seed: int, values: dict[str, str]) -> TrainingExample:
+    picked = table.pick(kind, doc.lang, random.Random(f"{seed}:{doc.id}:{kind}"))
+    return TrainingExample(id=f"{doc.id}:{kind}", part="transfer", kind=kind, doc_id=doc.id,
+                           template_index=picked.index, text=fill(picked, values))
+
+
+def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateTable) -> list[TrainingExample]:
+    """C_T under `config.transfer_recipe`.
+
+    - documents: every document as it is (e.g. the paper's Medical-Japanese baseline);
+    - translation: for every pair with English and Japanese, one instruction each way (Medical-Translation);
+    - romanisation: every Japanese document in romaji -> in Japanese script (Medical-Roman);
+    - roman2en: every pair's Japanese text in romaji -> its English text (Medical-Roman2En).
+    """
+    recipe = config.transfer_recipe
+    if recipe == "documents":
+        return [TrainingExample(id=f"{d.id}:document", part="transfer", kind="document", doc_id=d.id,
+                                template_index=None, text=d.text) for d in docs]
+    by_pair = _partners(docs)
+    examples = []
+    for doc in docs:
+        partner = _partner(doc, by_pair)
+        if recipe == "translation" and partner is not None:
+            names = LANGUAGE_NAMES.get(doc.lang)
+            if names is None:
+                raise CrossknowError(f"no language names for {doc.lang!r}: add them to LANGUAGE_NAMES")
+            examples.append(_instruction("translation", doc, table, config.seed, {
+                "source_lang": names[doc.lang], "target_lang": names[partner.lang],
+                "source": doc.text, "target": partner.text}))
+        elif recipe == "romanisation" and doc.lang == "ja":
+            examples.append(_instruction("romanisation", doc, table, config.seed,
+                                         {"romaji": romanise(doc.text), "text": doc.text}))
+        elif recipe == "roman2en" and doc.lang == "ja" and partner is not None and partner.lang == "en":
+            examples.append(_instruction("roman2en", doc, table, config.seed,
+                                         {"romaji": romanise(doc.text), "english": partner.text}))
+    if not examples:
+        raise CrossknowError(f"{config.transfer_corpus}: the {recipe!r} recipe built no examples from it")
+    return examples
+
+
+def check_disjoint(knowledge_docs: Sequence[Any], transfer_docs: Sequence[Any], transfer_path: str) -> None:
+    """Refuse a transfer corpus that holds a knowledge document or a translation of one."""
+    ids = {d.id for d in knowledge_docs}
+    pairs = {pair_id(d) for d in knowledge_docs if pair_id(d)}
+    shared = [d.id for d in transfer_docs if d.id in ids or (pair_id(d) and pair_id(d) in pairs)]
+    if shared:
+        raise CrossknowError(
+            f"{transfer_path}: {len(shared)} transfer documents share an id or pair id with the knowledge corpus "
+            f"(e.g. {shared[0]}); C_T must not carry the knowledge being measured"
+        )
+
+
+def build_examples(
+    config: TrainConfig, knowledge_docs: Sequence[Any], transfer_docs: Sequence[Any], table: TemplateTable
+) -> list[TrainingExample]:
+    """C_K and C_T built, concatenated and shuffled with `config.seed`."""
+    examples = knowledge_examples(config, knowledge_docs, table)
+    if config.transfer_recipe != "none":
+        check_disjoint([d for d in knowledge_docs if d.lang in config.langs], transfer_docs, str(config.transfer_corpus))
+        examples += transfer_examples(config, transfer_docs, table)
+    random.Random(config.seed).shuffle(examples)
+    return examples

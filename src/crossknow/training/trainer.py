@@ -1,0 +1,191 @@
+"""`crossknow train`: continual pretraining with transformers' Trainer, checkpointed and resumable.
+
+The run directory holds config.yaml, inputs.json (the corpora's SHA-256), train_data.jsonl (every
+training text, in training order before the Trainer's seeded shuffling), checkpoints/checkpoint-STEP
+(model and tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl
+(one line per optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again on a finished directory, it
+returns the saved summary.
+
+Because it is transformers' Trainer, `accelerate launch -m crossknow train ...` or
+`torchrun --nproc-per-node N -m crossknow train ...` runs it data-parallel on several GPUs and nodes;
+the batch size is per device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from crossknow.data.corpus import read_corpus
+from crossknow.errors import CrossknowError
+from crossknow.models.checkpoint_cache import file_sha256
+from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
+from crossknow.store.run_dir import RunDir
+from crossknow.training.callbacks import (
+    RESUME_FILES,
+    PruneResumeState,
+    StepLog,
+    TokenIntervalSave,
+    complete_checkpoints,
+    read_step_log,
+)
+from crossknow.training.layers import select_trainable
+from crossknow.training.recipes import build_examples
+from crossknow.training.records import TrainConfig, TrainingExample, TrainSummary
+from crossknow.training.templates import TemplateTable
+
+TRAIN_LOG_SCHEMA = pa.schema(
+    [("step", pa.int64()), ("loss", pa.float64()), ("learning_rate", pa.float64()),
+     ("grad_norm", pa.float64()), ("tokens", pa.int64())]
+)
+"""train_log.parquet: training loss, learning rate, gradient norm and tokens seen after each optimizer step."""
+
+SUMMARY_FILE = "train_summary.json"
+
+VOLATILE = ("device",)
+"""Config keys that may change when a run resumes."""
+
+
+def model_source(spec: str) -> tuple[str, str | None]:
+    """(path or hub id, revision) of a local model spec: default or hf:PATH_OR_ID[@REVISION]."""
+    if spec == "default":
+        from crossknow.models.checkpoint_cache import embedded_checkpoint
+
+        return str(embedded_checkpoint()), None
+    kind, _, rest = spec.partition(":")
+    if kind != "hf" or not rest:
+        raise CrossknowError(f"--model {spec!r}: training takes default or hf:PATH_OR_ID[@REVISION]")
+    path, _, revision = rest.partition("@")
+    return path, revision or None
+
+
+def _is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _write_examples(path: Path, examples: list[TrainingExample]) -> None:
+    atomic_write_text(path, "".join(e.model_dump_json() + "\n" for e in examples))
+
+
+def _tokenised(examples: list[TrainingExample], tokenizer: Any, max_length: int) -> list[dict[str, list[int]]]:
+    """Each text with the tokenizer's special tokens and an end-of-sequence token, cut at `max_length`."""
+    rows = []
+    for example in examples:
+        ids = tokenizer(example.text, add_special_tokens=True)["input_ids"]
+        ids = (ids + [tokenizer.eos_token_id])[:max_length]
+        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids)})
+    return rows
+
+
+def _training_arguments(config: TrainConfig, out: Path) -> Any:
+    import torch
+    from transformers import TrainingArguments
+
+    use_cpu = config.device == "cpu" or (config.device == "auto" and not torch.cuda.is_available())
+    return TrainingArguments(
+        output_dir=str(out / "checkpoints"),
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="cosine_with_min_lr",
+        lr_scheduler_kwargs={"min_lr": config.min_learning_rate},
+        warmup_steps=config.warmup_ratio,  # a float below 1 is a fraction of all steps
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=config.dtype == "bfloat16",
+        use_cpu=use_cpu,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=config.save_every_steps or 10**9,  # the final step is always saved
+        include_num_input_tokens_seen="non_padding",
+        report_to="none",
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataloader_pin_memory=not use_cpu,
+    )
+
+
+def _resume_point(checkpoints: dict[int, Path]) -> Path | None:
+    resumable = [path for path in checkpoints.values() if all((path / f).exists() for f in RESUME_FILES[:2])]
+    return resumable[-1] if resumable else None
+
+
+def run_train(
+    config: TrainConfig, out: Path, on_progress: Callable[[int, int], None] | None = None
+) -> TrainSummary:
+    """Train `config.model` on the mixed corpus into run directory `out`; resume from its newest checkpoint.
+
+    `on_progress(step, total_steps)` is called after each optimizer step.
+    """
+    started = time.monotonic()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer
+    from transformers.trainer_callback import PrinterCallback
+
+    knowledge = read_corpus(Path(config.corpus))
+    transfer = read_corpus(Path(config.transfer_corpus)) if config.transfer_corpus else []
+    examples = build_examples(config, knowledge, transfer, TemplateTable.load())
+    inputs = {config.corpus: file_sha256(Path(config.corpus))}
+    if config.transfer_corpus:
+        inputs[config.transfer_corpus] = file_sha256(Path(config.transfer_corpus))
+
+    out = Path(out)
+    checkpoints = complete_checkpoints(out / "checkpoints")
+    if _is_main_process():
+        RunDir(out).open(config.model_dump(), inputs, volatile=VOLATILE, has_results=bool(checkpoints))
+        _write_examples(out / "train_data.jsonl", examples)
+    if (out / SUMMARY_FILE).exists():
+        return TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
+
+    path, revision = model_source(config.model)
+    torch.manual_seed(config.seed)
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
+    model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=torch.float32)
+    trainable, total = select_trainable(model, config.train_layers)
+
+    callbacks: list[Any] = [StepLog(out / "train_log.jsonl", on_progress), PruneResumeState()]
+    if config.save_every_tokens:
+        callbacks.append(TokenIntervalSave(config.save_every_tokens))
+    trainer = Trainer(
+        model=model,
+        args=_training_arguments(config, out),
+        train_dataset=_tokenised(examples, tokenizer, config.max_length),
+        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
+    trainer.remove_callback(PrinterCallback)  # the step log and the progress bar report instead
+    resume = _resume_point(checkpoints)
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+
+    saved = complete_checkpoints(out / "checkpoints")
+    final_step = trainer.state.global_step
+    summary = TrainSummary(
+        steps=final_step,
+        tokens_seen=int(trainer.state.num_input_tokens_seen),
+        examples=dict(Counter(f"{e.part}/{e.kind}" for e in examples)),
+        trainable_parameters=trainable,
+        total_parameters=total,
+        checkpoints=sorted(saved),
+        seconds=round(time.monotonic() - started, 3),
+    )
+    if _is_main_process():
+        log = pa.Table.from_pylist(read_step_log(out / "train_log.jsonl", final_step), schema=TRAIN_LOG_SCHEMA)
+        atomic_write(out / "train_log.parquet", lambda handle: pq.write_table(log, handle), binary=True)
+        atomic_write_json(out / SUMMARY_FILE, json.loads(summary.model_dump_json()))
+        for name in RESUME_FILES:  # the run is finished: nothing will resume from it
+            if final_step in saved:
+                (saved[final_step] / name).unlink(missing_ok=True)
+    return summary
