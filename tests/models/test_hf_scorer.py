@@ -50,7 +50,8 @@ EDGE_ITEMS = [
     MCItem(id="end", lang="en", kind="cloze", prompt="Blood sugar is lowered by [BLANK]",
            options=["insulin", "glucagon"], answer=0),
     # Japanese, no spaces
-    MCItem(id="ja", lang="ja", kind="cloze", prompt="日本の首都は[BLANK]です。", options=["東京", "大阪", "京都"], answer=0),
+    MCItem(id="ja", lang="ja", kind="cloze", prompt="日本の首都は[BLANK]です。",
+           options=["東京", "大阪", "京都"], answer=0),
     # the option's last token merges with the text after the blank
     MCItem(id="merge", lang="en", kind="cloze", prompt="She went [BLANK]ning in the park.",
            options=["run", "swim"], answer=0),

@@ -29,10 +29,11 @@ import pytest
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models.boundary import encode_pair
-from crossknow.models.openai_scorer import OpenAIScorer, _parse_retry_after
+from crossknow.models.openai_http import parse_retry_after as _parse_retry_after
+from crossknow.models.openai_scorer import OpenAIScorer
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
 
-from .fault_proxy import FaultProxy
+from ..fault_proxy import FaultProxy
 
 MODEL = "gemma-3-270m"
 SEPARATOR = ScoreRequest("#", " x")

@@ -27,61 +27,21 @@ and a warning is logged once per scorer. The server gives no way to recover that
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import email.utils
 import logging
 import math
-import os
-import random
-import time
 from collections.abc import Sequence
-from typing import Any
 
-from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.errors import CrossknowError
 from crossknow.models.boundary import move_trailing_spaces
+from crossknow.models.openai_http import OpenAIEndpoint, gather_or_cancel, run_sync, short
 from crossknow.models.protocol import ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
 
 ECHO_MAX_TOKENS = 1
 """Tokens the server generates after the echoed prompt; they are ignored (see module docstring)."""
-RETRY_STATUSES = frozenset({408, 429})
-"""HTTP statuses retried besides every 5xx."""
-RETRY_AFTER_CAP_S = 300.0
-"""The longest wait a server's Retry-After header can impose before one retry."""
-BACKOFF_CAP_S = 30.0
-"""The longest exponential-backoff wait between two attempts."""
 GREEDY_TOLERANCE = 1e-6
 """A token is top-1 when its log-probability is within this of the best alternative's."""
-
-
-class _Secret:
-    """An API key that never shows in a repr, str or traceback's locals rendering."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str | None):
-        self._value = value or None
-
-    def reveal(self) -> str | None:
-        return self._value
-
-    def redact(self, text: str) -> str:
-        """`text` with every occurrence of the key replaced by '***'."""
-        return text.replace(self._value, "***") if self._value else text
-
-    def __repr__(self) -> str:
-        return "<secret>" if self._value else "<no key>"
-
-    __str__ = __repr__
-
-
-def _import_httpx() -> Any:
-    try:
-        import httpx
-    except ImportError:
-        raise MissingDependencyError("httpx", "openai", "The openai: backend") from None
-    return httpx
 
 
 class OpenAIScorer:
@@ -92,7 +52,8 @@ class OpenAIScorer:
     and is optional (local servers need none); it is sent as a bearer token and redacted from
     every error and log message. Up to `concurrency` requests are in flight at once; 429, 408, 5xx,
     timeouts and connection errors are retried up to `max_retries` times with exponential backoff
-    and jitter (or after the server's Retry-After); any other 4xx fails at once.
+    and jitter (or after the server's Retry-After); any other 4xx fails at once
+    (`crossknow.models.openai_http` holds this transport, shared with the generator).
     """
 
     name = "openai"
@@ -109,38 +70,23 @@ class OpenAIScorer:
         *,
         backoff_base_s: float = 0.5,
     ):
-        self._httpx = _import_httpx()
-        if concurrency < 1:
-            raise CrossknowError(f"openai: concurrency must be at least 1, got {concurrency}")
-        if max_retries < 0:
-            raise CrossknowError(f"openai: max_retries must be 0 or more, got {max_retries}")
+        self._endpoint = OpenAIEndpoint(
+            model, base_url, "completions", api_key_env=api_key_env, concurrency=concurrency,
+            timeout_s=timeout_s, max_retries=max_retries, backoff_base_s=backoff_base_s, logger=log,
+        )
         self.model_id = model
-        self.base_url = base_url.rstrip("/")
+        self.base_url = self._endpoint.base_url
         self.api_key_env = api_key_env
         self.concurrency = concurrency
-        self.timeout_s = float(timeout_s)
-        self.max_retries = max_retries
-        self.backoff_base_s = float(backoff_base_s)
-        self._key = _Secret(os.environ.get(api_key_env))
-        self._url = f"{self.base_url}/completions"
-        try:
-            scheme = self._httpx.URL(self._url).scheme
-        except Exception as exc:  # httpx.InvalidURL and friends
-            raise CrossknowError(f"openai: invalid base URL {self._safe(base_url)!r}: {exc}") from None
-        if scheme not in ("http", "https"):
-            raise CrossknowError(f"openai: base URL must start with http:// or https://, got {self._safe(base_url)!r}")
+        self._url = self._endpoint.url
         self._warned_first_token = False
         self._warned_no_top = False
 
     def __repr__(self) -> str:
-        key = "set" if self._key.reveal() else "unset"
-        return (
-            f"OpenAIScorer(model={self.model_id!r}, base_url={self._safe(self.base_url)!r}, "
-            f"api_key_env={self.api_key_env!r} ({key}), concurrency={self.concurrency})"
-        )
+        return f"OpenAIScorer({self._endpoint.describe()})"
 
     def _safe(self, text: str) -> str:
-        return self._key.redact(text)
+        return self._endpoint.safe(text)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -156,99 +102,29 @@ class OpenAIScorer:
                 raise CrossknowError(f"openai: empty continuation after context {context[-40:]!r}")
         if not pairs:
             return []
-
-        def run() -> list[ScoreResult]:
-            return asyncio.run(self._score_all(pairs, keep_token_logprobs))
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return run()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(run).result()
+        return run_sync(lambda: self._score_all(pairs, keep_token_logprobs))
 
     # ---- transport --------------------------------------------------------------------------
 
     async def _score_all(self, pairs: list[tuple[str, str]], keep: bool) -> list[ScoreResult]:
-        httpx = self._httpx
-        headers = {"Content-Type": "application/json"}
-        key = self._key.reveal()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         semaphore = asyncio.Semaphore(self.concurrency)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits, headers=headers) as client:
+        async with self._endpoint.client() as client:
 
             async def one(context: str, continuation: str) -> ScoreResult:
                 prompt = context + continuation
+                payload = {
+                    "model": self.model_id,
+                    "prompt": prompt,
+                    "max_tokens": ECHO_MAX_TOKENS,
+                    "temperature": 0,
+                    "logprobs": 1,
+                    "echo": True,
+                }
                 async with semaphore:
-                    body = await self._post(client, prompt)
+                    body = await self._endpoint.post(client, payload)
                 return self._parse(body, context, prompt, keep)
 
-            tasks = [asyncio.create_task(one(c, k)) for c, k in pairs]
-            try:
-                return list(await asyncio.gather(*tasks))
-            except BaseException:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
-
-    async def _post(self, client: Any, prompt: str) -> dict:
-        """POST one completion request, retrying transient failures; returns the decoded JSON."""
-        httpx = self._httpx
-        payload = {
-            "model": self.model_id,
-            "prompt": prompt,
-            "max_tokens": ECHO_MAX_TOKENS,
-            "temperature": 0,
-            "logprobs": 1,
-            "echo": True,
-        }
-        transient = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-        for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
-            try:
-                response = await client.post(self._url, json=payload)
-            except transient as exc:
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            else:
-                status = response.status_code
-                if status == 200:
-                    try:
-                        body = response.json()
-                    except ValueError:
-                        problem = "HTTP 200 with a body that is not valid JSON"
-                    else:
-                        if isinstance(body, dict):
-                            return body
-                        problem = "HTTP 200 with a JSON body that is not an object"
-                elif status in RETRY_STATUSES or status >= 500:
-                    problem = f"HTTP {status}: {_server_message(response)}"
-                    retry_after = _parse_retry_after(response.headers.get("retry-after"))
-                else:
-                    raise CrossknowError(
-                        self._safe(
-                            f"openai: {self._url} refused the request for model {self.model_id!r} with "
-                            f"HTTP {status}: {_server_message(response)}"
-                        )
-                    )
-            if attempt == self.max_retries:
-                raise CrossknowError(
-                    self._safe(
-                        f"openai: {self._url} failed {attempt + 1} times for model {self.model_id!r}; "
-                        f"last problem: {problem}"
-                    )
-                )
-            delay = retry_after if retry_after is not None else self._backoff(attempt)
-            log.warning(self._safe(f"openai: {problem}; retry {attempt + 1} of {self.max_retries} in {delay:.2f} s"))
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
-
-    def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: between half and all of base * 2**attempt, capped."""
-        ceiling = min(BACKOFF_CAP_S, self.backoff_base_s * 2**attempt)
-        return ceiling * (0.5 + 0.5 * random.random())
+            return await gather_or_cancel([one(c, k) for c, k in pairs])
 
     # ---- response ---------------------------------------------------------------------------
 
@@ -256,7 +132,7 @@ class OpenAIScorer:
         """The continuation's ScoreResult from one echoed completion."""
         choices = body.get("choices")
         if not choices:
-            raise CrossknowError(self._safe(f"openai: response without choices: {_short(body)}"))
+            raise CrossknowError(self._safe(f"openai: response without choices: {short(body)}"))
         logprobs = choices[0].get("logprobs") or {}
         tokens = logprobs.get("tokens")
         offsets = logprobs.get("text_offset")
@@ -352,46 +228,3 @@ class OpenAIScorer:
             greedy=greedy,
             token_logprobs=tuple(scored) if keep else None,
         )
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delay in seconds or an HTTP date), capped."""
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    if math.isnan(seconds):
-        return None
-    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
-
-
-def _server_message(response: Any) -> str:
-    """The error message in a server's response: OpenAI, vLLM and FastAPI shapes, else the text."""
-    try:
-        body = response.json()
-    except ValueError:
-        return _short(response.text) or "(empty body)"
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-        if isinstance(error, str) and error:
-            return error
-        for field in ("message", "detail"):
-            if body.get(field):
-                return _short(body[field])
-    return _short(body)
-
-
-def _short(value: Any, limit: int = 500) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."

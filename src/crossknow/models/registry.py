@@ -1,4 +1,4 @@
-"""Model spec strings -> Scorer backends, imported lazily so that a missing optional dependency
+"""Model spec strings -> Scorer and Generator backends, imported lazily so that a missing optional dependency
 fails only when its backend is chosen."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crossknow.errors import CrossknowError, ModelSpecError
+from crossknow.models.generator import Generator
 from crossknow.models.protocol import Scorer
 
 SPEC_FORMS = (
@@ -80,3 +81,79 @@ def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
             rest, base_url=options.base_url, api_key_env=options.api_key_env, concurrency=options.concurrency
         )
     raise _unknown(spec)
+
+
+@dataclass(frozen=True)
+class GeneratorOptions:
+    """Settings for generator backends; the fields shared with ScorerOptions mean the same."""
+
+    device: str = "auto"
+    """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
+    dtype: str = "float32"
+    """Compute dtype of local models."""
+    base_url: str | None = None
+    """Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the API key (never the key itself)."""
+    concurrency: int = 8
+    """Requests in flight at once for server backends."""
+    timeout_s: float = 120.0
+    """Seconds before one server request times out (and is retried)."""
+    max_retries: int = 5
+    """Retries of one server request after 429, 5xx, timeouts and dropped connections."""
+    json_mode: str = "auto"
+    """How server backends ask for JSON: 'auto', 'json_schema', 'json_object' or 'none'
+    (see crossknow.models.openai_generator)."""
+    fold_system: bool = False
+    """Join system messages into the first user message, for servers whose chat template drops
+    them (llama-cpp-python with --chat_format gemma)."""
+
+
+GENERATOR_SPEC_FORMS = (
+    "default                  the embedded Gemma 3 270M (works offline)",
+    "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
+    "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
+    "openai:MODEL             an OpenAI-compatible server's /v1/chat/completions (needs --base-url)",
+)
+"""The valid forms of a generator spec, as shown in errors and help."""
+
+
+def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:
+    """Build the Generator that `spec` names."""
+    kind, _, rest = spec.partition(":")
+    if spec == "default":
+        from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID, embedded_checkpoint
+        from crossknow.models.hf_generator import HFGenerator
+
+        return HFGenerator(
+            str(embedded_checkpoint()), name="default", model_id=EMBEDDED_MODEL_ID,
+            device=options.device, dtype=options.dtype,
+        )
+    if kind == "hf" and rest:
+        from crossknow.models.hf_generator import HFGenerator
+
+        path, _, revision = rest.partition("@")
+        if Path(path).is_dir() and not (Path(path) / "config.json").exists():
+            raise CrossknowError(f"{path} is a directory without config.json: not a transformers model")
+        return HFGenerator(path, name="hf", revision=revision or None, device=options.device, dtype=options.dtype)
+    if kind == "gguf" and rest:
+        from crossknow.models.checkpoint_cache import file_sha256, gguf_checkpoint
+        from crossknow.models.hf_generator import HFGenerator
+
+        gguf_file = Path(rest)
+        return HFGenerator(
+            str(gguf_checkpoint(gguf_file)), name="gguf",
+            model_id=f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})",
+            device=options.device, dtype=options.dtype,
+        )
+    if kind == "openai" and rest:
+        if not options.base_url:
+            raise CrossknowError("the openai: backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        from crossknow.models.openai_generator import OpenAIGenerator
+
+        return OpenAIGenerator(
+            rest, base_url=options.base_url, api_key_env=options.api_key_env, concurrency=options.concurrency,
+            timeout_s=options.timeout_s, max_retries=options.max_retries, json_mode=options.json_mode,  # type: ignore[arg-type]
+            fold_system=options.fold_system,
+        )
+    raise ModelSpecError(f"unknown generator spec {spec!r}. Valid forms:\n  " + "\n  ".join(GENERATOR_SPEC_FORMS))

@@ -3,13 +3,17 @@
 The command line:
 
     python -m llama_cpp.server --model FILE --chat_format gemma --host 127.0.0.1 --port PORT
-        --n_threads 2 --n_threads_batch 2 --n_ctx 512 --logits_all true
+        --n_threads 2 --n_threads_batch 2 --n_ctx N_CTX --logits_all true
 
-`--logits_all true` keeps the logits of every prompt position, which `/v1/completions` needs to
-echo the prompt with log-probabilities (it is the server's default in llama-cpp-python 0.3, and is
-passed anyway so that a changed default cannot break scoring). `--n_ctx 512` keeps the logits
-buffer (n_ctx x 262,144 floats with logits_all) small. `--chat_format gemma` because the GGUF has
-no chat template.
+`--logits_all true` keeps the logits of every position, which `/v1/completions` needs to echo the
+prompt with log-probabilities and which `/v1/chat/completions` needs for `logprobs` and
+`top_logprobs` (without it llama-cpp-python 0.3.36 answers HTTP 500 "logprobs is not supported for
+models created with logits_all=False"). It is the server's default in llama-cpp-python 0.3, and is
+passed anyway so that a changed default cannot break the tests. The server keeps an n_ctx x 262,144
+float32 buffer of logits (512 MiB at n_ctx 512, 2 GiB at 2048) and, for every request that asks
+for log-probabilities, takes the log-softmax of that whole buffer and sorts the vocabulary once per
+returned token (about 0.3-1 s per token on 2 cores): log-probabilities are slow, ask for them only
+where they are tested. `--chat_format gemma` because the GGUF has no chat template.
 """
 
 from __future__ import annotations
@@ -36,11 +40,20 @@ def free_port() -> int:
 class LlamaServer:
     """One `python -m llama_cpp.server` process serving `model_path` on a free loopback port."""
 
-    def __init__(self, model_path: str | Path, log_path: str | Path, *, threads: int = 2, n_ctx: int = 512):
+    def __init__(
+        self,
+        model_path: str | Path,
+        log_path: str | Path,
+        *,
+        threads: int = 2,
+        n_ctx: int = 512,
+        logits_all: bool = True,
+    ):
         self.model_path = Path(model_path)
         self.log_path = Path(log_path)
         self.threads = threads
         self.n_ctx = n_ctx
+        self.logits_all = logits_all
         self.port: int | None = None
         self._process: subprocess.Popen | None = None
 
@@ -65,7 +78,7 @@ class LlamaServer:
             "--n_ctx",
             str(self.n_ctx),
             "--logits_all",
-            "true",
+            "true" if self.logits_all else "false",
         ]
 
     @property

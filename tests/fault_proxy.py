@@ -8,6 +8,7 @@ connection (every answer carries `Connection: close`).
 Actions:
 - "pass": forward to the upstream and relay its answer.
 - "429": HTTP 429 with `Retry-After: 0`.
+- "500": HTTP 500 with a JSON error body and no Retry-After.
 - "503": HTTP 503 with a JSON error body and no Retry-After.
 - "drop": close the connection without answering.
 - "truncate": HTTP 200 whose body stops half-way through its Content-Length.
@@ -121,6 +122,8 @@ class FaultProxy:
                 await self._forward(writer, method, path, headers, body)
             elif action == "429":
                 await self._answer(writer, 429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+            elif action == "500":
+                await self._answer(writer, 500, {"error": {"message": "internal error"}})
             elif action == "503":
                 await self._answer(writer, 503, {"error": {"message": "overloaded"}})
             elif action == "drop":

@@ -1,0 +1,111 @@
+"""The yes/no confidence of a JSON field from the generated tokens' top log-probabilities.
+
+AdaXEval (Appendix A.1) measures a model's confidence that a sentence is factual "by the
+probability of the yes token output by the `factuality` field". Here: find the token at which that
+field's string value starts (skipping tokens that only hold the opening quote or spaces), sum the
+probabilities of the alternatives at that position that read "yes", and normalise over yes + no
+when both are present. Without log-probabilities the parsed answer gives 1.0 or 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from crossknow.models.generator import TokenAlternatives
+
+_PADDING = "\"' \t\r\n"
+"""Characters stripped from both ends of an alternative's text before it is read as yes or no."""
+
+
+def yes_probability(
+    logprobs: Sequence[TokenAlternatives] | None, field: str, answer: object = None
+) -> float | None:
+    """P("yes") for the string value of `field`, in [0, 1]; None when it cannot be told.
+
+    From the top log-probabilities when they are given and the field's value can be located in
+    the tokens (see `yes_probability_from_tokens`); otherwise 1.0 or 0.0 from the parsed `answer`
+    (see `answer_probability`).
+    """
+    if logprobs:
+        value = yes_probability_from_tokens(logprobs, field)
+        if value is not None:
+            return value
+    return answer_probability(answer)
+
+
+def answer_probability(answer: object) -> float | None:
+    """1.0 for an answer that reads "yes", 0.0 for one that reads "no", else None."""
+    if isinstance(answer, bool):
+        return 1.0 if answer else 0.0
+    if not isinstance(answer, str):
+        return None
+    kind = classify(answer)
+    return None if kind is None else float(kind == "yes")
+
+
+def classify(text: str) -> str | None:
+    """'yes' or 'no' for a token's text, else None.
+
+    Quotes and spaces are stripped from both ends and case is ignored; "yes" is any text that
+    starts with yes; "no" must not run on into a letter, so that "none" or "not" are not no.
+    """
+    word = text.strip(_PADDING).lower()
+    if word.startswith("yes"):
+        return "yes"
+    if word.startswith("no") and not word[2:3].isalpha():
+        return "no"
+    return None
+
+
+def value_token_index(tokens: Sequence[str], field: str) -> tuple[int, str] | None:
+    """(index, prefix) of the token at which the string value of `field` starts, or None.
+
+    The token texts are joined and `"field":` is searched for (the first occurrence); the value
+    starts after the colon and spaces. Tokens whose part from there holds only quotes or spaces are
+    skipped. `prefix` is the part of the chosen token before the value (for a token like `: "yes`),
+    which alternatives at that position are expected to share.
+    """
+    joined = "".join(tokens)
+    match = re.search(r'"' + re.escape(field) + r'"\s*:\s*', joined)
+    if match is None:
+        return None
+    value_start = match.end()
+    start = 0
+    for index, token in enumerate(tokens):
+        end = start + len(token)
+        if end > value_start:
+            cut = max(0, value_start - start)
+            if token[cut:].strip(_PADDING):
+                return index, token[:cut]
+            value_start = end  # only padding: the value starts in a later token
+        start = end
+    return None
+
+
+def yes_probability_from_tokens(logprobs: Sequence[TokenAlternatives], field: str) -> float | None:
+    """P("yes") from the alternatives at the token where the value of `field` starts, or None.
+
+    The chosen token counts as an alternative too (some servers list only the others). Returns
+    the yes mass normalised over yes + no when both are present, else the yes mass (0.0 when no
+    alternative reads yes); None when the field's value cannot be located in the tokens.
+    """
+    located = value_token_index([t.token for t in logprobs], field)
+    if located is None:
+        return None
+    index, prefix = located
+    position = logprobs[index]
+    seen: dict[str, float] = {}
+    for text, logprob in (*position.top, (position.token, position.logprob)):
+        seen.setdefault(text, logprob)
+    mass = {"yes": 0.0, "no": 0.0}
+    for text, logprob in seen.items():
+        if prefix and text.startswith(prefix):
+            text = text[len(prefix) :]
+        kind = classify(text)
+        if kind is not None and math.isfinite(logprob):
+            mass[kind] += math.exp(logprob)
+    yes, no = mass["yes"], mass["no"]
+    value = yes / (yes + no) if yes > 0 and no > 0 else yes
+    return min(1.0, max(0.0, value))

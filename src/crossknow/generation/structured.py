@@ -1,0 +1,358 @@
+"""Structured (JSON-schema) outputs from any Generator: validation, retries, cache, confidence, cost.
+
+`StructuredClient.call_many` turns chat prompts into requests with `json_schema` set from a
+pydantic model, sends every pending prompt in one `generate` call (so a server backend keeps its
+concurrency busy), validates each output with pydantic, and retries only the malformed ones:
+attempt k (0-based) uses seed + k and, from the second attempt on, a note asking for JSON only, so
+that a malformed answer replayed from the cache is not replayed forever. What is still invalid
+after `max_attempts`, and every request whose transport failed after the backend's own retries, is
+returned as an outcome with `value=None` and the reason in `error`: never raised, never dropped.
+
+Every successful model call is cached (see `crossknow.store.request_cache`) under the hash of
+(backend, model id, messages, max_tokens, temperature, seed, top_logprobs, schema); failed calls are
+not, so a re-run retries them and pays for nothing it already has.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from crossknow.errors import CrossknowError
+from crossknow.generation.confidence import yes_probability
+from crossknow.generation.pricing import PriceTable
+from crossknow.models.generator import ChatMessage, GenerateRequest, GenerateResult, Generator, TokenAlternatives, Usage
+from crossknow.models.openai_http import GenerationFailed
+from crossknow.store.request_cache import RequestCache, cache_key
+
+T = TypeVar("T", bound=BaseModel)
+
+TRANSPORT_FAILURE = "request failed"
+"""How `StructuredOutcome.error` starts when the request itself failed (after the backend's own
+retries), as opposed to an invalid output; such outcomes are not cached and worth a re-run."""
+RETRY_NOTE = "\n\nReturn only a JSON object that matches this JSON schema, with no other text:\n{schema}"
+"""Appended to the user message from the second attempt on."""
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """What a pipeline stage asks: an optional system message and one user message."""
+
+    system: str | None
+    user: str
+
+
+@dataclass(frozen=True)
+class StructuredOutcome(Generic[T]):
+    """The result of one prompt after validation and retries."""
+
+    value: T | None
+    """The validated pydantic object; None when the output was invalid after all attempts."""
+    raw_text: str
+    """The last raw output ('' when no attempt produced any)."""
+    error: str | None
+    """Why the output is invalid; None when valid."""
+    yes_probability: float | None
+    """P("yes") of the confidence field from top log-probabilities (or 1.0/0.0 from the parsed
+    answer when the backend gives none); None when not asked or the output is invalid."""
+    attempts: int
+    """Model calls made for this prompt, cached ones included."""
+    cached: bool
+    """True when every attempt used came from the cache."""
+    usage: Usage
+    """Token usage summed over attempts, cached ones included: what the answer took to produce."""
+    cost_usd: float
+    """Cost of that usage at the client's prices, the same whether or not it came from the cache
+    (the client's `meter` counts what was spent now)."""
+
+    @property
+    def valid(self) -> bool:
+        """True when `value` holds a validated object."""
+        return self.value is not None
+
+
+@dataclass
+class CostMeter:
+    """Running totals of what a client actually sent to its backend (cache hits cost nothing)."""
+
+    calls: int = 0
+    """Requests sent to the backend, failed ones included."""
+    cached_calls: int = 0
+    """Requests answered from the cache."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    """Wall-clock time spent in `call_many`."""
+
+
+@dataclass
+class _Progress:
+    """What one prompt has accumulated over its attempts."""
+
+    attempts: int = 0
+    cached: bool = True
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    raw_text: str = ""
+
+
+class StructuredClient:
+    """Asks a Generator for JSON that validates against a pydantic model; see the module docstring."""
+
+    def __init__(
+        self,
+        generator: Generator,
+        cache: RequestCache | None = None,
+        *,
+        max_attempts: int = 3,
+        prices: PriceTable | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 0,
+    ):
+        if max_attempts < 1:
+            raise CrossknowError(f"max_attempts must be at least 1, got {max_attempts}")
+        if max_tokens < 1:
+            raise CrossknowError(f"max_tokens must be at least 1, got {max_tokens}")
+        self.generator = generator
+        self.cache = cache
+        self.max_attempts = max_attempts
+        self.prices = prices or PriceTable()
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.meter = CostMeter()
+
+    def call_many(
+        self,
+        prompts: Sequence[ChatPrompt],
+        schema: type[BaseModel],
+        *,
+        confidence_field: str | None = None,
+        top_logprobs: int = 5,
+    ) -> list[StructuredOutcome]:
+        """One outcome per prompt, in order. Top log-probabilities are asked for only when
+        `confidence_field` (the name of a yes/no field of `schema`) is given."""
+        if confidence_field is not None and confidence_field not in schema.model_fields:
+            raise CrossknowError(
+                f"confidence field {confidence_field!r} is not a field of {schema.__name__} "
+                f"(fields: {', '.join(schema.model_fields)})"
+            )
+        started = time.monotonic()
+        json_schema = schema.model_json_schema()
+        note = RETRY_NOTE.format(schema=json.dumps(json_schema, ensure_ascii=False, separators=(",", ":")))
+        top = top_logprobs if confidence_field else 0
+        progress = [_Progress() for _ in prompts]
+        outcomes: list[StructuredOutcome | None] = [None] * len(prompts)
+        pending = list(range(len(prompts)))
+        try:
+            for attempt in range(self.max_attempts):
+                if not pending:
+                    break
+                requests = [self._request(prompts[i], attempt, json_schema, note, top) for i in pending]
+                retry = []
+                for i, (result, cached, failure) in zip(pending, self._answer(requests), strict=True):
+                    done = self._record(progress[i], result, cached, failure, schema, confidence_field)
+                    if isinstance(done, StructuredOutcome):
+                        outcomes[i] = done
+                    elif attempt + 1 < self.max_attempts:
+                        retry.append(i)
+                    else:
+                        outcomes[i] = self._outcome(progress[i], None, done, None)
+                pending = retry
+        finally:
+            self.meter.seconds += time.monotonic() - started
+        return outcomes  # type: ignore[return-value]
+
+    # ---- one attempt ------------------------------------------------------------------------
+
+    def _request(
+        self, prompt: ChatPrompt, attempt: int, json_schema: dict, note: str, top: int
+    ) -> GenerateRequest:
+        messages = [ChatMessage("system", prompt.system)] if prompt.system else []
+        messages.append(ChatMessage("user", prompt.user + (note if attempt else "")))
+        return GenerateRequest(
+            messages=tuple(messages),
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed + attempt,
+            json_schema=json_schema,
+            top_logprobs=top,
+        )
+
+    def _record(
+        self,
+        progress: _Progress,
+        result: GenerateResult | None,
+        cached: bool,
+        failure: str | None,
+        schema: type[BaseModel],
+        confidence_field: str | None,
+    ) -> StructuredOutcome | str:
+        """Account one attempt: the final outcome when the output is valid or the request failed in
+        transport, else why the output is invalid."""
+        progress.attempts += 1
+        progress.cached = progress.cached and cached
+        if result is None:
+            return self._outcome(progress, None, f"{TRANSPORT_FAILURE}: {failure or 'no result'}", None)
+        progress.prompt_tokens += result.usage.prompt_tokens
+        progress.completion_tokens += result.usage.completion_tokens
+        progress.cost_usd += self.prices.cost(self.generator.name, self.generator.model_id, result.usage)
+        progress.raw_text = result.text
+        value, error = parse_structured(result.text, schema)
+        if value is None:
+            if result.finish_reason == "length":
+                error = f"{error} (the output stopped at max_tokens={self.max_tokens})"
+            return error or "invalid output"
+        confidence = None
+        if confidence_field is not None:
+            confidence = yes_probability(result.logprobs, confidence_field, getattr(value, confidence_field))
+        return self._outcome(progress, value, None, confidence)
+
+    @staticmethod
+    def _outcome(progress: _Progress, value: Any, error: str | None, confidence: float | None) -> StructuredOutcome:
+        return StructuredOutcome(
+            value=value,
+            raw_text=progress.raw_text,
+            error=error,
+            yes_probability=confidence,
+            attempts=progress.attempts,
+            cached=progress.cached,
+            usage=Usage(progress.prompt_tokens, progress.completion_tokens),
+            cost_usd=progress.cost_usd,
+        )
+
+    def _answer(self, requests: list[GenerateRequest]) -> list[tuple[GenerateResult | None, bool, str | None]]:
+        """(result, from cache, failure) per request: cache first, then one generate call for the rest
+        (identical requests are sent once)."""
+        backend, model_id = self.generator.name, self.generator.model_id
+        identities = [request_identity(backend, model_id, r) for r in requests]
+        keys = [cache_key(identity) for identity in identities]
+        stored = self.cache.get_many(keys) if self.cache is not None else [None] * len(requests)
+        answers: list[tuple[GenerateResult | None, bool, str | None] | None] = [None] * len(requests)
+        for k, value in enumerate(stored):
+            result = result_from_dict(value) if value is not None else None
+            if result is not None:
+                answers[k] = (result, True, None)
+        missing = [k for k, answer in enumerate(answers) if answer is None]
+        self.meter.cached_calls += len(requests) - len(missing)
+        first: dict[str, int] = {}  # key -> its first request: identical requests are sent once
+        for k in missing:
+            first.setdefault(keys[k], k)
+        sent = {key: j for j, key in enumerate(first)}  # key -> position in the generate call
+        if sent:
+            to_send = [requests[k] for k in first.values()]
+            self.meter.calls += len(to_send)
+            try:
+                fresh: list[GenerateResult | None] = list(self.generator.generate(to_send))
+                failures: dict[int, str] = {}
+            except GenerationFailed as error:
+                fresh, failures = error.results, error.failures
+            if len(fresh) != len(to_send):
+                raise CrossknowError(
+                    f"generator {backend!r} returned {len(fresh)} results for {len(to_send)} requests"
+                )
+            entries = []
+            for key, j in sent.items():
+                result = fresh[j]
+                if result is not None:
+                    self.meter.prompt_tokens += result.usage.prompt_tokens
+                    self.meter.completion_tokens += result.usage.completion_tokens
+                    self.meter.cost_usd += self.prices.cost(backend, model_id, result.usage)
+                    entries.append((key, identities[first[key]], result_to_dict(result)))
+            for k in missing:
+                j = sent[keys[k]]
+                answers[k] = (fresh[j], False, failures.get(j))
+            if self.cache is not None and entries:
+                self.cache.put_many(entries)
+        return answers  # type: ignore[return-value]
+
+
+# ---- parsing ------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.S)
+
+
+def parse_structured(text: str, schema: type[T]) -> tuple[T | None, str | None]:
+    """(validated object, None) or (None, why not). Tolerates a ```json fence and text around
+    one JSON object; reports a schema error in preference to a JSON syntax error."""
+    stripped = text.strip()
+    if not stripped:
+        return None, "empty output"
+    candidates = [stripped]
+    fence = _FENCE.search(stripped)
+    if fence:
+        candidates.append(fence.group(1).strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        candidates.append(stripped[start : end + 1])
+    errors: list[str] = []
+    for candidate in dict.fromkeys(candidates):
+        try:
+            return schema.model_validate_json(candidate), None
+        except ValidationError as error:
+            errors.append(_describe(error))
+    schema_errors = [e for e in errors if not e.startswith("not valid JSON")]
+    return None, (schema_errors or errors)[0]
+
+
+def _describe(error: ValidationError, limit: int = 3) -> str:
+    """A short account of a pydantic validation error."""
+    problems = error.errors()
+    if any(p["type"] == "json_invalid" for p in problems):
+        return f"not valid JSON: {problems[0]['msg']}"
+    parts = [f"field '{'.'.join(str(x) for x in p['loc']) or '(root)'}': {p['msg']}" for p in problems[:limit]]
+    more = f" (and {len(problems) - limit} more)" if len(problems) > limit else ""
+    return "; ".join(parts) + more
+
+
+# ---- cache entries ------------------------------------------------------------------------------
+
+
+def request_identity(backend: str, model_id: str, request: GenerateRequest) -> dict[str, Any]:
+    """What a request's cache key hashes: backend, model id, messages, settings and schema."""
+    return {
+        "backend": backend,
+        "model_id": model_id,
+        "messages": [[m.role, m.content] for m in request.messages],
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "seed": request.seed,
+        "top_logprobs": request.top_logprobs,
+        "json_schema": request.json_schema,
+    }
+
+
+def result_to_dict(result: GenerateResult) -> dict[str, Any]:
+    """A GenerateResult as JSON-ready data."""
+    return dataclasses.asdict(result)
+
+
+def result_from_dict(data: dict[str, Any]) -> GenerateResult | None:
+    """The GenerateResult that `result_to_dict` wrote; None for an entry of another shape."""
+    try:
+        logprobs = data.get("logprobs")
+        return GenerateResult(
+            text=data["text"],
+            backend=data["backend"],
+            model_id=data["model_id"],
+            usage=Usage(**(data.get("usage") or {})),
+            logprobs=None
+            if logprobs is None
+            else tuple(
+                TokenAlternatives(t["token"], float(t["logprob"]), tuple((str(a), float(b)) for a, b in t["top"]))
+                for t in logprobs
+            ),
+            finish_reason=data.get("finish_reason"),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None

@@ -1,0 +1,254 @@
+"""Generator backend for OpenAI-compatible servers (spec `openai:MODEL`): `/v1/chat/completions`.
+
+Each request is one POST; up to `concurrency` are in flight; 429, 408, 5xx, timeouts, dropped
+connections and truncated bodies are retried with backoff (`crossknow.models.openai_http`).
+Requests that fail every try, or that the server refuses as malformed (400, 413, 422), do not stop
+the others: `generate` then raises `GenerationFailed`, which carries every result it has. A refusal
+that concerns every request (401, 403, 404: a wrong key, URL or model name) raises at once.
+
+JSON output (`request.json_schema`), by `json_mode`:
+- "json_schema": `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`, the
+  OpenAI form, also taken by vLLM, Ollama and llama.cpp's own `llama-server`;
+- "json_object": `{"type": "json_object", "schema": ...}`, the form of llama-cpp-python's server
+  (it builds a grammar from the schema; OpenAI itself would ignore or reject the schema);
+- "none": no `response_format`; the caller validates whatever comes back;
+- "auto" (default): "json_schema" until the server refuses it with a message that says
+  `response_format` must be 'text' or 'json_object' (llama-cpp-python 0.3 answers so, with HTTP 500),
+  then "json_object" for the rest of this generator's life. The probe costs one refused request;
+  the first successful answer settles "json_schema".
+`strict_schema` sets OpenAI's `strict` flag; OpenAI's strict mode needs every property required
+and `additionalProperties: false`, which pydantic schemas with defaults do not have, hence False.
+
+Servers whose chat template drops system messages (llama-cpp-python's `--chat_format gemma` does,
+silently) need `fold_system=True`: the system text then opens the first user message.
+
+`top_logprobs > 0` asks for `logprobs: true, top_logprobs: k`; each generated token becomes a
+`TokenAlternatives` with the alternatives sorted most likely first (llama-cpp-python adds the
+chosen token to its list, so a list can hold k + 1 entries). OpenAI allows k up to 20.
+
+The length limit is sent as `max_tokens`, which OpenAI's GPT-4.1/4o, vLLM, Ollama and llama.cpp
+take; OpenAI's reasoning models (o1, o3, ...) want `max_completion_tokens` instead and are not
+supported yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from crossknow.errors import CrossknowError
+from crossknow.models.generator import GenerateRequest, GenerateResult, TokenAlternatives, Usage
+from crossknow.models.openai_http import (
+    GenerationFailed,
+    OpenAIEndpoint,
+    RequestGaveUp,
+    RequestRefused,
+    gather_or_cancel,
+    run_sync,
+    short,
+)
+
+log = logging.getLogger(__name__)
+
+JsonMode = Literal["auto", "json_schema", "json_object", "none"]
+JSON_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "none")
+"""Accepted values of `json_mode` (see the module docstring)."""
+PER_REQUEST_REFUSALS = frozenset({400, 413, 422})
+"""Statuses that concern one request (too long, malformed): recorded as that request's failure."""
+
+
+class OpenAIGenerator:
+    """Completes chat prompts through an OpenAI-compatible `/v1/chat/completions` endpoint.
+
+    `model` is the server's model name; `base_url` ends before `/chat/completions` (for example
+    `http://127.0.0.1:8000/v1`). The API key is read from the environment variable `api_key_env`
+    (optional for local servers) and never shown. See the module docstring for `json_mode`,
+    `strict_schema` and `fold_system`.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+        timeout_s: float = 120,
+        max_retries: int = 5,
+        *,
+        json_mode: JsonMode = "auto",
+        strict_schema: bool = False,
+        fold_system: bool = False,
+        backoff_base_s: float = 0.5,
+    ):
+        if json_mode not in JSON_MODES:
+            raise CrossknowError(f"openai: json_mode must be one of {', '.join(JSON_MODES)}; got {json_mode!r}")
+        self._endpoint = OpenAIEndpoint(
+            model, base_url, "chat/completions", api_key_env=api_key_env, concurrency=concurrency,
+            timeout_s=timeout_s, max_retries=max_retries, backoff_base_s=backoff_base_s, logger=log,
+        )
+        self.model_id = model
+        self.base_url = self._endpoint.base_url
+        self.json_mode: str = json_mode
+        """The mode in use; "auto" turns into "json_schema" or "json_object" once decided."""
+        self.strict_schema = strict_schema
+        self.fold_system = fold_system
+
+    def __repr__(self) -> str:
+        return f"OpenAIGenerator({self._endpoint.describe()}, json_mode={self.json_mode!r})"
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        """Answer every request; results are in request order.
+
+        Raises `GenerationFailed` (with the results that did succeed) when some requests failed
+        after their retries, and `CrossknowError` at once for refusals that concern every request.
+        """
+        if not requests:
+            return []
+        outcomes = run_sync(lambda: self._generate_all(list(requests)))
+        failures = {i: o for i, o in enumerate(outcomes) if isinstance(o, str)}
+        results = [None if isinstance(o, str) else o for o in outcomes]
+        if failures:
+            raise GenerationFailed(results, failures)
+        return results  # type: ignore[return-value]
+
+    # ---- transport --------------------------------------------------------------------------
+
+    async def _generate_all(self, requests: list[GenerateRequest]) -> list[GenerateResult | str]:
+        semaphore = asyncio.Semaphore(self._endpoint.concurrency)
+        async with self._endpoint.client() as client:
+
+            async def one(request: GenerateRequest) -> GenerateResult | str:
+                async with semaphore:
+                    try:
+                        body = await self._post(client, request)
+                    except RequestGaveUp as error:
+                        return str(error)
+                    except RequestRefused as error:
+                        if error.status in PER_REQUEST_REFUSALS:
+                            return str(error)
+                        raise
+                try:
+                    return self._parse(body, request)
+                except CrossknowError as error:
+                    return str(error)
+
+            return await gather_or_cancel([one(r) for r in requests])
+
+    async def _post(self, client: Any, request: GenerateRequest) -> dict:
+        """POST one request; in "auto" mode, fall back to "json_object" when the server refuses the schema."""
+        while True:
+            mode = self.json_mode if request.json_schema is not None else "none"
+            probing = mode == "auto"
+            try:
+                body = await self._endpoint.post(
+                    client, self.payload(request, mode), refuse=_names_response_format if probing else None
+                )
+            except RequestRefused as error:
+                if probing and _names_response_format(error.status, error.server_message):
+                    if self.json_mode == "auto":
+                        self.json_mode = "json_object"
+                        log.info("openai: %s refused json_schema output; using json_object", self._endpoint.url)
+                    continue
+                raise
+            if probing and self.json_mode == "auto":
+                self.json_mode = "json_schema"
+            return body
+
+    def payload(self, request: GenerateRequest, mode: str | None = None) -> dict[str, Any]:
+        """The JSON body for one request (`mode` defaults to the current json_mode)."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if self.fold_system:
+            messages = _fold_system(messages)
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": messages,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.top_logprobs > 0:
+            body["logprobs"] = True
+            body["top_logprobs"] = request.top_logprobs
+        mode = mode or self.json_mode
+        if request.json_schema is not None and mode != "none":
+            if mode == "json_object":
+                body["response_format"] = {"type": "json_object", "schema": request.json_schema}
+            else:  # json_schema, and auto until it is decided
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": _schema_name(request.json_schema),
+                        "schema": request.json_schema,
+                        "strict": self.strict_schema,
+                    },
+                }
+        return body
+
+    # ---- response ---------------------------------------------------------------------------
+
+    def _parse(self, body: dict, request: GenerateRequest) -> GenerateResult:
+        """The GenerateResult of one chat completion."""
+        choices = body.get("choices")
+        if not choices or not isinstance(choices[0], dict):
+            raise CrossknowError(self._endpoint.safe(f"openai: response without choices: {short(body)}"))
+        choice = choices[0]
+        message = choice.get("message") or {}
+        text = message.get("content") or ""
+        usage = body.get("usage") or {}
+        logprobs = None
+        if request.top_logprobs > 0:
+            content = (choice.get("logprobs") or {}).get("content")
+            if content:
+                logprobs = tuple(_alternatives(entry) for entry in content)
+        return GenerateResult(
+            text=text,
+            backend=self.name,
+            model_id=self.model_id,
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+            ),
+            logprobs=logprobs,
+            finish_reason=choice.get("finish_reason"),
+        )
+
+
+def _alternatives(entry: dict) -> TokenAlternatives:
+    """One `logprobs.content` entry as TokenAlternatives, alternatives most likely first."""
+    top = [(str(alt.get("token", "")), float(alt["logprob"])) for alt in entry.get("top_logprobs") or []]
+    top.sort(key=lambda pair: pair[1], reverse=True)
+    return TokenAlternatives(token=str(entry.get("token", "")), logprob=float(entry["logprob"]), top=tuple(top))
+
+
+def _names_response_format(status: int, message: str) -> bool:
+    """True for a refusal that says the server takes `response_format` of type json_object only
+    (pydantic's "Input should be 'text' or 'json_object'" at `response_format.type`). An error
+    about the schema itself (OpenAI's "Invalid schema for response_format ...") does not match."""
+    return status in (400, 422, 500) and "response_format" in message and "json_object" in message
+
+
+def _fold_system(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """System messages joined into the start of the first user message."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    rest = [dict(m) for m in messages if m["role"] != "system"]
+    if not system:
+        return rest
+    for message in rest:
+        if message["role"] == "user":
+            message["content"] = f"{system}\n\n{message['content']}"
+            return rest
+    return [{"role": "user", "content": system}, *rest]
+
+
+def _schema_name(schema: dict[str, Any]) -> str:
+    """OpenAI's schema name (letters, digits, '_' and '-', at most 64) from the schema's title."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "output")).strip("_")
+    return name[:64] or "output"
