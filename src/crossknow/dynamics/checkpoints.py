@@ -61,10 +61,11 @@ def _sub_checkpoints(directory: Path) -> list[Checkpoint]:
     return found
 
 
-def _one(source: str) -> list[Checkpoint]:
+def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
+    """The checkpoints `source` names; with `step_given` (a STEP= prefix), a name or revision need not hold a step."""
     step_text, sep, rest = source.partition("=")
-    if sep and step_text.isdigit():
-        found = _one(rest)
+    if sep and step_text.isdigit() and not step_given:
+        found = _one(rest, step_given=True)
         if len(found) != 1:
             raise CrossknowError(f"--checkpoints {source}: {rest} holds {len(found)} checkpoints, not one")
         return [Checkpoint(int(step_text), found[0].spec, found[0].label)]
@@ -73,9 +74,9 @@ def _one(source: str) -> list[Checkpoint]:
     if source.startswith("hf:") and "@" in source:
         revision = source.rpartition("@")[2]
         match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
-        if not match:
+        if not match and not step_given:
             raise CrossknowError(f"--checkpoints {source}: no step in revision {revision!r}; write STEP={source}")
-        return [Checkpoint(int(match.group(1)), source, revision)]
+        return [Checkpoint(int(match.group(1)) if match else 0, source, revision)]
     path = Path(source[3:] if source.startswith("hf:") else source)
     if not path.is_dir():
         raise CrossknowError(f"--checkpoints {source}: not a directory, a default spec or an hf:ID@REVISION spec")
@@ -86,10 +87,12 @@ def _one(source: str) -> list[Checkpoint]:
             raise CrossknowError(f"{config}: no 'model' entry; is {path} a crossknow train run?")
         return [Checkpoint(0, base, f"base ({base})"), *_sub_checkpoints(path / "checkpoints")]
     if _is_model_dir(path):
+        if not _is_complete(path):
+            raise CrossknowError(f"--checkpoints {source}: no weights, or a checkpoint whose save did not finish")
         match = STEP_NAME.match(path.name)
-        if not match:
+        if not match and not step_given:
             raise CrossknowError(f"--checkpoints {source}: no step in the name {path.name!r}; write STEP={source}")
-        return [Checkpoint(int(match.group(1)), f"hf:{path}", path.name)]
+        return [Checkpoint(int(match.group(1)) if match else 0, f"hf:{path}", path.name)]
     found = _sub_checkpoints(path)
     if not found:
         raise CrossknowError(f"--checkpoints {source}: no checkpoint-STEP or step-STEP model directories in it")

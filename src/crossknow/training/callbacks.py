@@ -69,6 +69,15 @@ class StepLog(TrainerCallback):
         self.path = path
         self.on_step = on_step
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        # A run killed mid-write leaves a last line without its newline: end it, or the first line
+        # this (resumed) run appends would be glued to it and dropped by read_step_log.
+        if state.is_world_process_zero and self.path.exists() and self.path.stat().st_size:
+            with self.path.open("rb+") as handle:
+                handle.seek(-1, 2)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs or "loss" not in logs:
             return

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.training.layers import LAYER_SPEC
 
 KnowledgeRecipe = Literal["documents", "instruction"]
 TransferRecipe = Literal["none", "documents", "translation", "romanisation", "roman2en"]
@@ -55,6 +56,16 @@ class TrainConfig(Record):
     dtype: Literal["float32", "bfloat16"] = Field(
         default="float32", description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster)."
     )
+
+    @field_validator("train_layers")
+    @classmethod
+    def _layer_spec(cls, spec: str) -> str:
+        # Checked here, before the run directory is written and the model loaded; the block count is
+        # checked against the model by select_trainable.
+        match = LAYER_SPEC.match(spec)
+        if not match or (match.group(2) is not None and int(match.group(2)) < 1):
+            raise ValueError(f"{spec!r}: use all, blocks, or last:N with N >= 1")
+        return spec
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:

@@ -1,0 +1,228 @@
+"""`run_trace` over the tiny training run (base model, checkpoint-2, checkpoint-4) on the first 8 demo items,
+with the real embedded model; plus condition labels, set loading and the training-log copy."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from crossknow.data.formats import load_item_set
+from crossknow.data.schemas import MCItem
+from crossknow.dynamics import trace as trace_module
+from crossknow.dynamics.trace import TRACE_SCHEMA, condition_of, load_sets, run_trace, train_logs
+from crossknow.errors import CrossknowError
+from crossknow.scoring.rules import option_requests
+from tests.training.tiny_run import TinyTraceRun, TinyTrainRun, write_items
+
+CONDITION = {
+    ("en", "cloze"): "memorisation",
+    ("en", "question"): "intralingual",
+    ("ja", "question"): "interlingual",
+    ("ja", "cloze"): "interlingual-cloze",
+}
+"""Conditions of section 4 for a model trained in English: cloze items in the training language test
+memorisation, paraphrased questions intralingual generalisation, and the Japanese items interlingual."""
+
+KEY = ("step", "set", "item_id", "option_index")
+
+
+def item_records(path: Path) -> dict[str, dict[str, Any]]:
+    """The items file's records by id."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return {record["id"]: record for record in records}
+
+
+def manifest(run: Path) -> list[dict[str, Any]]:
+    """The trace stage's committed shards."""
+    return json.loads((run / "stages" / "trace" / "manifest.json").read_text(encoding="utf-8"))["shards"]
+
+
+def rows_by_key(table: Any) -> dict[tuple, dict[str, Any]]:
+    """Trace rows keyed by (step, set, item_id, option_index); fails on a duplicate key."""
+    rows = table.to_pylist()
+    keyed = {tuple(row[k] for k in KEY): row for row in rows}
+    assert len(keyed) == len(rows), "duplicate rows"
+    return keyed
+
+
+def assert_same_table(table: Any, expected: Any, tolerance: float = 0.0) -> None:
+    """Same keys and values; float columns within `tolerance`."""
+    got, want = rows_by_key(table), rows_by_key(expected)
+    assert got.keys() == want.keys()
+    for key, row in want.items():
+        for column, value in row.items():
+            if isinstance(value, float):
+                assert got[key][column] == pytest.approx(value, abs=tolerance), (key, column)
+            else:
+                assert got[key][column] == value, (key, column)
+
+
+def test_the_trace_covers_every_checkpoint_item_and_option(tiny_trace_run: TinyTraceRun) -> None:
+    table = pq.read_table(tiny_trace_run.out / "trace.parquet")
+    assert table.schema == TRACE_SCHEMA
+    assert table.equals(tiny_trace_run.table)
+    items = item_records(tiny_trace_run.items)
+    expected = {(step, "items", item_id, option)
+                for step in (0, 2, 4) for item_id, record in items.items() for option in range(len(record["options"]))}
+    assert set(rows_by_key(table)) == expected
+    assert table.num_rows == 3 * 8 * 4
+    labels = {row["step"]: row["checkpoint"] for row in table.to_pylist()}
+    assert labels == {0: "base (default)", 2: "checkpoint-2", 4: "checkpoint-4"}
+
+
+def test_rows_carry_the_items_conditions_and_answers(tiny_trace_run: TinyTraceRun) -> None:
+    items = item_records(tiny_trace_run.items)
+    rows = tiny_trace_run.table.to_pylist()
+    for row in rows:
+        record = items[row["item_id"]]
+        assert row["condition"] == CONDITION[(record["lang"], record["kind"])], row
+        assert (row["lang"], row["kind"], row["pair_id"]) == (record["lang"], record["kind"], record["pair_id"])
+        assert row["is_answer"] == (row["option_index"] == record["answer"])
+    assert {row["condition"] for row in rows} == set(CONDITION.values())
+
+
+def test_step_0_is_the_base_model_scored_directly(tiny_trace_run: TinyTraceRun, embedded_scorer: Any) -> None:
+    items = [item for item in load_item_set(tiny_trace_run.items).items]
+    rows = rows_by_key(tiny_trace_run.table)
+    requests = [(item, index, option.request) for item in items
+                for index, option in enumerate(option_requests(item, "adaxeval"))]
+    results = embedded_scorer.score([request for _, _, request in requests])
+    for (item, index, _), result in zip(requests, results, strict=True):
+        row = rows[(0, "items", item.id, index)]
+        assert row["n_tokens"] == result.n_tokens
+        assert row["loss"] == pytest.approx(-result.logprob_sum / result.n_tokens, abs=1e-4), (item.id, index)
+        assert row["logprob_sum"] == pytest.approx(result.logprob_sum, abs=1e-4 * result.n_tokens)
+
+
+def test_training_moved_the_losses_and_memorisation_gained_most(tiny_trace_run: TinyTraceRun) -> None:
+    rows = rows_by_key(tiny_trace_run.table)
+    for step in (2, 4):
+        moved = [abs(rows[(step, *key[1:])]["loss"] - row["loss"]) for key, row in rows.items() if key[0] == 0]
+        assert max(moved) > 1e-2, step
+    # The tiny run trained on the English abstracts of f01 and f02, which hold the English cloze sentences
+    # verbatim: their answers' loss must fall.
+    answers = {key: row for key, row in rows.items() if row["is_answer"] and row["condition"] == "memorisation"}
+    assert len(answers) == 3 * 2
+    for key, row in answers.items():
+        if key[0] == 4:
+            assert row["loss"] < answers[(0, *key[1:])]["loss"], key
+
+
+def test_checkpoints_json_records_each_checkpoints_weights(
+    tiny_trace_run: TinyTraceRun, tiny_train_run: TinyTrainRun
+) -> None:
+    recorded = json.loads((tiny_trace_run.out / "checkpoints.json").read_text(encoding="utf-8"))
+    assert set(recorded) == {"0", "2", "4"}
+    assert recorded["0"] == {"spec": "default", "label": "base (default)", "weights": "default"}
+    for step in (2, 4):
+        path = tiny_train_run.out / "checkpoints" / f"checkpoint-{step}"
+        digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+        assert recorded[str(step)] == {"spec": f"hf:{path}", "label": f"checkpoint-{step}",
+                                       "weights": f"model.safetensors:{digest}"}
+
+
+def forbid_model_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any model load inside run_trace fail the test."""
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"a model was loaded: {args}")
+
+    monkeypatch.setattr(trace_module, "load_scorer", refuse)
+
+
+def test_running_again_scores_nothing_and_gives_the_same_table(
+    tiny_trace_run: TinyTraceRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = manifest(tiny_trace_run.out)
+    forbid_model_loads(monkeypatch)
+    again = run_trace(tiny_trace_run.config.model_copy(update={"batch_size": 3}), tiny_trace_run.out)
+    assert manifest(tiny_trace_run.out) == before
+    assert again.equals(tiny_trace_run.table)
+    assert pq.read_table(tiny_trace_run.out / "trace.parquet").equals(tiny_trace_run.table)
+
+
+def test_another_rule_on_the_same_directory_is_refused(tiny_trace_run: TinyTraceRun) -> None:
+    with pytest.raises(CrossknowError, match=r"another config \(rule: 'adaxeval' -> 'lm-eval'\)"):
+        run_trace(tiny_trace_run.config.model_copy(update={"rule": "lm-eval"}), tiny_trace_run.out)
+
+
+def test_a_trace_cut_short_before_its_last_shard_was_committed_resumes(
+    tiny_trace_run: TinyTraceRun, tmp_path: Path
+) -> None:
+    # The state a kill leaves between writing the last shard and committing it to the manifest.
+    run = shutil.copytree(tiny_trace_run.out, tmp_path / "run")
+    shards = manifest(run)
+    lost = shards[-1]
+    assert (run / "stages" / "trace" / lost["file"]).exists()
+    (run / "stages" / "trace" / "manifest.json").write_text(json.dumps({"shards": shards[:-1]}), encoding="utf-8")
+    (run / "trace.parquet").unlink()
+
+    progress: list[tuple[int, int, str]] = []
+    table = run_trace(tiny_trace_run.config, run, lambda done, total, label: progress.append((done, total, label)))
+
+    assert manifest(run) == shards  # exactly the lost shard again: same file, keys and rows
+    assert progress == [(24, 24, "checkpoint-4")]
+    assert_same_table(table, tiny_trace_run.table, tolerance=1e-6)
+    assert_same_table(pq.read_table(run / "trace.parquet"), tiny_trace_run.table, tolerance=1e-6)
+
+
+def test_a_checkpoint_whose_weights_changed_is_refused(tiny_trace_run: TinyTraceRun, tmp_path: Path) -> None:
+    run = shutil.copytree(tiny_trace_run.out, tmp_path / "run")
+    shards = manifest(run)
+    kept = [shard for shard in shards if not shard["keys"][0].startswith("4\t")]
+    assert len(kept) < len(shards)
+    (run / "stages" / "trace" / "manifest.json").write_text(json.dumps({"shards": kept}), encoding="utf-8")
+    recorded = json.loads((run / "checkpoints.json").read_text(encoding="utf-8"))
+    recorded["4"]["weights"] = "model.safetensors:" + "0" * 64  # as if checkpoint-4 had been trained again
+    (run / "checkpoints.json").write_text(json.dumps(recorded), encoding="utf-8")
+    with pytest.raises(CrossknowError, match="checkpoint at step 4 changed"):
+        run_trace(tiny_trace_run.config, run)
+
+
+def mc_item(lang: str, kind: str) -> MCItem:
+    """A minimal item of `lang` and `kind`."""
+    prompt = "The answer is [BLANK]." if kind == "cloze" else "What is the answer?"
+    return MCItem(id=f"{lang}-{kind}", lang=lang, kind=kind, prompt=prompt, options=["a", "b"], answer=0)
+
+
+@pytest.mark.parametrize(("lang", "kind"), list(CONDITION))
+def test_condition_of(lang: str, kind: str) -> None:
+    assert condition_of(mc_item(lang, kind), "en") == CONDITION[(lang, kind)]
+
+
+def test_condition_of_follows_the_training_language() -> None:
+    assert condition_of(mc_item("ja", "cloze"), "ja") == "memorisation"
+    assert condition_of(mc_item("ja", "question"), "ja") == "intralingual"
+    assert condition_of(mc_item("en", "question"), "ja") == "interlingual"
+    assert condition_of(mc_item("en", "cloze"), "ja") == "interlingual-cloze"
+
+
+def test_load_sets_labels_and_errors(tmp_path: Path) -> None:
+    items = write_items(tmp_path / "items.jsonl", 8)
+    (found,) = load_sets([str(items)], "en")
+    assert found.name == "items" and len(found.items) == 8
+    assert found.conditions == [CONDITION[(i.lang, i.kind)] for i in found.items]
+    (labelled,) = load_sets([f"intralingual={items}"], "en")
+    assert labelled.conditions == ["intralingual"] * 8
+    odd = write_items(tmp_path / "a=b.jsonl", 4)  # an existing file whose name holds '=' is a file
+    assert load_sets([str(odd)], "en")[0].name == "a=b"
+    with pytest.raises(CrossknowError, match="file not found: .*absent.jsonl"):
+        load_sets([str(tmp_path / "absent.jsonl")], "en")
+    (tmp_path / "other").mkdir()
+    same_stem = write_items(tmp_path / "other" / "items.jsonl", 4)
+    with pytest.raises(CrossknowError, match="share a file name"):
+        load_sets([str(items), str(same_stem)], "en")
+
+
+def test_train_logs_copies_the_one_training_log(tiny_train_run: TinyTrainRun, tmp_path: Path) -> None:
+    copied = train_logs([str(tiny_train_run.out), "default"], tmp_path)
+    assert copied == tmp_path / "train_log.parquet"
+    assert copied.read_bytes() == (tiny_train_run.out / "train_log.parquet").read_bytes()
+    assert train_logs(["default"], tmp_path / "none") is None
+    twin = shutil.copytree(tiny_train_run.out, tmp_path / "twin", ignore=shutil.ignore_patterns("checkpoints"))
+    assert train_logs([str(tiny_train_run.out), str(twin)], tmp_path / "two") is None

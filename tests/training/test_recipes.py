@@ -1,0 +1,219 @@
+"""The training corpora of section 6.1 built from the packaged demo corpus: C_K, C_T and their mix."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crossknow.data.corpus import Document, read_corpus
+from crossknow.errors import CrossknowError
+from crossknow.training.recipes import build_examples, knowledge_examples, transfer_examples
+from crossknow.training.records import TrainConfig
+from crossknow.training.templates import TemplateTable
+
+from .tiny_run import DEMO_DIR
+
+JAPANESE = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
+"""Kana, kanji and full-width punctuation: a trace of Japanese text."""
+
+KNOWLEDGE_FACTS = {f"f{n:02d}" for n in range(1, 21)}
+"""The first 20 facts of the demo corpus are the knowledge corpus here; the other 20 serve as C_T."""
+
+
+@pytest.fixture(scope="module")
+def table() -> TemplateTable:
+    """The shipped template table."""
+    return TemplateTable.load()
+
+
+@pytest.fixture(scope="module")
+def demo_docs() -> list[Document]:
+    """The 80 documents of the demo corpus (40 facts, English and Japanese)."""
+    return read_corpus(DEMO_DIR / "corpus.jsonl")
+
+
+def write_corpus(path: Path, docs: list[Document]) -> Path:
+    """Write `docs` as a corpus file."""
+    path.write_text("".join(json.dumps(d.model_dump(), ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def split_corpora(demo_docs: list[Document], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """C_K (facts f01-f20) and a disjoint C_T (facts f21-f40 plus one unpaired English document), as files."""
+    root = tmp_path_factory.mktemp("corpora")
+    knowledge = [d for d in demo_docs if d.metadata["pair_id"] in KNOWLEDGE_FACTS]
+    transfer = [d for d in demo_docs if d.metadata["pair_id"] not in KNOWLEDGE_FACTS]
+    transfer.append(Document(id="lonely-en", lang="en", text="A document without a translation. It has two."))
+    return {"knowledge": knowledge, "transfer": transfer,
+            "knowledge_path": write_corpus(root / "knowledge.jsonl", knowledge),
+            "transfer_path": write_corpus(root / "transfer.jsonl", transfer)}
+
+
+def config(corpus: Path | str, langs: list[str], **fields: Any) -> TrainConfig:
+    """A TrainConfig for recipe tests (the model is never loaded)."""
+    return TrainConfig(model="default", corpus=str(corpus), langs=langs, **fields)
+
+
+def pairs_of(docs: list[Document]) -> dict[str, dict[str, Document]]:
+    """pair_id -> {lang: document}."""
+    pairs: dict[str, dict[str, Document]] = {}
+    for doc in docs:
+        if doc.metadata.get("pair_id"):
+            pairs.setdefault(doc.metadata["pair_id"], {})[doc.lang] = doc
+    return pairs
+
+
+def test_english_documents_only(demo_docs: list[Document], table: TemplateTable) -> None:
+    examples = knowledge_examples(config(DEMO_DIR / "corpus.jsonl", ["en"]), demo_docs, table)
+    english = {d.id: d.text for d in demo_docs if d.lang == "en"}
+    assert len(english) == 40
+    assert [e.kind for e in examples] == ["document"] * 40
+    assert {e.doc_id: e.text for e in examples} == english
+    assert all(e.part == "knowledge" and e.template_index is None for e in examples)
+    assert not any(JAPANESE.search(e.text) for e in examples)
+
+
+def test_english_instructions_never_show_japanese(demo_docs: list[Document], table: TemplateTable) -> None:
+    examples = knowledge_examples(config(DEMO_DIR / "corpus.jsonl", ["en"], recipe="instruction"), demo_docs, table)
+    leaks = [e.id for e in examples if JAPANESE.search(e.text)]
+    assert leaks == []
+    kinds = Counter(e.kind for e in examples)
+    assert kinds["document"] == 40
+    assert "translation" not in kinds  # the Japanese partners are not in langs
+    # Every demo document has a title, keywords and fields, so these are built for all 40.
+    assert kinds["summarisation"] == kinds["keyword_extraction"] == kinds["field_identification"] == 40
+    assert {e.doc_id for e in examples} == {d.id for d in demo_docs if d.lang == "en"}
+    assert len({e.id for e in examples}) == len(examples)
+
+
+def test_both_languages_with_instructions_translate_each_pair_both_ways(
+    demo_docs: list[Document], table: TemplateTable
+) -> None:
+    examples = knowledge_examples(config(DEMO_DIR / "corpus.jsonl", ["en", "ja"], recipe="instruction"),
+                                  demo_docs, table)
+    by_id = {d.id: d for d in demo_docs}
+    partners = pairs_of(demo_docs)
+    translations = [e for e in examples if e.kind == "translation"]
+    assert len(translations) == 80
+    for example in translations:
+        doc = by_id[example.doc_id]
+        partner = partners[doc.metadata["pair_id"]]["ja" if doc.lang == "en" else "en"]
+        assert example.text.endswith(partner.text)
+        assert doc.text in example.text
+
+
+def test_translation_transfer_builds_both_directions_of_every_pair(
+    split_corpora: dict[str, Any], table: TemplateTable
+) -> None:
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
+                 transfer_recipe="translation")
+    examples = transfer_examples(cfg, split_corpora["transfer"], table)
+    pairs = pairs_of(split_corpora["transfer"])
+    assert len(pairs) == 20
+    assert sorted(e.doc_id for e in examples) == sorted(d.id for pair in pairs.values() for d in pair.values())
+    for example in examples:
+        pair = pairs[example.doc_id.rsplit("-", 1)[0]]
+        source, target = (pair["en"], pair["ja"]) if example.doc_id.endswith("-en") else (pair["ja"], pair["en"])
+        assert example.part == "transfer" and example.kind == "translation"
+        assert source.text in example.text and example.text.endswith(target.text)
+        wording = example.text.replace(source.text, "").replace(target.text, "")
+        assert ("English" in wording) == (source.lang == "en")  # instructions in the source's language
+        assert bool(JAPANESE.search(wording)) == (source.lang == "ja")
+
+
+def test_romanisation_pairs_the_romaji_with_the_japanese(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+    cutlet = pytest.importorskip("cutlet")
+    katsu = cutlet.Cutlet()
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
+                 transfer_recipe="romanisation")
+    examples = transfer_examples(cfg, split_corpora["transfer"], table)
+    japanese = {d.id: d for d in split_corpora["transfer"] if d.lang == "ja"}
+    assert sorted(e.doc_id for e in examples) == sorted(japanese)
+    for example in examples:
+        doc = japanese[example.doc_id]
+        romaji = katsu.romaji(doc.text)
+        assert re.search(r"[A-Za-z]{3}", romaji)
+        assert romaji in example.text
+        assert example.text.endswith(doc.text)
+        assert example.text.index(romaji) < len(example.text) - len(doc.text)
+
+
+def test_roman2en_pairs_the_romaji_with_the_english(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+    cutlet = pytest.importorskip("cutlet")
+    katsu = cutlet.Cutlet()
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
+                 transfer_recipe="roman2en")
+    examples = transfer_examples(cfg, split_corpora["transfer"], table)
+    pairs = pairs_of(split_corpora["transfer"])
+    assert sorted(e.doc_id for e in examples) == sorted(pair["ja"].id for pair in pairs.values())
+    for example in examples:
+        pair = pairs[example.doc_id.rsplit("-", 1)[0]]
+        assert katsu.romaji(pair["ja"].text) in example.text
+        assert example.text.endswith(pair["en"].text)
+        assert pair["ja"].text not in example.text  # the Japanese script itself is never shown
+
+
+def test_documents_transfer_is_every_document_as_it_is(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
+                 transfer_recipe="documents")
+    examples = transfer_examples(cfg, split_corpora["transfer"], table)
+    assert [(e.doc_id, e.text) for e in examples] == [(d.id, d.text) for d in split_corpora["transfer"]]
+
+
+def test_a_recipe_that_builds_nothing_is_an_error(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+    english = [d for d in split_corpora["transfer"] if d.lang == "en"]
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus="english-only.jsonl",
+                 transfer_recipe="romanisation")
+    with pytest.raises(CrossknowError, match="english-only.jsonl.*romanisation"):
+        transfer_examples(cfg, english, table)
+    with pytest.raises(CrossknowError, match="no documents in fr"):
+        knowledge_examples(config(split_corpora["knowledge_path"], ["fr"]), split_corpora["knowledge"], table)
+
+
+@pytest.mark.parametrize("leak", ["japanese-translation", "same-document-id"])
+def test_check_disjoint_refuses_a_transfer_corpus_holding_the_knowledge(
+    split_corpora: dict[str, Any], table: TemplateTable, leak: str
+) -> None:
+    knowledge = split_corpora["knowledge"]
+    f01_ja = next(d for d in knowledge if d.id == "f01-ja")
+    if leak == "japanese-translation":  # training in English, C_T must not carry the Japanese of a C_K fact
+        extra = f01_ja
+    else:
+        extra = Document(id="f02-en", lang="en", text="Some other text with a reused id.")
+    transfer = [*split_corpora["transfer"], extra]
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus="ct.jsonl", transfer_recipe="documents")
+    with pytest.raises(CrossknowError, match=rf"ct\.jsonl: 1 transfer documents .*{extra.id}"):
+        build_examples(cfg, knowledge, transfer, table)
+    # The same corpus without the leaked document is accepted.
+    assert build_examples(cfg, knowledge, split_corpora["transfer"], table)
+
+
+def test_the_mix_is_shuffled_by_the_seed(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+    def ids(seed: int) -> list[str]:
+        cfg = config(split_corpora["knowledge_path"], ["en"], recipe="instruction", seed=seed,
+                     transfer_corpus=str(split_corpora["transfer_path"]), transfer_recipe="translation")
+        return [e.id for e in build_examples(cfg, split_corpora["knowledge"], split_corpora["transfer"], table)]
+
+    first = ids(0)
+    assert len(set(first)) == len(first)
+    assert first == ids(0)
+    assert ids(1) != first and sorted(ids(1)) == sorted(first)
+    parts = [identifier.split(":")[1] for identifier in first[:40]]
+    assert "translation" in parts and "document" in parts  # C_K and C_T interleaved, not concatenated
+
+
+def test_adding_a_document_does_not_change_another_documents_instructions(
+    demo_docs: list[Document], table: TemplateTable
+) -> None:
+    cfg = config(DEMO_DIR / "corpus.jsonl", ["en"], recipe="instruction", seed=11)
+    english = [d for d in demo_docs if d.lang == "en"]
+    alone = knowledge_examples(cfg, english[:1], table)
+    assert len(alone) > 1
+    with_more = knowledge_examples(cfg, [english[5], *english[:1], *english[1:4]], table)
+    assert [e for e in with_more if e.doc_id == english[0].id] == alone
