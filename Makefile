@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	$(VENV)/bin/crossknow evaluate --model default --data sample --out runs/demo
+	$(VENV)/bin/crossknow demo --out runs/demo
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

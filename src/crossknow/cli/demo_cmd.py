@@ -27,10 +27,10 @@ def demo_file(name: str) -> Path:
 @app.command()
 def demo(
     out: Path = typer.Option(Path("runs/demo"), help="Run directory (train/ and trace/ inside); run again to resume."),
-    epochs: float = typer.Option(8.0, help="Passes over the 40 English abstracts."),
+    epochs: float = typer.Option(6.0, help="Passes over the 40 English abstracts."),
     learning_rate: float = typer.Option(1e-4, help="Peak learning rate (cosine decay to a tenth of it)."),
     train_layers: str = typer.Option("last:4", help="all | blocks | last:N"),
-    save_every_steps: int = typer.Option(10, help="Checkpoint interval in optimizer steps (5 steps per epoch)."),
+    save_every_steps: int = typer.Option(5, help="Checkpoint interval in optimizer steps (5 steps per epoch)."),
     batch_size: int = typer.Option(8, help="Abstracts per optimizer step."),
     dtype: str = typer.Option("bfloat16", help="Compute dtype of training (mixed) and scoring: bfloat16 | float32."),
 ) -> None:
