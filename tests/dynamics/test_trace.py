@@ -15,7 +15,7 @@ import pytest
 from crossknow.data.formats import load_item_set
 from crossknow.data.schemas import MCItem
 from crossknow.dynamics import trace as trace_module
-from crossknow.dynamics.trace import TRACE_SCHEMA, condition_of, load_sets, run_trace, train_logs
+from crossknow.dynamics.trace import TRACE_SCHEMA, condition_of, copy_training_record, load_sets, run_trace
 from crossknow.errors import CrossknowError
 from crossknow.scoring.rules import option_requests
 from tests.training.tiny_run import TinyTraceRun, TinyTrainRun, write_items
@@ -219,10 +219,14 @@ def test_load_sets_labels_and_errors(tmp_path: Path) -> None:
         load_sets([str(items), str(same_stem)], "en")
 
 
-def test_train_logs_copies_the_one_training_log(tiny_train_run: TinyTrainRun, tmp_path: Path) -> None:
-    copied = train_logs([str(tiny_train_run.out), "default"], tmp_path)
-    assert copied == tmp_path / "train_log.parquet"
-    assert copied.read_bytes() == (tiny_train_run.out / "train_log.parquet").read_bytes()
-    assert train_logs(["default"], tmp_path / "none") is None
+def test_copy_training_record_copies_the_one_training_log_and_config(
+    tiny_train_run: TinyTrainRun, tmp_path: Path
+) -> None:
+    copy_training_record([str(tiny_train_run.out), "default"], tmp_path)
+    assert (tmp_path / "train_log.parquet").read_bytes() == (tiny_train_run.out / "train_log.parquet").read_bytes()
+    assert (tmp_path / "train_config.yaml").read_bytes() == (tiny_train_run.out / "config.yaml").read_bytes()
+    copy_training_record(["default"], tmp_path / "none")
+    assert not (tmp_path / "none").exists()
     twin = shutil.copytree(tiny_train_run.out, tmp_path / "twin", ignore=shutil.ignore_patterns("checkpoints"))
-    assert train_logs([str(tiny_train_run.out), str(twin)], tmp_path / "two") is None
+    copy_training_record([str(tiny_train_run.out), str(twin)], tmp_path / "two")
+    assert not (tmp_path / "two").exists()

@@ -4,16 +4,16 @@ duplicated, and the same numbers as a run that was never interrupted."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 
 import pyarrow.parquet as pq
 import pytest
 
 from crossknow.evaluate.pipeline import run_evaluate
 from crossknow.evaluate.records import EvaluateConfig
+
+from ..processes import run_until_then_kill
 
 FLOATS = ("logprob_sum", "mean_loss")
 
@@ -35,22 +35,10 @@ def test_sigkill_mid_run_then_resume(tmp_path, embedded_scorer):
     ]
     manifest = out / "stages" / "scores" / "manifest.json"
 
-    log = tmp_path / "killed-run.log"  # a file, not a pipe: a full pipe would stall the process
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 240
-        while len(_committed_keys(manifest)) < 3:
-            assert process.poll() is None, f"the run ended before it could be killed: {log.read_text()}"
-            assert time.monotonic() < deadline, "no 3 shards committed within 240 s"
-            time.sleep(0.02)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL
+    run_until_then_kill(
+        command, tmp_path, tmp_path / "killed-run.log", lambda: len(_committed_keys(manifest)) >= 3, 240,
+        "3 committed shards",
+    )
     done = _committed_keys(manifest)
     assert 3 <= len(done) < 24, "the kill must land mid-run"
     assert len(set(done)) == len(done)

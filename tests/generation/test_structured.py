@@ -22,8 +22,7 @@ from crossknow.generation.structured import (
     result_from_dict,
     result_to_dict,
 )
-from crossknow.models.generator import GenerateRequest, GenerateResult, TokenAlternatives, Usage
-from crossknow.models.openai_http import GenerationFailed
+from crossknow.models.generator import GenerateRequest, GenerateResult, GenerationFailed, TokenAlternatives, Usage
 from crossknow.store.request_cache import RequestCache, cache_key
 
 

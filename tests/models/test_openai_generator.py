@@ -14,9 +14,15 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from crossknow.errors import CrossknowError, ModelSpecError
-from crossknow.models.generator import ChatMessage, GenerateRequest, Generator, TokenAlternatives, Usage
+from crossknow.models.generator import (
+    ChatMessage,
+    GenerateRequest,
+    GenerationFailed,
+    Generator,
+    TokenAlternatives,
+    Usage,
+)
 from crossknow.models.openai_generator import OpenAIGenerator
-from crossknow.models.openai_http import GenerationFailed
 from crossknow.models.registry import GeneratorOptions, load_generator
 
 from ..fault_proxy import FaultProxy

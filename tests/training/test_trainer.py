@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from crossknow.training.callbacks import RESUME_FILES, complete_checkpoints
 from crossknow.training.records import TrainConfig, TrainSummary
 from crossknow.training.trainer import SUMMARY_FILE, TRAIN_LOG_SCHEMA, model_source, run_train
 
+from ..processes import run_until_then_kill
 from .tiny_run import TINY_SETTINGS, TinyTrainRun, tiny_cli_args, tiny_config
 
 pytest.importorskip("transformers")
@@ -192,22 +192,7 @@ def test_kill_9_in_the_middle_then_resume_gives_the_uninterrupted_weights(
     out = tmp_path / "run"
     command = [sys.executable, "-m", "crossknow", *tiny_cli_args(tiny_train_run.corpus, out)]
     final = out / "checkpoints" / "checkpoint-4"
-    log = tmp_path / "killed.log"  # a file, not a pipe: a full pipe would stall the process
-    with open(log, "wb") as sink:
-        process = subprocess.Popen(command, cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 400
-        while not final.exists():
-            assert process.poll() is None, f"the run ended before it could be killed: {log.read_text()}"
-            assert time.monotonic() < deadline, "checkpoint-4 was not begun within 400 s"
-            time.sleep(0.01)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == -signal.SIGKILL
+    run_until_then_kill(command, tmp_path, tmp_path / "killed.log", final.exists, 400, "checkpoint-4 begun")
     assert not (final / "trainer_state.json").exists(), "the kill must land while checkpoint-4 is being saved"
     assert list(complete_checkpoints(out / "checkpoints")) == [2]
     assert all((out / "checkpoints" / "checkpoint-2" / name).exists() for name in RESUME_FILES[:2])

@@ -37,7 +37,7 @@ def demo(
     """Train the embedded model on English-only fictional facts, trace its checkpoints, write the report."""
     from crossknow.cli.report_cmd import rebuild_report
     from crossknow.cli.trace_cmd import accuracy_lines
-    from crossknow.dynamics.trace import TraceConfig, run_trace, train_logs
+    from crossknow.dynamics.trace import TraceConfig, run_trace, copy_training_record
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
@@ -57,7 +57,7 @@ def demo(
     )
     with bar(errors, "2/2 scoring checkpoints") as update:
         run_trace(trace_config, trace_dir, update)
-    train_logs(trace_config.checkpoints, trace_dir)
+    copy_training_record(trace_config.checkpoints, trace_dir)
     report = rebuild_report(trace_dir)
     for line in accuracy_lines(trace_dir):
         console.print(line, highlight=False)

@@ -15,11 +15,13 @@ TRACE_FILE = "trace.parquet"
 TRAIN_LOG_FILE = "train_log.parquet"
 CONFIG_FILE = "config.yaml"
 INPUTS_FILE = "inputs.json"
+TRAIN_CONFIG_FILE = "train_config.yaml"
 
 
 def run_meta(run: Path) -> dict[str, Any]:
     """The report header of a run directory: its path, the model (when the config names one), the resolved
-    config (config.yaml) and the inputs' hashes (inputs.json), each where present."""
+    config (config.yaml), the training run's config (train_config.yaml) and the inputs' hashes (inputs.json),
+    each where present."""
     import yaml
 
     meta: dict[str, Any] = {"run directory": str(run)}
@@ -32,6 +34,9 @@ def run_meta(run: Path) -> dict[str, Any]:
         if isinstance(config, dict) and "model" in config:
             meta["model"] = config["model"]
         meta["config"] = config
+    train_config_path = run / TRAIN_CONFIG_FILE
+    if train_config_path.exists():
+        meta["training config"] = yaml.safe_load(train_config_path.read_text(encoding="utf-8"))
     if inputs_path.exists():
         try:
             meta["inputs"] = json.loads(inputs_path.read_text(encoding="utf-8"))

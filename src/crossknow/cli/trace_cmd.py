@@ -43,13 +43,13 @@ def trace(
 ) -> None:
     """Score each checkpoint on each set (trace.parquet), then write report.html with the dynamics figures."""
     from crossknow.cli.report_cmd import rebuild_report
-    from crossknow.dynamics.trace import TraceConfig, run_trace, train_logs
+    from crossknow.dynamics.trace import TraceConfig, run_trace, copy_training_record
 
     config = TraceConfig(checkpoints=checkpoints, data=data, train_lang=train_lang, rule=rule,
                          batch_size=batch_size, device=device, dtype=dtype)
     with bar(errors, "tracing") as update:
         run_trace(config, out, update)
-    train_logs(config.checkpoints, out)
+    copy_training_record(config.checkpoints, out)
     report = rebuild_report(out)
     for line in accuracy_lines(out):
         console.print(line, highlight=False)

@@ -167,12 +167,13 @@ def run_trace(
     return table
 
 
-def train_logs(sources: list[str], out: Path) -> Path | None:
-    """Copy the training loss log of the one `crossknow train` run among `sources` into `out`, for the report."""
-    logs = [Path(s) / "train_log.parquet" for s in sources if (Path(s) / "train_log.parquet").is_file()]
-    if len(logs) != 1:
-        return None
-    target = Path(out) / "train_log.parquet"
-    data = logs[0].read_bytes()
-    atomic_write(target, lambda handle: handle.write(data), binary=True)
-    return target
+def copy_training_record(sources: list[str], out: Path) -> None:
+    """Copy the training loss log and config of the one `crossknow train` run among `sources` into `out`
+    (train_log.parquet, train_config.yaml), so that the report shows both."""
+    runs = [Path(s) for s in sources if (Path(s) / "train_log.parquet").is_file()]
+    if len(runs) != 1:
+        return
+    for name, target in (("train_log.parquet", "train_log.parquet"), ("config.yaml", "train_config.yaml")):
+        if (runs[0] / name).is_file():
+            data = (runs[0] / name).read_bytes()
+            atomic_write(Path(out) / target, lambda handle, data=data: handle.write(data), binary=True)

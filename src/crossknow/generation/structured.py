@@ -28,8 +28,15 @@ from pydantic import BaseModel, ValidationError
 from crossknow.errors import CrossknowError
 from crossknow.generation.confidence import yes_probability
 from crossknow.generation.pricing import PriceTable
-from crossknow.models.generator import ChatMessage, GenerateRequest, GenerateResult, Generator, TokenAlternatives, Usage
-from crossknow.models.openai_http import GenerationFailed
+from crossknow.models.generator import (
+    ChatMessage,
+    GenerateRequest,
+    GenerateResult,
+    GenerationFailed,
+    Generator,
+    TokenAlternatives,
+    Usage,
+)
 from crossknow.store.request_cache import RequestCache, cache_key
 
 T = TypeVar("T", bound=BaseModel)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from crossknow.errors import CrossknowError
+
 
 @dataclass(frozen=True)
 class ChatMessage:
@@ -72,6 +74,23 @@ class GenerateResult:
     """'stop', 'length', ... as the backend reports it."""
 
 
+class GenerationFailed(CrossknowError):
+    """Some requests of a `generate` call failed after their retries; the others succeeded.
+
+    `results` is in request order with None where a request failed; `failures` maps those
+    indices to what went wrong (API keys redacted).
+    """
+
+    def __init__(self, results: Sequence[GenerateResult | None], failures: dict[int, str]):
+        self.results = list(results)
+        self.failures = dict(failures)
+        first = min(failures)
+        super().__init__(
+            f"{len(failures)} of {len(self.results)} generation requests failed; "
+            f"first (request {first}): {failures[first]}"
+        )
+
+
 @runtime_checkable
 class Generator(Protocol):
     """A backend that completes chat prompts. One method to implement."""
@@ -82,5 +101,6 @@ class Generator(Protocol):
     """Resolved model identity: a path, hub id with revision, or server model name."""
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        """Answer every request; results are in request order. Transport errors are retried inside."""
+        """Answer every request; results are in request order. Transport errors are retried inside;
+        requests that still fail raise `GenerationFailed` with the results of the others."""
         ...

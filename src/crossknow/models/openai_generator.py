@@ -40,9 +40,8 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from crossknow.errors import CrossknowError
-from crossknow.models.generator import GenerateRequest, GenerateResult, TokenAlternatives, Usage
+from crossknow.models.generator import GenerateRequest, GenerateResult, GenerationFailed, TokenAlternatives, Usage
 from crossknow.models.openai_http import (
-    GenerationFailed,
     OpenAIEndpoint,
     RequestGaveUp,
     RequestRefused,

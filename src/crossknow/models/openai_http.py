@@ -5,9 +5,6 @@ variable, sent as a bearer token, redacted from every message), bounded concurre
 with retries: 429, 408, 5xx, timeouts, dropped connections and bodies that are not JSON are retried
 with exponential backoff and jitter, or after the server's Retry-After; any other 4xx is refused
 at once (`RequestRefused`); a request that fails every try raises `RequestGaveUp`.
-
-`GenerationFailed` is how a Generator reports requests that failed after their retries while
-others succeeded: it carries the results it has, so that a caller can keep them.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from crossknow.errors import CrossknowError, MissingDependencyError
-from crossknow.models.generator import GenerateResult
 
 T = TypeVar("T")
 
@@ -47,23 +43,6 @@ class RequestRefused(CrossknowError):
 
 class RequestGaveUp(CrossknowError):
     """Every try of one request failed with a transient problem."""
-
-
-class GenerationFailed(CrossknowError):
-    """Some requests of a `generate` call failed after their retries; the others succeeded.
-
-    `results` is in request order with None where a request failed; `failures` maps those
-    indices to what went wrong (API keys redacted).
-    """
-
-    def __init__(self, results: Sequence[GenerateResult | None], failures: dict[int, str]):
-        self.results = list(results)
-        self.failures = dict(failures)
-        first = min(failures)
-        super().__init__(
-            f"{len(failures)} of {len(self.results)} generation requests failed; "
-            f"first (request {first}): {failures[first]}"
-        )
 
 
 class Secret:
