@@ -53,7 +53,7 @@ def generate(
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),
     langs: str = typer.Option("en,ja", help="The two languages of the pairs, comma-separated."),
     detector: list[str] = typer.Option(
-        ..., help="Fact detector generator spec; repeat for several (the paper: 3). openai:MODEL[@URL]."
+        ..., help="Fact detector generator spec, repeatable (the paper: 3); openai:MODEL or openai:MODEL@URL."
     ),
     writer: str = typer.Option(..., help="Generator that writes queries and distractors and judges quality."),
     ner: list[str] = typer.Option([], help="NER backend: heuristic | spacy:MODEL | llm:SPEC, or LANG=SPEC."),
@@ -64,14 +64,17 @@ def generate(
     seed: int = typer.Option(0, help="Seed of samples, option order and LLM sampling (recorded in config.yaml)."),
     quality_filter: bool = typer.Option(True, help="Keep only all-Good items with cross-language support 2."),
     base_url: str | None = typer.Option(None, help="OpenAI-compatible server URL for openai: specs."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the API key."),
-    json_mode: str = typer.Option("auto", help="auto | json_schema | json_object | none: how servers are asked for JSON."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the --base-url API key."),
+    server_api_key_env: str = typer.Option(
+        "VLLM_API_KEY", help="Environment variable holding the key of servers named as openai:MODEL@URL."
+    ),
+    json_mode: str = typer.Option("auto", help="auto | json_schema | json_object | none: how to ask servers for JSON."),
     max_tokens: int = typer.Option(512, help="Most tokens per LLM answer."),
     max_attempts: int = typer.Option(3, help="Calls per prompt before its output counts as invalid."),
     batch_size: int = typer.Option(16, help="Inputs per committed shard."),
-    concurrency: int = typer.Option(8, help="Requests in flight per server."),
+    concurrency: int = typer.Option(8, help="Requests in flight per server (1 for llama.cpp: one at a time)."),
     timeout: float = typer.Option(300.0, help="Seconds before a server request is retried."),
-    prompts: Path | None = typer.Option(None, help="Directory of LANG.yaml prompt files adding or replacing languages."),
+    prompts: Path | None = typer.Option(None, help="Directory of LANG.yaml prompt files (add or replace languages)."),
     cache: Path | None = typer.Option(None, help="SQLite request cache (default: the crossknow cache directory)."),
     prices: Path | None = typer.Option(None, help="YAML/JSON model prices, USD per 1M tokens."),
 ) -> None:
@@ -85,6 +88,7 @@ def generate(
         threshold=threshold, min_yes=min_yes, sample=sample, docs=docs, seed=seed, quality_filter=quality_filter,
         max_tokens=max_tokens, max_attempts=max_attempts, json_mode=json_mode,
         prompts=str(prompts) if prompts else None, base_url=base_url, api_key_env=api_key_env,
+        server_api_key_env=server_api_key_env,
         cache=str(cache) if cache else None, prices=str(prices) if prices else None,
         batch_size=batch_size, concurrency=concurrency, timeout_s=timeout,
     )

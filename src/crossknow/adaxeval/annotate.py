@@ -1,0 +1,205 @@
+"""Human evaluation of a generated set (the paper's section 3.4 and Appendix A.6).
+
+`export_sheet` draws N random kept items per language from a run directory and writes a CSV sheet
+(UTF-8 with a byte-order mark, so spreadsheet programs show Japanese correctly) with the material
+an annotator needs and one empty column per score, plus a Markdown file of the rubrics beside it.
+`score_sheet` reads the filled sheet back, validates every score (a whole number in the rubric's
+range; an empty cell is not yet annotated) and averages per language, like the paper's Table 2.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from crossknow.adaxeval.records import QualityRecord
+from crossknow.adaxeval.stages import StageStore
+from crossknow.data.corpus import pair_documents, read_corpus
+from crossknow.errors import CrossknowError, InputError
+from crossknow.store.atomic import atomic_write, atomic_write_text
+from crossknow.store.run_dir import CONFIG_FILE, RunDir
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """One score column."""
+
+    column: str
+    label: str
+    maximum: int
+    guide: str
+
+
+RUBRICS: tuple[Rubric, ...] = (
+    Rubric("triple_in_language", "Triple (in-language)", 2,
+           "2 subject, relation and object all faithful to the sentence, nothing added; 1 partly wrong, ambiguous or "
+           "underspecified; 0 wrong or a different fact."),
+    Rubric("triple_cross_language", "Triple (cross-language)", 2,
+           "2 the same fact is stated in one or consecutive sentences of the other-language document; 1 inferable "
+           "from the document as a whole without outside knowledge; 0 not supported or needs outside knowledge."),
+    Rubric("cloze_faithfulness", "Cloze (faithfulness)", 3,
+           "With [BLANK] filled by the answer: 3 mirrors the sentence's structure and meaning (surface changes only); "
+           "2 core meaning kept, moderate rewording or harmless omissions; 1 differs a lot or misses key information; "
+           "0 unrelated to the sentence."),
+    Rubric("cloze_factuality", "Cloze (factual consistency)", 3,
+           "3 fully consistent with the sentence and triple; 2 minor ambiguity; 1 some facts or relations altered or "
+           "key context missing; 0 wrong or misleading."),
+    Rubric("paraphrase_fluency", "Paraphrase (fluency)", 3,
+           "3 natural, well-formed question; 2 minor grammatical issues; 1 understandable but ungrammatical or "
+           "unnatural; 0 not a valid question."),
+    Rubric("paraphrase_equivalence", "Paraphrase (equivalence)", 3,
+           "3 asks for the same answer with no change of meaning; 2 minor differences; 1 some meaning lost, the answer "
+           "may differ; 0 asks something else."),
+    Rubric("paraphrase_diversity", "Paraphrase (diversity)", 3,
+           "3 different vocabulary and structure; 2 some rewording, similar structure; 1 mostly the blank replaced by "
+           "a question word; 0 the cloze with a question mark."),
+    Rubric("distractor_plausibility", "Distractor (plausibility)", 3,
+           "Per distractor: 3 convincing even to experts; 2 fits the domain, ruled out by basic domain knowledge; "
+           "1 ruled out by surface cues or common sense; 0 irrelevant, nonsensical or ungrammatical."),
+    Rubric("distractor_incorrectness", "Distractor (incorrectness)", 3,
+           "Per distractor: 3 contradicted or unsupported by the sentence; 2 likely wrong but could be partly true; "
+           "1 possibly true; 0 actually correct (the answer)."),
+)
+"""The rubrics of Appendix A.6, in the order of the paper's Table 2; distractor scores are per distractor."""
+
+N_DISTRACTORS = 3
+MATERIAL = ("item_id", "lang", "sentence", "triple", "partner_document", "cloze", "answer", "question",
+            "distractor_1", "distractor_2", "distractor_3")
+"""The sheet's material columns, before the score columns."""
+
+
+def score_columns() -> list[tuple[str, Rubric]]:
+    """(column, rubric) for every score column of the sheet."""
+    columns = []
+    for rubric in RUBRICS:
+        if rubric.column.startswith("distractor_"):
+            aspect = rubric.column.removeprefix("distractor_")
+            columns += [(f"distractor_{k}_{aspect}", rubric) for k in range(1, N_DISTRACTORS + 1)]
+        else:
+            columns.append((rubric.column, rubric))
+    return columns
+
+
+def rubric_markdown() -> str:
+    """The rubrics as Markdown, written beside the sheet."""
+    lines = ["# AdaXEval human evaluation rubrics (after the paper's Appendix A.6)", "",
+             "Fill each score column with a whole number in its range; leave a cell empty to skip it.", ""]
+    for rubric in RUBRICS:
+        lines += [f"## {rubric.label}: `{rubric.column}` (0-{rubric.maximum})", "", rubric.guide, ""]
+    return "\n".join(lines)
+
+
+def export_sheet(run_dir: Path, n: int, seed: int, sheet: Path) -> dict[str, int]:
+    """Write `sheet` (CSV) with up to `n` random kept items per language, and its rubric file beside it
+    (`<sheet>.rubric.md`); return the items written per language."""
+    config_path = run_dir / CONFIG_FILE
+    if not config_path.exists():
+        raise CrossknowError(f"{run_dir} is not a generation run directory (no {CONFIG_FILE})")
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    store = StageStore("quality", RunDir(run_dir).stage("quality"), QualityRecord)
+    kept = [row.record for row in store.rows() if row.status == "kept"]
+    if not kept:
+        raise CrossknowError(f"{run_dir}: the run has no kept items yet (run crossknow generate to the end first)")
+    langs = config["langs"]
+    pairs = pair_documents(read_corpus(config["corpus"]), langs).pairs
+    header = [*MATERIAL, *(column for column, _ in score_columns()), "notes"]
+    rows, written = [], {}
+    for lang in langs:
+        other = next(code for code in langs if code != lang)
+        items = sorted((r for r in kept if r.item.query.fact.sentence.lang == lang),
+                       key=lambda r: r.item.query.fact.sentence.id)
+        chosen = random.Random(f"{seed}:{lang}:annotate").sample(items, min(n, len(items)))
+        written[lang] = len(chosen)
+        for record in sorted(chosen, key=lambda r: r.item.query.fact.sentence.id):
+            query, sentence = record.item.query, record.item.query.fact.sentence
+            triple = query.fact.triple
+            rows.append([
+                sentence.id, lang, sentence.text,
+                f"{triple.subject} | {triple.relation} | {triple.object}" if triple else "",
+                pairs[sentence.pair_id][other].text, query.cloze, query.answer, query.question,
+                *record.item.distractors, *([""] * (len(header) - len(MATERIAL))),
+            ])
+
+    def write(handle) -> None:
+        handle.write("\ufeff")
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+    atomic_write(sheet, write)
+    atomic_write_text(rubric_path(sheet), rubric_markdown())
+    return written
+
+
+def rubric_path(sheet: Path) -> Path:
+    """Where the rubrics of `sheet` are written."""
+    return sheet.with_name(sheet.stem + ".rubric.md")
+
+
+@dataclass
+class ScoreTable:
+    """Mean scores per rubric and language."""
+
+    langs: list[str]
+    means: dict[str, dict[str, float | None]]
+    """means[rubric column][lang]; None where nothing was scored."""
+    counts: dict[str, dict[str, int]]
+    """counts[rubric column][lang]: scores averaged (per distractor for distractor rubrics)."""
+    items: dict[str, int]
+    """Rows of the sheet per language."""
+
+
+def score_sheet(sheet: Path) -> ScoreTable:
+    """Read a filled sheet, validate every score, and average per rubric and language.
+
+    Raises InputError naming the row (1-based, header not counted), the item and the column of every
+    bad cell (the first ten), or a missing column.
+    """
+    try:
+        with open(sheet, encoding="utf-8-sig", newline="") as handle:
+            table = list(csv.DictReader(handle))
+    except OSError as error:
+        raise InputError(sheet, f"cannot read the sheet: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(sheet, "not UTF-8 text (save the sheet as CSV UTF-8)") from None
+    columns = score_columns()
+    present = set(table[0]) if table else set()
+    missing = [name for name in ("item_id", "lang", *(c for c, _ in columns)) if name not in present]
+    if table and missing:
+        raise InputError(sheet, f"missing column(s): {', '.join(missing)}")
+    problems: list[str] = []
+    values: dict[str, dict[str, list[int]]] = {rubric.column: {} for rubric in RUBRICS}
+    items: dict[str, int] = {}
+    for number, row in enumerate(table, start=1):
+        lang = (row.get("lang") or "").strip()
+        items[lang] = items.get(lang, 0) + 1
+        for column, rubric in columns:
+            cell = (row.get(column) or "").strip()
+            if not cell:
+                continue
+            score = int(cell) if cell.isdigit() else None
+            if score is None or score > rubric.maximum:
+                problems.append(
+                    f"row {number} (item {row.get('item_id')}), column '{column}': {cell!r} is not a whole number "
+                    f"from 0 to {rubric.maximum}"
+                )
+                continue
+            values[rubric.column].setdefault(lang, []).append(score)
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise InputError(sheet, "; ".join(problems[:10]) + more)
+    langs = list(items)
+    return ScoreTable(
+        langs=langs,
+        means={r.column: {lang: _mean(values[r.column].get(lang, [])) for lang in langs} for r in RUBRICS},
+        counts={r.column: {lang: len(values[r.column].get(lang, [])) for lang in langs} for r in RUBRICS},
+        items=items,
+    )
+
+
+def _mean(scores: list[int]) -> float | None:
+    return round(sum(scores) / len(scores), 2) if scores else None

@@ -1,0 +1,124 @@
+"""Assembly: the kept items as AdaXEval sets per language, and the interlingual pairing.
+
+Files, under the run directory's `dataset/`:
+- `{lang}/memorization.jsonl`: cloze items (the prompt holds [BLANK]);
+- `{lang}/generalization.jsonl`: the paraphrased questions, same ids and options;
+- `interlingual.jsonl`: one link per item: the item's fact, stated in language X, and the paired
+  document in language Y that supports it. A model trained on the Y documents and tested on the X
+  items measures interlingual generalisation (the paper evaluates transfer to Y with X's paraphrases).
+
+Each set line is in the AdaXEval release format that `crossknow evaluate` reads: `id`, `lang`,
+`question`, `options`, `answer_idx`, and `metadata` ({docid, sentid, correct_answer, triple,
+sentence, ...}). Options are the answer and the three distractors shuffled by a generator seeded
+from (run seed, item id), so an item's order does not depend on which other items were generated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from crossknow.adaxeval.records import QualityRecord
+from crossknow.data.schemas import Record
+from crossknow.store.atomic import atomic_write_text
+
+DATASET_DIR = "dataset"
+SET_FILES = {"cloze": "memorization.jsonl", "question": "generalization.jsonl"}
+"""Item kind -> file name in dataset/{lang}/."""
+INTERLINGUAL_FILE = "interlingual.jsonl"
+
+
+class InterlingualLink(Record):
+    """One line of interlingual.jsonl."""
+
+    item_id: str = Field(description="Id of the item in its language's sets.")
+    lang: str = Field(description="Language X of the item (and of the document its fact was taken from).")
+    doc_id: str = Field(description="The document in X the item was generated from.")
+    pair_id: str = Field(description="The pair both documents belong to.")
+    partner_lang: str = Field(description="Language Y of the paired document.")
+    partner_doc_id: str = Field(description="The paired document in Y.")
+    support: int | None = Field(description="Cross-language judgement: 2 stated, 1 inferable, 0 not supported.")
+
+
+def option_seed(seed: int, item_id: str) -> int:
+    """The shuffling seed of one item: from the run's seed and the item id only."""
+    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()
+    return int(digest[:16], 16)
+
+
+def shuffled_options(answer: str, distractors: Sequence[str], seed: int, item_id: str) -> tuple[list[str], int]:
+    """(options, index of the answer): the answer and the distractors in a seeded random order."""
+    options = [answer, *distractors]
+    order = list(range(len(options)))
+    random.Random(option_seed(seed, item_id)).shuffle(order)
+    return [options[i] for i in order], order.index(0)
+
+
+def release_lines(record: QualityRecord, seed: int, partner_doc_id: str) -> dict[str, dict[str, Any]]:
+    """The item's memorisation and generalisation lines (kind -> JSON object)."""
+    item = record.item
+    query = item.query
+    fact = query.fact
+    sentence = fact.sentence
+    assert fact.triple is not None
+    options, answer_idx = shuffled_options(query.answer, item.distractors, seed, sentence.id)
+    metadata = {
+        "docid": sentence.doc_id,
+        "sentid": sentence.index,
+        "correct_answer": query.answer,
+        "triple": fact.triple.model_dump(),
+        "sentence": sentence.text,
+        "pair_id": sentence.pair_id,
+        "partner_docid": partner_doc_id,
+        "blanked": query.blanked,
+        "fact_confidence": fact.confidence_sum,
+        "cloze_similarity": query.cloze_similarity,
+        "length_ratio": item.length_ratio,
+        "quality": {
+            "cloze": record.cloze, "paraphrase": record.paraphrase, "options": record.options,
+            "cross_language": record.support,
+        },
+    }
+    base = {"id": sentence.id, "lang": sentence.lang, "options": options, "answer_idx": answer_idx}
+    return {
+        "cloze": {**base, "question": query.cloze, "metadata": metadata},
+        "question": {**base, "question": query.question, "metadata": metadata},
+    }
+
+
+def write_dataset(
+    out: Path, records: Sequence[QualityRecord], langs: Sequence[str], seed: int, partners: dict[str, dict[str, str]]
+) -> dict[str, str]:
+    """Write the sets and the pairing (atomically, each file whole); return name -> relative path.
+
+    `records` are the kept items in output order; `partners[pair_id][lang]` is the document id of
+    the pair's member in `lang`.
+    """
+    files: dict[str, str] = {}
+    lines: dict[tuple[str, str], list[str]] = {(lang, kind): [] for lang in langs for kind in SET_FILES}
+    links: list[str] = []
+    for record in records:
+        sentence = record.item.query.fact.sentence
+        partner_lang = next(lang for lang in langs if lang != sentence.lang)
+        partner_doc = partners[sentence.pair_id][partner_lang]
+        for kind, line in release_lines(record, seed, partner_doc).items():
+            lines[(sentence.lang, kind)].append(json.dumps(line, ensure_ascii=False) + "\n")
+        link = InterlingualLink(
+            item_id=sentence.id, lang=sentence.lang, doc_id=sentence.doc_id, pair_id=sentence.pair_id,
+            partner_lang=partner_lang, partner_doc_id=partner_doc, support=record.support,
+        )
+        links.append(link.model_dump_json() + "\n")
+    for (lang, kind), content in lines.items():
+        relative = f"{DATASET_DIR}/{lang}/{SET_FILES[kind]}"
+        atomic_write_text(out / relative, "".join(content))
+        files[f"{lang}_{'memorization' if kind == 'cloze' else 'generalization'}"] = relative
+    relative = f"{DATASET_DIR}/{INTERLINGUAL_FILE}"
+    atomic_write_text(out / relative, "".join(links))
+    files["interlingual"] = relative
+    return files

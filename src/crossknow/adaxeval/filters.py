@@ -1,0 +1,104 @@
+"""Stage 'quality': the writer judges each item (the short paper's quality filtering, section 2.1).
+
+- In-language: cloze, paraphrase and options, each Good or Poor, against the source sentence.
+- Cross-language: does the paired document in the other language support the question and its
+  answer: 2 (stated in one or consecutive sentences), 1 (inferable from the whole without outside
+  knowledge), 0 (not supported). This is what makes an item usable for interlingual generalisation.
+
+By default an item is kept only when all three in-language judgements are Good and the
+cross-language score is 2; with the filter off, every item with valid judgements is kept (the
+judgements are recorded either way). The judge gives no reasons: it is the most frequent call of the
+pipeline, and the human evaluation (`crossknow annotate`) is where items are explained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from crossknow.adaxeval.prompts import PromptTable
+from crossknow.adaxeval.records import DistractorRecord, QualityRecord
+from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
+from crossknow.data.schemas import Record
+from crossknow.generation.structured import StructuredClient
+
+Grade = Literal["Good", "Poor"]
+
+
+class InLanguageJudgement(Record):
+    """The writer's answer to the 'quality_in_language' prompt."""
+
+    cloze: Grade = Field(description="Is the cloze faithful to the sentence and factually consistent?")
+    paraphrase: Grade = Field(description="Is the question fluent, equivalent and reworded?")
+    options: Grade = Field(description="Are the wrong options plausible and clearly wrong?")
+
+
+class CrossLanguageJudgement(Record):
+    """The writer's answer to the 'quality_cross_language' prompt."""
+
+    support: Literal[0, 1, 2] = Field(description="2 stated, 1 inferable, 0 not supported by the other document.")
+
+
+def passes(judged: InLanguageJudgement, crossed: CrossLanguageJudgement) -> bool:
+    """The default filter: all Good and cross-language support 2."""
+    return (judged.cloze, judged.paraphrase, judged.options) == ("Good", "Good", "Good") and crossed.support == 2
+
+
+def quality_rows(
+    items: Sequence[DistractorRecord],
+    writer: tuple[str, StructuredClient],
+    prompts: PromptTable,
+    partner: Callable[[str, str], tuple[str, str]],
+    apply_filter: bool,
+) -> list[StageRow[QualityRecord] | None]:
+    """One row per item. `partner(pair_id, lang)` gives (language, text) of the paired document in the
+    other language."""
+    spec, client = writer
+    in_prompts, cross_prompts = [], []
+    for item in items:
+        query, sentence = item.query, item.query.fact.sentence
+        triple = query.fact.triple
+        assert triple is not None
+        in_prompts.append(
+            prompts.render(
+                "quality_in_language", sentence.lang, sentence=sentence.text, subject=triple.subject,
+                relation=triple.relation, object=triple.object, cloze=query.cloze, question=query.question,
+                answer=query.answer,
+                distractors="\n".join(f"{k}) {d}" for k, d in enumerate(item.distractors, start=1)),
+            )
+        )
+        other_lang, document = partner(sentence.pair_id, sentence.lang)
+        cross_prompts.append(
+            prompts.render(
+                "quality_cross_language", sentence.lang,
+                other_language=prompts.language_name(sentence.lang, other_lang), document=document,
+                question=query.question, answer=query.answer,
+            )
+        )
+    # call_many validates against one schema per call: one call per judgement kind.
+    in_outcomes = client.call_many(in_prompts, InLanguageJudgement)
+    cross_outcomes = client.call_many(cross_prompts, CrossLanguageJudgement)
+    rows: list[StageRow[QualityRecord] | None] = []
+    for item, judged, crossed in zip(items, in_outcomes, cross_outcomes, strict=True):
+        if transport_failed(judged) or transport_failed(crossed):
+            rows.append(None)
+            continue
+        j: InLanguageJudgement | None = judged.value
+        c: CrossLanguageJudgement | None = crossed.value
+        record = QualityRecord(
+            item=item,
+            cloze=j.cloze if j else None, paraphrase=j.paraphrase if j else None, options=j.options if j else None,
+            support=c.support if c else None,
+            in_language_call=call_info(judged, spec), cross_language_call=call_info(crossed, spec),
+        )
+        sentence = item.query.fact.sentence
+        if j is None or c is None:
+            error = "; ".join(o.error or "" for o in (judged, crossed) if not o.valid)
+            rows.append(StageRow(sentence.id, sentence.lang, "invalid", error or "invalid output", record))
+            continue
+        note = f"cloze {j.cloze}, paraphrase {j.paraphrase}, options {j.options}, support {c.support}"
+        kept = passes(j, c) or not apply_filter
+        rows.append(StageRow(sentence.id, sentence.lang, "kept" if kept else "dropped", note, record))
+    return rows

@@ -1,0 +1,159 @@
+"""Stage 'ner': keep sentences with at least MIN_ENTITIES entities. NER is a backend, chosen per language:
+
+- `heuristic` (default): `crossknow.adaxeval.ner_heuristic` (Sudachi for Japanese, term heuristics
+  for English); no model.
+- `spacy:MODEL`: a spaCy or scispaCy pipeline the user has installed (the paper used scispaCy's
+  `en_ner_bionlp13cg_md` for English); its `doc.ents`.
+- `llm:SPEC`: a generator (any spec `--detector` takes) lists the entities; only those that occur
+  in the sentence count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import Field
+
+from crossknow.adaxeval.ner_heuristic import heuristic_entities
+from crossknow.adaxeval.prompts import PromptTable
+from crossknow.adaxeval.records import CallInfo, EntityRecord, SentenceRecord
+from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
+from crossknow.data.schemas import Record
+from crossknow.errors import CrossknowError
+from crossknow.generation.structured import StructuredClient
+
+MIN_ENTITIES = 2
+"""The paper keeps sentences with at least two entities."""
+
+
+class EntityList(Record):
+    """The LLM's answer to the 'ner' prompt."""
+
+    entities: list[str] = Field(description="Entities as written in the sentence.")
+
+
+@dataclass(frozen=True)
+class Found:
+    """Entities of one sentence, or None with the call's error (an llm: backend's invalid output)."""
+
+    entities: list[str] | None
+    call: CallInfo | None = None
+    retry: bool = False
+    """True when the request failed in transport: leave the sentence for a later run."""
+
+
+class NerBackend(Protocol):
+    """Finds entities in sentences of one language."""
+
+    spec: str
+
+    def find(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
+        """One result per sentence, in order."""
+        ...
+
+
+class HeuristicNer:
+    """The default backend (see ner_heuristic)."""
+
+    spec = "heuristic"
+
+    def find(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
+        """Entities by the language's heuristics."""
+        return [Found(heuristic_entities(s.text, s.lang)) for s in sentences]
+
+
+class SpacyNer:
+    """A spaCy pipeline installed by the user, e.g. scispaCy's en_ner_bionlp13cg_md."""
+
+    def __init__(self, model: str):
+        self.spec = f"spacy:{model}"
+        try:
+            import spacy
+        except ImportError as error:
+            raise CrossknowError(
+                f"NER backend {self.spec!r} needs spaCy: pip install spacy (and scispacy for biomedical models)"
+            ) from error
+        try:
+            self._nlp = spacy.load(model)
+        except OSError as error:
+            raise CrossknowError(
+                f"spaCy model {model!r} is not installed; install its package (for scispaCy models see "
+                f"https://allenai.github.io/scispacy/) or use --ner heuristic: {error}"
+            ) from error
+
+    def find(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
+        """The pipeline's entities (distinct, ignoring case)."""
+        results = []
+        for doc in self._nlp.pipe([s.text for s in sentences]):
+            results.append(Found(_distinct([ent.text for ent in doc.ents])))
+        return results
+
+
+class LlmNer:
+    """A generator lists the entities; those not found in the sentence are dropped."""
+
+    def __init__(self, spec: str, client: StructuredClient, prompts: PromptTable):
+        self.spec = f"llm:{spec}"
+        self.model = spec
+        self.client = client
+        self.prompts = prompts
+
+    def find(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
+        """One LLM call per sentence."""
+        prompts = [self.prompts.render("ner", s.lang, sentence=s.text) for s in sentences]
+        outcomes = self.client.call_many(prompts, EntityList)
+        results = []
+        for sentence, outcome in zip(sentences, outcomes, strict=True):
+            info = call_info(outcome, self.model)
+            if not outcome.valid:
+                results.append(Found(None, info, retry=transport_failed(outcome)))
+                continue
+            text = sentence.text.lower()
+            present = [e.strip() for e in outcome.value.entities if e.strip() and e.strip().lower() in text]
+            results.append(Found(_distinct(present), info))
+        return results
+
+
+def check_ner_spec(spec: str) -> None:
+    """Fail now on a spec no NER backend takes."""
+    kind, _, rest = spec.partition(":")
+    if spec != "heuristic" and not (kind in ("spacy", "llm") and rest):
+        raise CrossknowError(f"unknown NER backend {spec!r}; use heuristic, spacy:MODEL or llm:GENERATOR_SPEC")
+
+
+def make_ner(spec: str, client_for: Callable[[str], StructuredClient], prompts: PromptTable) -> NerBackend:
+    """The backend `spec` names; `client_for(generator_spec)` builds the client of an llm: backend."""
+    check_ner_spec(spec)
+    kind, _, rest = spec.partition(":")
+    if spec == "heuristic":
+        return HeuristicNer()
+    if kind == "spacy":
+        return SpacyNer(rest)
+    return LlmNer(rest, client_for(rest), prompts)
+
+
+def ner_rows(backend: NerBackend, sentences: list[SentenceRecord]) -> list[StageRow[EntityRecord] | None]:
+    """Stage rows for a chunk of sentences of one language: kept with >= MIN_ENTITIES entities."""
+    rows: list[StageRow[EntityRecord] | None] = []
+    for sentence, found in zip(sentences, backend.find(sentences), strict=True):
+        if found.retry:
+            rows.append(None)
+            continue
+        record = EntityRecord(sentence=sentence, entities=found.entities or [], ner=backend.spec, call=found.call)
+        if found.entities is None:
+            status, note = "invalid", (found.call.error if found.call else None) or "invalid output"
+        else:
+            count = len(found.entities)
+            status, note = ("kept" if count >= MIN_ENTITIES else "dropped"), f"{count} entities"
+        rows.append(StageRow(sentence.id, sentence.lang, status, note, record))
+    return rows
+
+
+def _distinct(entities: list[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for entity in entities:
+        seen.setdefault(entity.lower(), entity)
+    return list(seen.values())
+

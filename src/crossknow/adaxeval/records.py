@@ -1,0 +1,216 @@
+"""The records `crossknow generate` saves: its config, one record per input of each stage, and the summary."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from crossknow.data.schemas import Record
+
+Status = Literal["kept", "dropped", "invalid"]
+"""What a stage did with one input: passed it on, filtered it out, or could not get a valid LLM answer."""
+
+
+class GenerateConfig(Record):
+    """Everything that decides a generation run's output (config.yaml holds it, resolved)."""
+
+    corpus: str = Field(description="Corpus file: JSONL documents (id, lang, text, metadata.pair_id).")
+    langs: list[str] = Field(
+        min_length=2, max_length=2, description="The two languages of the pairs, e.g. ['en', 'ja']."
+    )
+    detectors: list[str] = Field(min_length=1, description="Generator specs of the fact detectors (the paper: three).")
+    writer: str = Field(description="Generator spec that writes queries and distractors and judges quality.")
+    ner: dict[str, str] = Field(
+        default_factory=dict,
+        description="NER backend per language: 'heuristic', 'spacy:MODEL' or 'llm:SPEC' (unset: heuristic).",
+    )
+    threshold: float | None = Field(
+        default=None, description="Keep a sentence when its summed P(yes) exceeds this (unset: 2/3 of the detectors)."
+    )
+    min_yes: int = Field(default=2, ge=0, description="Detectors that must answer yes (capped at their number).")
+    sample: int | None = Field(
+        default=None, ge=1, description="Sentences per language, drawn with `seed` from those that pass the NER filter."
+    )
+    docs: int | None = Field(default=None, ge=1, description="Document pairs, drawn with `seed` (unset: all).")
+    seed: int = Field(default=0, description="Seed of the samples, of the option order and of LLM sampling.")
+    quality_filter: bool = Field(
+        default=True, description="Keep only items judged Good on cloze, paraphrase and options, with cross-language 2."
+    )
+    max_tokens: int = Field(default=512, ge=16, description="Most tokens per LLM answer.")
+    max_attempts: int = Field(default=3, ge=1, description="LLM calls per prompt before its output counts as invalid.")
+    temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of every LLM call.")
+    json_mode: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        default="auto", description="How openai: servers are asked for JSON (see crossknow.models.openai_generator)."
+    )
+    prompts: str | None = Field(default=None, description="Directory of extra or replacing prompt files (LANG.yaml).")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server for openai: specs without @URL.")
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="Environment variable that holds the API key of `base_url`."
+    )
+    server_api_key_env: str = Field(
+        default="VLLM_API_KEY",
+        description="Environment variable with the key of the servers named in specs (openai:MODEL@URL); unset: none.",
+    )
+    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
+    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+    batch_size: int = Field(default=16, ge=1, description="Inputs per committed shard; does not change the output.")
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server; does not change the output.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
+
+    @field_validator("langs")
+    @classmethod
+    def _distinct(cls, langs: list[str]) -> list[str]:
+        if len(set(langs)) != len(langs) or any(not lang.strip() for lang in langs):
+            raise ValueError(f"two distinct languages are needed, got {langs}")
+        return langs
+
+
+VOLATILE = (
+    "batch_size", "concurrency", "timeout_s", "base_url", "api_key_env", "server_api_key_env", "cache", "prices"
+)
+"""Config keys that may change when a run resumes: they cannot change what is generated."""
+
+
+class CallInfo(Record):
+    """What one prompt cost and how it ended."""
+
+    model: str = Field(description="Generator spec that answered.")
+    attempts: int = Field(description="Model calls made for the prompt, cached ones included.")
+    cached: bool = Field(description="True when every call came from the request cache.")
+    prompt_tokens: int = Field(description="Prompt tokens over all attempts.")
+    completion_tokens: int = Field(description="Completion tokens over all attempts.")
+    cost_usd: float = Field(description="USD at the run's prices (the same whether or not cached).")
+    error: str | None = Field(default=None, description="Why the output is invalid; None when valid.")
+    raw_text: str | None = Field(default=None, description="The last raw output, kept when it was invalid.")
+
+
+class SentenceRecord(Record):
+    """One sentence of a document (stage 'split')."""
+
+    id: str = Field(description="Sentence id: '{doc_id}#{index}'; unique in the run.")
+    doc_id: str = Field(description="Id of the document it comes from.")
+    pair_id: str = Field(description="Pair id of that document.")
+    lang: str = Field(description="Language of the sentence.")
+    index: int = Field(description="0-based position of the sentence in its document.")
+    text: str = Field(description="The sentence.")
+
+
+class SplitRecord(Record):
+    """The sentences of one document (stage 'split')."""
+
+    doc_id: str = Field(description="The document.")
+    lang: str = Field(description="Its language.")
+    sentences: list[SentenceRecord] = Field(description="Its sentences, in order.")
+
+
+class EntityRecord(Record):
+    """The entities found in one sentence (stage 'ner')."""
+
+    sentence: SentenceRecord = Field(description="The sentence.")
+    entities: list[str] = Field(description="Distinct entities found, in order of appearance.")
+    ner: str = Field(description="NER backend spec that found them.")
+    call: CallInfo | None = Field(default=None, description="The LLM call, for an llm: backend.")
+
+
+class Triple(Record):
+    """A fact as <subject, relation, object>."""
+
+    subject: str = Field(min_length=1, description="What the fact is about.")
+    relation: str = Field(min_length=1, description="How subject and object relate.")
+    object: str = Field(min_length=1, description="The other end of the relation; the usual answer.")
+
+    @model_validator(mode="after")
+    def _not_blank(self) -> Triple:
+        if not (self.subject.strip() and self.relation.strip() and self.object.strip()):
+            raise ValueError("subject, relation and object must not be blank")
+        return self
+
+
+class DetectorVote(Record):
+    """One detector's answer about one sentence."""
+
+    detector: str = Field(description="Generator spec of the detector.")
+    factuality: Literal["yes", "no"] | None = Field(description="Its answer; None when its output was invalid.")
+    confidence: float | None = Field(description="P('yes') of the factuality answer; None when invalid.")
+    triple: Triple | None = Field(description="The triple it extracted (None when it said no or was invalid).")
+    reason: str | None = Field(description="Its brief explanation.")
+    call: CallInfo = Field(description="The call.")
+
+
+class FactRecord(Record):
+    """The detectors' verdict on one sentence (stage 'facts')."""
+
+    sentence: SentenceRecord = Field(description="The sentence.")
+    votes: list[DetectorVote] = Field(description="One vote per detector, in the order of --detector.")
+    confidence_sum: float = Field(description="Sum of the valid votes' P('yes').")
+    yes_votes: int = Field(description="Valid votes that said yes.")
+    triple: Triple | None = Field(description="The final triple (see facts.choose_triple); None when not kept.")
+    chosen: int | None = Field(description="Index of the vote whose triple was chosen.")
+
+
+class QueryRecord(Record):
+    """The cloze, question and answer written for one fact (stage 'queries')."""
+
+    fact: FactRecord = Field(description="The fact it was written from.")
+    cloze: str = Field(description="The sentence with exactly one [BLANK] in place of the answer.")
+    question: str = Field(description="The paraphrased question asking for the answer.")
+    answer: str = Field(description="The text that fills [BLANK].")
+    blanked: Literal["object", "subject"] = Field(description="Which part of the triple was blanked.")
+    cloze_similarity: float = Field(
+        description="difflib ratio of the filled cloze to the sentence (1 = the same text): how close it stays."
+    )
+    call: CallInfo = Field(description="The call.")
+
+
+class DistractorRecord(Record):
+    """Three wrong options for one query (stage 'distractors')."""
+
+    query: QueryRecord = Field(description="The query they were written for.")
+    distractors: list[str] = Field(description="Three distinct wrong options.")
+    length_ratio: float = Field(description="Mean distractor length / answer length, in characters (1 is ideal).")
+    answer_longest: bool = Field(description="True when the answer is strictly longer than every distractor.")
+    call: CallInfo = Field(description="The call.")
+
+
+class QualityRecord(Record):
+    """The writer's quality judgements of one item (stage 'quality')."""
+
+    item: DistractorRecord = Field(description="The item judged.")
+    cloze: Literal["Good", "Poor"] | None = Field(description="In-language judgement of the cloze.")
+    paraphrase: Literal["Good", "Poor"] | None = Field(description="In-language judgement of the question.")
+    options: Literal["Good", "Poor"] | None = Field(description="In-language judgement of the options.")
+    support: Literal[0, 1, 2] | None = Field(
+        description="Does the paired document in the other language support question and answer (0, 1, 2)."
+    )
+    in_language_call: CallInfo = Field(description="The in-language call.")
+    cross_language_call: CallInfo = Field(description="The cross-language call.")
+
+
+class StageCount(Record):
+    """One row of the stage table (the paper's Table 1)."""
+
+    stage: str = Field(description="Stage name.")
+    label: str = Field(description="What the row counts.")
+    counts: dict[str, int] = Field(description="Count per language.")
+    invalid: dict[str, int] = Field(default_factory=dict, description="Inputs whose LLM output stayed invalid.")
+
+
+class GenerateSummary(Record):
+    """summary.json: the stage table, surface cues, cost and where the sets are."""
+
+    counts: list[StageCount] = Field(description="Stage rows, in pipeline order.")
+    unpaired_documents: int = Field(description="Documents in the languages without a complete pair (skipped).")
+    length_ratio: dict[str, float | None] = Field(
+        description="Per language, mean over final items of mean distractor length / answer length."
+    )
+    answer_longest: dict[str, float | None] = Field(
+        description="Per language, share of final items whose answer is the longest option (chance: 0.25)."
+    )
+    cost_usd: float = Field(description="USD of every call behind the run's records, cached ones at their price.")
+    calls_this_run: int = Field(description="Model calls sent by this invocation (cache misses).")
+    cached_calls_this_run: int = Field(description="Model calls this invocation answered from the cache.")
+    files: dict[str, str] = Field(description="Output name -> path relative to the run directory.")
+    models: dict[str, str] = Field(description="Generator spec -> resolved model id, for the models this run used.")
+    seconds: float = Field(description="Wall-clock seconds of this invocation.")
+    crossknow_version: str = Field(description="crossknow's version.")

@@ -1,0 +1,167 @@
+"""What every stage shares: its committed rows in the run directory, the chunked runner, call accounting.
+
+A stage reads its inputs (the kept rows of the stage before), skips those a committed shard already
+holds, and works through the rest in chunks of `batch_size`: one shard per chunk, holding one row
+per input (kept, dropped or invalid). An input whose request failed in transport gets no row, so the
+next run retries it; every other input is decided once, which is what makes a resumed run equal to
+an uninterrupted one (the request cache replays the calls of a chunk cut short by a kill).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import pyarrow as pa
+
+from crossknow.adaxeval.records import CallInfo, Status
+from crossknow.data.schemas import Record
+from crossknow.generation.structured import CostMeter, StructuredOutcome
+from crossknow.store.run_dir import ShardedTable
+
+R = TypeVar("R", bound=Record)
+I = TypeVar("I")  # noqa: E741 - the input of a stage
+
+ROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("lang", pa.string()),
+        ("status", pa.string()),
+        ("note", pa.string()),
+        ("record", pa.string()),
+    ]
+)
+"""Every stage's shards: the input key, its language, what happened, why, and the record as JSON."""
+
+TRANSPORT_FAILURE = "request failed"
+"""How StructuredClient's error of a request that never got an answer begins."""
+
+ProgressFn = Callable[[str, int, int], None]
+"""on_progress(stage, done, total)."""
+
+
+@dataclass(frozen=True)
+class StageRow(Generic[R]):
+    """What a stage decided about one input."""
+
+    key: str
+    lang: str
+    status: Status
+    note: str
+    record: R
+
+
+class StageStore(Generic[R]):
+    """The committed rows of one stage, parsed as `record_type`."""
+
+    def __init__(self, name: str, table: ShardedTable, record_type: type[R]):
+        self.name = name
+        self.table = table
+        self.record_type = record_type
+        self._rows: tuple[int, list[StageRow[R]]] | None = None
+
+    def done(self) -> set[str]:
+        """Keys of the inputs already decided."""
+        return self.table.done_keys()
+
+    def commit(self, rows: Sequence[StageRow[R]]) -> None:
+        """Write `rows` as one shard (nothing for an empty list)."""
+        if not rows:
+            return
+        columns = {
+            "key": [row.key for row in rows],
+            "lang": [row.lang for row in rows],
+            "status": [row.status for row in rows],
+            "note": [row.note for row in rows],
+            "record": [row.record.model_dump_json() for row in rows],
+        }
+        self.table.append(pa.Table.from_pydict(columns, schema=ROW_SCHEMA), [row.key for row in rows])
+
+    def rows(self) -> list[StageRow[R]]:
+        """Every committed row, in commit order (parsed once per state of the manifest)."""
+        version = len(self.done())
+        if self._rows is not None and self._rows[0] == version:
+            return self._rows[1]
+        table = self.table.read(ROW_SCHEMA).to_pylist()
+        rows = [
+            StageRow(
+                key=row["key"], lang=row["lang"], status=row["status"], note=row["note"],
+                record=self.record_type.model_validate(json.loads(row["record"])),
+            )
+            for row in table
+        ]
+        self._rows = (version, rows)
+        return rows
+
+
+@dataclass
+class StageResult:
+    """How one invocation of a stage went."""
+
+    processed: int = 0
+    """Inputs decided by this invocation."""
+    pending: list[str] = field(default_factory=list)
+    """Keys left undecided (transport failures), for a later run."""
+
+
+def run_chunks(
+    store: StageStore[R],
+    inputs: Sequence[tuple[str, I]],
+    process: Callable[[list[I]], list[StageRow[R] | None]],
+    batch_size: int,
+    on_progress: ProgressFn | None = None,
+) -> StageResult:
+    """Decide every input (key, value) that `store` has not: `process` maps a chunk of values to a
+    row each, or None where the request failed in transport; each chunk is committed as a shard."""
+    done = store.done()
+    todo = [(key, value) for key, value in inputs if key not in done]
+    total, finished = len(inputs), len(inputs) - len(todo)
+    result = StageResult()
+    if on_progress:
+        on_progress(store.name, finished, total)
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start : start + batch_size]
+        rows = process([value for _, value in chunk])
+        if len(rows) != len(chunk):
+            raise AssertionError(f"stage {store.name}: {len(rows)} rows for {len(chunk)} inputs")
+        store.commit([row for row in rows if row is not None])
+        result.processed += sum(row is not None for row in rows)
+        result.pending += [key for (key, _), row in zip(chunk, rows, strict=True) if row is None]
+        finished += len(chunk)
+        if on_progress:
+            on_progress(store.name, finished, total)
+    return result
+
+
+def call_info(outcome: StructuredOutcome, model: str) -> CallInfo:
+    """The accounting of one outcome, with the error and raw text kept when it is invalid."""
+    return CallInfo(
+        model=model,
+        attempts=outcome.attempts,
+        cached=outcome.cached,
+        prompt_tokens=outcome.usage.prompt_tokens,
+        completion_tokens=outcome.usage.completion_tokens,
+        cost_usd=outcome.cost_usd,
+        error=outcome.error,
+        raw_text=None if outcome.valid else outcome.raw_text,
+    )
+
+
+def transport_failed(outcome: StructuredOutcome) -> bool:
+    """True when the request got no answer at all (retry it in a later run rather than record it)."""
+    return not outcome.valid and (outcome.error or "").startswith(TRANSPORT_FAILURE)
+
+
+def meter_total(meters: Sequence[CostMeter]) -> CostMeter:
+    """The sum of several clients' meters."""
+    total = CostMeter()
+    for meter in meters:
+        total.calls += meter.calls
+        total.cached_calls += meter.cached_calls
+        total.prompt_tokens += meter.prompt_tokens
+        total.completion_tokens += meter.completion_tokens
+        total.cost_usd += meter.cost_usd
+        total.seconds += meter.seconds
+    return total

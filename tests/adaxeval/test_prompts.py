@@ -1,0 +1,80 @@
+"""The per-language prompt table: complete for en and ja, loud about anything missing, easy to extend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crossknow.adaxeval.prompts import TASKS, PromptTable
+from crossknow.errors import CrossknowError, InputError
+
+PACKAGED = Path(__file__).resolve().parents[2] / "src" / "crossknow" / "adaxeval" / "prompts"
+
+
+def test_english_and_japanese_have_every_task():
+    table = PromptTable.load()
+    assert {"en", "ja"} <= set(table.languages)
+    table.check(["en", "ja"])
+    prompt = table.render("facts", "ja", sentence="インスリンは血糖値を下げる。")
+    assert prompt.system is None and prompt.user.endswith("文: インスリンは血糖値を下げる。")
+    assert '{"factuality": "yes"' in prompt.user  # JSON examples need no escaping
+    assert table.language_name("ja", "en") == "英語"
+
+
+def test_every_task_renders_with_its_placeholders():
+    table = PromptTable.load()
+    for lang in ("en", "ja"):
+        for task, names in TASKS.items():
+            values = {name: f"<{name}>" for name in names}
+            text = table.render(task, lang, **values).user
+            assert "$" not in text
+            if task != "ner":
+                assert any(f"<{name}>" in text for name in names)
+
+
+def test_missing_language_and_missing_task_fail_loudly(tmp_path):
+    table = PromptTable.load()
+    with pytest.raises(CrossknowError, match="no AdaXEval prompts for language 'de'.*--prompts"):
+        table.check(["en", "de"])
+    (tmp_path / "de.yaml").write_text(
+        "language: de\nnames: {en: Englisch, de: Deutsch}\ntasks:\n  facts: 'Satz: $sentence'\n", encoding="utf-8"
+    )
+    extended = PromptTable.load(tmp_path)
+    assert extended.render("facts", "de", sentence="X").user == "Satz: X"
+    with pytest.raises(CrossknowError, match=r"de\.yaml: no prompt for task 'ner'"):
+        extended.check(["de"])
+    with pytest.raises(CrossknowError, match="no name for language 'de'"):
+        extended.check(["en", "de"])
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("language: de\nnames: {}\ntasks:\n  facts: 'Satz: $satz'\n", "unknown placeholder(s) $satz"),
+        ("language: de\nnames: {}\ntasks:\n  fakts: 'x'\n", "unknown task"),
+        ("language: fr\nnames: {}\ntasks: {}\n", "must be named fr.yaml"),
+        ("language: de\nnames: {}\ntasks:\n  facts: 'costs $ 5 $sentence'\n", "lone '$'"),
+        ("- a list\n", "expected a mapping"),
+    ],
+)
+def test_malformed_prompt_files_name_the_file_and_field(tmp_path, content, words):
+    (tmp_path / "de.yaml").write_text(content, encoding="utf-8")
+    with pytest.raises(InputError, match="de.yaml") as caught:
+        PromptTable.load(tmp_path)
+    assert words in str(caught.value)
+
+
+def test_a_replaced_language_changes_the_digest(tmp_path):
+    base = PromptTable.load()
+    (tmp_path / "en.yaml").write_text(
+        (PACKAGED / "en.yaml").read_text(encoding="utf-8").replace("Think about", "Consider"), encoding="utf-8"
+    )
+    changed = PromptTable.load(tmp_path)
+    assert base.digest(["en", "ja"]) != changed.digest(["en", "ja"])
+    assert base.digest(["ja"]) == changed.digest(["ja"])
+
+
+def test_render_needs_every_value():
+    with pytest.raises(CrossknowError, match="needs values for: object, relation"):
+        PromptTable.load().render("queries", "en", sentence="s", subject="x")
