@@ -10,8 +10,9 @@ from crossknow.adaxeval.ner import LlmNer, make_ner, ner_rows
 from crossknow.adaxeval.ner_heuristic import japanese_entities, latin_entities
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import SentenceRecord
-from crossknow.adaxeval.split import split_document, split_sentences
+from crossknow.adaxeval.split import split_document
 from crossknow.data.corpus import Document
+from crossknow.data.sentences import split_sentences
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import StructuredClient
 

@@ -35,9 +35,8 @@ def demo(
     dtype: str = typer.Option("bfloat16", help="Compute dtype of training (mixed) and scoring: bfloat16 | float32."),
 ) -> None:
     """Train the embedded model on English-only fictional facts, trace its checkpoints, write the report."""
-    from crossknow.cli.report_cmd import rebuild_report
-    from crossknow.cli.trace_cmd import accuracy_lines
-    from crossknow.dynamics.trace import TraceConfig, run_trace, copy_training_record
+    from crossknow.cli.trace_cmd import trace_and_report
+    from crossknow.dynamics.trace import TraceConfig
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
@@ -46,7 +45,8 @@ def demo(
     train_config = TrainConfig(
         model="default", corpus=str(demo_file("corpus.jsonl")), langs=["en"], recipe="documents",
         epochs=epochs, learning_rate=learning_rate, min_learning_rate=learning_rate / 10, batch_size=batch_size,
-        max_length=128, save_every_steps=save_every_steps, train_layers=train_layers, seed=0, device="cpu", dtype=dtype,
+        max_length=128, save_every_steps=save_every_steps, train_layers=train_layers, seed=0, device="cpu",
+        dtype=dtype,
     )
     with bar(errors, "1/2 training on the English abstracts") as update:
         summary = run_train(train_config, train_dir, update)
@@ -55,11 +55,6 @@ def demo(
         checkpoints=[str(train_dir)], data=[str(demo_file("items.jsonl"))], train_lang="en", batch_size=16,
         device="cpu", dtype=dtype,
     )
-    with bar(errors, "2/2 scoring checkpoints") as update:
-        run_trace(trace_config, trace_dir, update)
-    copy_training_record(trace_config.checkpoints, trace_dir)
-    report = rebuild_report(trace_dir)
-    for line in accuracy_lines(trace_dir):
-        console.print(line, highlight=False)
+    report = trace_and_report(trace_config, trace_dir, "2/2 scoring checkpoints")
     console.print(f"demo finished in {time.monotonic() - started:.0f} s; report: {report}", soft_wrap=True,
                   highlight=False)

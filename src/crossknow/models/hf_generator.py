@@ -22,9 +22,8 @@ from crossknow.models.generator import ChatMessage, GenerateRequest, GenerateRes
 
 try:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from crossknow.models.hf_scorer import DTYPES, resolve_device
+    from crossknow.models.hf_loading import load_causal_lm, resolve_device
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
 
@@ -59,18 +58,11 @@ class HFGenerator:
         device: str = "auto",
         dtype: str = "float32",
     ):
-        if dtype not in DTYPES:
-            raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
         self.name = name
         self.model_id = model_id or (f"{path}@{revision}" if revision else path)
         self.dtype = dtype
         self.device = resolve_device(device)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
-            self.model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES[dtype])
-        except OSError as error:
-            raise CrossknowError(f"cannot load model {self.model_id!r}: {error}") from error
-        self.model.to(self.device).eval()
+        self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
         self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self.stop_ids = self._stop_ids()
         """Token ids that end generation: EOS (the tokenizer's and the model's) and `<end_of_turn>`."""

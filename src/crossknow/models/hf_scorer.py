@@ -22,12 +22,10 @@ from crossknow.models.protocol import ScoreRequest, ScoreResult
 
 try:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from crossknow.models.hf_loading import load_causal_lm, resolve_device
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-"""Compute dtypes accepted by --dtype."""
 
 _HEAD_CHUNK = 256
 """Rows of hidden states projected to the vocabulary at once (256 x 262k floats = 268 MB)."""
@@ -45,13 +43,6 @@ class _Group:
         return len(self.ctx) + max(len(cont) for _, cont in self.members)
 
 
-def resolve_device(device: str) -> str:
-    """'auto' -> 'cuda' when a CUDA device is present, else 'cpu'; any other value unchanged."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 class HFScorer:
     """Scores continuations with a transformers causal LM, exactly and fast."""
 
@@ -66,19 +57,12 @@ class HFScorer:
         dtype: str = "float32",
         batch_size: int = 8,
     ):
-        if dtype not in DTYPES:
-            raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
         self.name = name
         self.model_id = model_id or (f"{path}@{revision}" if revision else path)
         self.dtype = dtype
         self.device = resolve_device(device)
         self.batch_size = batch_size
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
-            self.model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES[dtype])
-        except OSError as error:
-            raise CrossknowError(f"cannot load model {self.model_id!r}: {error}") from error
-        self.model.to(self.device).eval()
+        self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
         self._body = self.model.get_decoder()
         self._head = self.model.get_output_embeddings()
         self._softcap = getattr(self.model.config, "final_logit_softcapping", None)

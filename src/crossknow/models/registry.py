@@ -41,37 +41,45 @@ def _unknown(spec: str) -> ModelSpecError:
     return ModelSpecError(f"unknown model spec {spec!r}. Valid forms:\n  " + "\n  ".join(SPEC_FORMS))
 
 
-def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
-    """Build the Scorer that `spec` names."""
+@dataclass(frozen=True)
+class LocalModel:
+    """Where a local model spec's weights are."""
+
+    path: str
+    """A transformers model directory or hub id."""
+    revision: str | None
+    """Hub revision, for hf:ID@REVISION."""
+    name: str
+    """Backend name: default, hf or gguf."""
+    model_id: str | None
+    """Resolved identity; None lets the backend derive it from path and revision."""
+
+
+def resolve_local(spec: str) -> LocalModel | None:
+    """The weights of a `default`, `hf:PATH[@REV]` or `gguf:FILE` spec (a GGUF file is dequantised once
+    into a cached checkpoint); None for any other spec."""
     kind, _, rest = spec.partition(":")
     if spec == "default":
         from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID, embedded_checkpoint
-        from crossknow.models.hf_scorer import HFScorer
 
-        return HFScorer(
-            str(embedded_checkpoint()), name="default", model_id=EMBEDDED_MODEL_ID,
-            device=options.device, dtype=options.dtype, batch_size=options.batch_size,
-        )
+        return LocalModel(str(embedded_checkpoint()), None, "default", EMBEDDED_MODEL_ID)
     if kind == "hf" and rest:
-        from crossknow.models.hf_scorer import HFScorer
-
         path, _, revision = rest.partition("@")
         if Path(path).is_dir() and not (Path(path) / "config.json").exists():
             raise CrossknowError(f"{path} is a directory without config.json: not a transformers model")
-        return HFScorer(
-            path, name="hf", revision=revision or None,
-            device=options.device, dtype=options.dtype, batch_size=options.batch_size,
-        )
+        return LocalModel(path, revision or None, "hf", None)
     if kind == "gguf" and rest:
         from crossknow.models.checkpoint_cache import file_sha256, gguf_checkpoint
-        from crossknow.models.hf_scorer import HFScorer
 
         gguf_file = Path(rest)
-        checkpoint = gguf_checkpoint(gguf_file)
-        return HFScorer(
-            str(checkpoint), name="gguf", model_id=f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})",
-            device=options.device, dtype=options.dtype, batch_size=options.batch_size,
-        )
+        model_id = f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})"
+        return LocalModel(str(gguf_checkpoint(gguf_file)), None, "gguf", model_id)
+    return None
+
+
+def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
+    """Build the Scorer that `spec` names."""
+    kind, _, rest = spec.partition(":")
     if kind == "openai" and rest:
         if not options.base_url:
             raise CrossknowError("the openai: backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -80,7 +88,15 @@ def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
         return OpenAIScorer(
             rest, base_url=options.base_url, api_key_env=options.api_key_env, concurrency=options.concurrency
         )
-    raise _unknown(spec)
+    local = resolve_local(spec)
+    if local is None:
+        raise _unknown(spec)
+    from crossknow.models.hf_scorer import HFScorer
+
+    return HFScorer(
+        local.path, name=local.name, model_id=local.model_id, revision=local.revision,
+        device=options.device, dtype=options.dtype, batch_size=options.batch_size,
+    )
 
 
 @dataclass(frozen=True)
@@ -121,31 +137,6 @@ GENERATOR_SPEC_FORMS = (
 def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:
     """Build the Generator that `spec` names."""
     kind, _, rest = spec.partition(":")
-    if spec == "default":
-        from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID, embedded_checkpoint
-        from crossknow.models.hf_generator import HFGenerator
-
-        return HFGenerator(
-            str(embedded_checkpoint()), name="default", model_id=EMBEDDED_MODEL_ID,
-            device=options.device, dtype=options.dtype,
-        )
-    if kind == "hf" and rest:
-        from crossknow.models.hf_generator import HFGenerator
-
-        path, _, revision = rest.partition("@")
-        if Path(path).is_dir() and not (Path(path) / "config.json").exists():
-            raise CrossknowError(f"{path} is a directory without config.json: not a transformers model")
-        return HFGenerator(path, name="hf", revision=revision or None, device=options.device, dtype=options.dtype)
-    if kind == "gguf" and rest:
-        from crossknow.models.checkpoint_cache import file_sha256, gguf_checkpoint
-        from crossknow.models.hf_generator import HFGenerator
-
-        gguf_file = Path(rest)
-        return HFGenerator(
-            str(gguf_checkpoint(gguf_file)), name="gguf",
-            model_id=f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})",
-            device=options.device, dtype=options.dtype,
-        )
     if kind == "openai" and rest:
         if not options.base_url:
             raise CrossknowError("the openai: backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -156,4 +147,12 @@ def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) ->
             timeout_s=options.timeout_s, max_retries=options.max_retries, json_mode=options.json_mode,  # type: ignore[arg-type]
             fold_system=options.fold_system,
         )
-    raise ModelSpecError(f"unknown generator spec {spec!r}. Valid forms:\n  " + "\n  ".join(GENERATOR_SPEC_FORMS))
+    local = resolve_local(spec)
+    if local is None:
+        raise ModelSpecError(f"unknown generator spec {spec!r}. Valid forms:\n  " + "\n  ".join(GENERATOR_SPEC_FORMS))
+    from crossknow.models.hf_generator import HFGenerator
+
+    return HFGenerator(
+        local.path, name=local.name, model_id=local.model_id, revision=local.revision,
+        device=options.device, dtype=options.dtype,
+    )

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from crossknow.data.corpus import read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.models.checkpoint_cache import file_sha256
+from crossknow.models.registry import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.run_dir import RunDir
 from crossknow.training.callbacks import (
@@ -55,16 +56,11 @@ VOLATILE = ("device",)
 
 
 def model_source(spec: str) -> tuple[str, str | None]:
-    """(path or hub id, revision) of a local model spec: default or hf:PATH_OR_ID[@REVISION]."""
-    if spec == "default":
-        from crossknow.models.checkpoint_cache import embedded_checkpoint
-
-        return str(embedded_checkpoint()), None
-    kind, _, rest = spec.partition(":")
-    if kind != "hf" or not rest:
+    """(path or hub id, revision) of a model spec training can start from: default or hf:PATH_OR_ID[@REVISION]."""
+    local = None if spec.startswith("gguf:") else resolve_local(spec)
+    if local is None:
         raise CrossknowError(f"--model {spec!r}: training takes default or hf:PATH_OR_ID[@REVISION]")
-    path, _, revision = rest.partition("@")
-    return path, revision or None
+    return local.path, local.revision
 
 
 def _is_main_process() -> bool:
@@ -131,8 +127,10 @@ def run_train(
     """
     started = time.monotonic()
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, DataCollatorForLanguageModeling, Trainer
+    from transformers import DataCollatorForLanguageModeling, Trainer
     from transformers.trainer_callback import PrinterCallback
+
+    from crossknow.models.hf_loading import load_causal_lm
 
     knowledge = read_corpus(Path(config.corpus))
     transfer = read_corpus(Path(config.transfer_corpus)) if config.transfer_corpus else []
@@ -151,8 +149,8 @@ def run_train(
 
     path, revision = model_source(config.model)
     torch.manual_seed(config.seed)
-    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
-    model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=torch.float32)
+    # float32 master weights, on the CPU until the Trainer places them (and switches to train mode)
+    tokenizer, model = load_causal_lm(path, revision, config.model, "cpu", "float32")
     trainable, total = select_trainable(model, config.train_layers)
 
     callbacks: list[Any] = [StepLog(out / "train_log.jsonl", on_progress), PruneResumeState()]
