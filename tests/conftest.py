@@ -105,7 +105,8 @@ def tiny_train_run(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def tiny_trace_run(tiny_train_run, tmp_path_factory: pytest.TempPathFactory):
     """`run_trace` over the tiny training run (steps 0, 2 and 4) on the first 8 demo items, batch size 4."""
-    from crossknow.dynamics.trace import TraceConfig, run_trace
+    from crossknow.dynamics.trace import run_trace
+    from crossknow.dynamics.trace_config import TraceConfig
 
     from .training.tiny_run import TinyTraceRun, write_items
 

@@ -35,3 +35,13 @@ class MissingDependencyError(CrossknowError):
             f"{purpose} needs the Python package '{package}', which is not installed. "
             f"Install it with: pip install 'crossknow[{extra}]'"
         )
+
+
+class UnscorableRequest(CrossknowError):
+    """One scoring request that cannot be scored (longer than the model's positions, a tokeniser merge
+    across the context/continuation boundary, a non-finite loss). The scoring stage records the item
+    in invalid.jsonl with this reason and goes on; `index` is the request's position in the batch."""
+
+    def __init__(self, message: str, index: int | None = None):
+        self.index = index
+        super().__init__(message)

@@ -43,7 +43,8 @@ from crossknow.adaxeval.summary import invalid_lines, stage_counts, total_cost
 from crossknow.data.corpus import Document, pair_documents, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter
-from crossknow.models.checkpoint_cache import cache_dir, file_sha256
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.store.hashing import file_sha256
 from crossknow.models.registry import load_generator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
 from crossknow.store.run_dir import RunDir

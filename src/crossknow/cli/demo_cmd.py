@@ -36,7 +36,7 @@ def demo(
 ) -> None:
     """Train the embedded model on English-only fictional facts, trace its checkpoints, write the report."""
     from crossknow.cli.trace_cmd import trace_and_report
-    from crossknow.dynamics.trace import TraceConfig
+    from crossknow.dynamics.trace_config import TraceConfig
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 

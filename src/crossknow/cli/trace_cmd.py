@@ -12,7 +12,7 @@ from crossknow.cli.app import app, console, errors
 from crossknow.cli.progress import bar
 
 if TYPE_CHECKING:
-    from crossknow.dynamics.trace import TraceConfig
+    from crossknow.dynamics.trace_config import TraceConfig
 
 
 def accuracy_lines(report_dir: Path) -> list[str]:
@@ -59,7 +59,7 @@ def trace(
     dtype: str = typer.Option("float32", help="float32 | bfloat16 | float16"),
 ) -> None:
     """Score each checkpoint on each set (trace.parquet), then write report.html with the dynamics figures."""
-    from crossknow.dynamics.trace import TraceConfig
+    from crossknow.dynamics.trace_config import TraceConfig
 
     config = TraceConfig(checkpoints=checkpoints, data=data, train_lang=train_lang, rule=rule,
                          batch_size=batch_size, device=device, dtype=dtype)

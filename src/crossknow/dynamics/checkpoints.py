@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from crossknow.errors import CrossknowError
-from crossknow.models.checkpoint_cache import file_sha256
+from crossknow.store.hashing import file_sha256
 
 STEP_NAME = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$")
 REVISION_STEP = re.compile(r"step[-_]?(\d+)")

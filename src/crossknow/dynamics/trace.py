@@ -14,17 +14,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import Field
-
 from crossknow.data.formats import load_item_set
-from crossknow.data.schemas import MCItem, Record
+from crossknow.data.schemas import MCItem
+from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash, discover_checkpoints
 from crossknow.errors import CrossknowError
-from crossknow.models.checkpoint_cache import file_sha256
+from crossknow.store.hashing import file_sha256
 from crossknow.models.registry import ScorerOptions, load_scorer
 from crossknow.scoring.batches import score_in_batches
 from crossknow.store.atomic import atomic_write, atomic_write_json
@@ -52,18 +50,6 @@ option's continuation (the AdaXEval loss), `logprob_sum` its summed log-probabil
 
 CONDITIONS = ("memorisation", "intralingual", "interlingual", "interlingual-cloze")
 """Condition labels: cloze and question items in the training language, question and cloze items in another."""
-
-
-class TraceConfig(Record):
-    """Everything that decides a trace's numbers (config.yaml)."""
-
-    checkpoints: list[str] = Field(min_length=1, description="Checkpoint sources (see crossknow.dynamics.checkpoints).")
-    data: list[str] = Field(min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items.")
-    train_lang: str = Field(default="en", description="The training language, which labels items by condition.")
-    rule: Literal["adaxeval", "lm-eval"] = Field(default="adaxeval", description="Scoring rule (DESIGN.md).")
-    batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype.")
 
 
 @dataclass(frozen=True)

