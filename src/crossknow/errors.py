@@ -45,3 +45,8 @@ class UnscorableRequest(CrossknowError):
     def __init__(self, message: str, index: int | None = None):
         self.index = index
         super().__init__(message)
+
+
+class PrefixCacheMiss(CrossknowError):
+    """Reuse of frozen blocks met a continuation of a replayed context that it never saw, which it cannot
+    compute (crossknow.models.frozen_prefix); the caller scores the work again without reuse."""

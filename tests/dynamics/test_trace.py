@@ -14,8 +14,9 @@ import pytest
 
 from crossknow.data.formats import load_item_set
 from crossknow.data.schemas import MCItem
-from crossknow.dynamics import trace as trace_module
-from crossknow.dynamics.trace import TRACE_SCHEMA, condition_of, copy_training_record, load_sets, run_trace
+from crossknow.models import sweep_scorers
+from crossknow.dynamics.trace import condition_of, copy_training_record, load_sets, run_trace
+from crossknow.scoring.stage import SCORES_SCHEMA
 from crossknow.errors import CrossknowError
 from crossknow.scoring.rules import option_requests
 from tests.training.tiny_run import TinyTraceRun, TinyTrainRun, write_items
@@ -65,7 +66,7 @@ def assert_same_table(table: Any, expected: Any, tolerance: float = 0.0) -> None
 
 def test_the_trace_covers_every_checkpoint_item_and_option(tiny_trace_run: TinyTraceRun) -> None:
     table = pq.read_table(tiny_trace_run.out / "trace.parquet")
-    assert table.schema == TRACE_SCHEMA
+    assert table.schema == SCORES_SCHEMA
     assert table.equals(tiny_trace_run.table)
     items = item_records(tiny_trace_run.items)
     expected = {(step, "items", item_id, option)
@@ -115,11 +116,12 @@ def test_training_moved_the_losses_and_memorisation_gained_most(tiny_trace_run: 
 
 
 def test_checkpoints_json_records_each_checkpoints_weights(
-    tiny_trace_run: TinyTraceRun, tiny_train_run: TinyTrainRun
+    tiny_trace_run: TinyTraceRun, tiny_train_run: TinyTrainRun, embedded_checkpoint_dir: Path
 ) -> None:
     recorded = json.loads((tiny_trace_run.out / "checkpoints.json").read_text(encoding="utf-8"))
     assert set(recorded) == {"0", "2", "4"}
-    assert recorded["0"] == {"spec": "default", "label": "base (default)", "weights": "default"}
+    base = hashlib.sha256((embedded_checkpoint_dir / "model.safetensors").read_bytes()).hexdigest()
+    assert recorded["0"] == {"spec": "default", "label": "base (default)", "weights": f"model.safetensors:{base}"}
     for step in (2, 4):
         path = tiny_train_run.out / "checkpoints" / f"checkpoint-{step}"
         digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
@@ -132,7 +134,7 @@ def forbid_model_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"a model was loaded: {args}")
 
-    monkeypatch.setattr(trace_module, "load_scorer", refuse)
+    monkeypatch.setattr(sweep_scorers, "load_scorer", refuse)
 
 
 def test_running_again_scores_nothing_and_gives_the_same_table(

@@ -21,10 +21,10 @@ SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 YORUBA = SHARED_DATA / "cross-lingual-pitfalls" / "Yoruba.json"
 SAMPLE = Path(str(resources.files("crossknow") / "samples" / "sample.jsonl"))
 COLUMNS = [
-    "item_id", "lang", "kind", "pair_id", "option_idx", "is_answer",
-    "logprob_sum", "n_tokens", "n_chars", "n_bytes", "mean_loss", "greedy",
+    "step", "checkpoint", "set", "condition", "item_id", "pair_id", "lang", "kind", "option_index", "is_answer",
+    "logprob_sum", "n_tokens", "n_chars", "n_bytes", "greedy", "loss",
 ]
-FLOATS = ("logprob_sum", "mean_loss")
+FLOATS = ("logprob_sum", "loss")
 
 
 def _sample_records() -> list[dict]:
@@ -66,7 +66,7 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _assert_same_scores(rows: list[dict], reference: list[dict], tolerance: float = 1e-6) -> None:
-    assert [(r["item_id"], r["option_idx"]) for r in rows] == [(r["item_id"], r["option_idx"]) for r in reference]
+    assert [(r["item_id"], r["option_index"]) for r in rows] == [(r["item_id"], r["option_index"]) for r in reference]
     for row, ref in zip(rows, reference, strict=True):
         for column in COLUMNS:
             if column in FLOATS:
@@ -99,7 +99,7 @@ def _recomputed_accuracy(rows: list[dict]) -> dict[str, dict[str, float]]:
         by_item[row["item_id"]].append(row)
     hits: dict[str, dict[str, list[bool]]] = {norm: defaultdict(list) for norm in losses}
     for options in by_item.values():
-        options.sort(key=lambda r: r["option_idx"])
+        options.sort(key=lambda r: r["option_index"])
         lang, kind = options[0]["lang"], options[0]["kind"]
         for norm, loss in losses.items():
             values = [loss(r) for r in options]
@@ -139,19 +139,19 @@ def test_scores_table_shape_and_columns(clean_run):
     assert table.column_names == COLUMNS
     rows = table.to_pylist()
     assert len(rows) == 24 * 4
-    assert len({(r["item_id"], r["option_idx"]) for r in rows}) == 96
+    assert len({(r["item_id"], r["option_index"]) for r in rows}) == 96
 
     records = {record["id"]: record for record in _sample_records()}
     assert {r["item_id"] for r in rows} == set(records)
     for row in rows:
         record = records[row["item_id"]]
         assert (row["lang"], row["kind"], row["pair_id"]) == (record["lang"], record["kind"], record["pair_id"])
-        assert row["is_answer"] == (row["option_idx"] == record["answer"])
+        assert row["is_answer"] == (row["option_index"] == record["answer"])
         assert row["n_tokens"] >= 1
         assert row["logprob_sum"] < 0
-        assert row["mean_loss"] == pytest.approx(-row["logprob_sum"] / row["n_tokens"], rel=1e-12)
+        assert row["loss"] == pytest.approx(-row["logprob_sum"] / row["n_tokens"], rel=1e-12)
         # The scored text under the adaxeval rule: option + rest of the sentence (cloze), option (question).
-        option = record["options"][row["option_idx"]]
+        option = record["options"][row["option_index"]]
         text = option + record["prompt"].split("[BLANK]")[1] if row["kind"] == "cloze" else option
         assert row["n_chars"] == len(text)
         assert row["n_bytes"] == len(text.encode("utf-8"))
@@ -187,7 +187,7 @@ def test_scores_match_a_plain_forward_pass(clean_run, embedded_scorer, item_id):
     rows = [r for r in _rows(out / "scores.parquet") if r["item_id"] == item_id]
     assert len(rows) == len(record["options"])
     for row in rows:
-        option = record["options"][row["option_idx"]]
+        option = record["options"][row["option_index"]]
         if record["kind"] == "cloze":
             before, after = record["prompt"].split("[BLANK]")
             expected, n_tokens = _plain_logprob(embedded_scorer, before, option + after)
@@ -217,7 +217,7 @@ def test_resume_after_crash_equals_uninterrupted_run(clean_run, embedded_scorer,
     assert resumed.requests == 16 * 4  # the committed items were not scored again
 
     rows = _rows(out / "scores.parquet")
-    assert len({(r["item_id"], r["option_idx"]) for r in rows}) == len(rows) == 96
+    assert len({(r["item_id"], r["option_index"]) for r in rows}) == len(rows) == 96
     _assert_same_scores(rows, _rows(reference_out / "scores.parquet"))
     for norm, groups in reference_metrics.accuracy.items():
         assert metrics.accuracy[norm] == pytest.approx(groups), norm
@@ -348,3 +348,60 @@ def test_file_without_usable_items_is_a_clear_error(tmp_path):
     with pytest.raises(CrossknowError, match="no usable items"):
         run_evaluate(_config(data=str(data)), out, make_scorer=_no_scorer)
     assert not (out / "metrics.json").exists() and not (out / "scores.parquet").exists()
+
+
+# ---- (g) resume keys: a path written two ways is one run; --limit may grow; unscorable items --------------
+
+
+def test_a_relative_then_absolute_data_path_is_the_same_run(embedded_scorer, tmp_path, monkeypatch):
+    shutil.copyfile(SAMPLE, tmp_path / "items.jsonl")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    run_evaluate(_config(data="items.jsonl", limit=2), out, make_scorer=_scorer_factory(embedded_scorer))
+    again = run_evaluate(_config(data=str(tmp_path / "items.jsonl"), limit=2), out, make_scorer=_no_scorer)
+    assert again.items_scored_this_run == 0 and again.n_items["all"] == 2
+
+
+def test_the_limit_can_be_raised_on_resume_and_only_new_items_are_scored(embedded_scorer, tmp_path):
+    out = tmp_path / "run"
+    run_evaluate(_config(limit=2), out, make_scorer=_scorer_factory(embedded_scorer))
+    counting = CountingScorer(embedded_scorer)
+    metrics = run_evaluate(_config(limit=5), out, make_scorer=_scorer_factory(counting))
+    assert metrics.items_scored_this_run == 3 and metrics.n_items["all"] == 5
+    records = _sample_records()
+    assert counting.requests == sum(len(record["options"]) for record in records[2:5])
+
+
+class RefusingScorer(CountingScorer):
+    """The real scorer, except that it refuses (as a backend refuses an item too long for the model) every
+    request whose continuation holds `marker`."""
+
+    def __init__(self, inner, marker: str):
+        super().__init__(inner)
+        self.marker = marker
+
+    def score(self, requests, keep_token_logprobs=False):
+        from crossknow.errors import UnscorableRequest
+
+        for index, request in enumerate(requests):
+            if self.marker in request.continuation:
+                raise UnscorableRequest(f"{len(request.continuation)} characters: over the model's positions", index)
+        return super().score(requests, keep_token_logprobs)
+
+
+def test_an_unscorable_item_is_listed_in_invalid_jsonl_and_the_run_goes_on(embedded_scorer, tmp_path):
+    records = _sample_records()[:4]
+    victim = records[1]
+    victim["options"][0] = "Lutetia"  # an option no other item has
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "run"
+    metrics = run_evaluate(_config(data=str(data)), out,
+                           make_scorer=_scorer_factory(RefusingScorer(embedded_scorer, "Lutetia")))
+    assert metrics.n_unscorable == 1 and metrics.n_items["all"] == 3
+    [line] = (out / "invalid.jsonl").read_text(encoding="utf-8").splitlines()
+    record = json.loads(line)
+    assert record["item_id"] == victim["id"] and "over the model's positions" in record["reason"]
+    assert victim["id"] not in {row["item_id"] for row in _rows(out / "scores.parquet")}
+    again = run_evaluate(_config(data=str(data)), out, make_scorer=_no_scorer)  # decided: not tried again
+    assert again.n_unscorable == 1

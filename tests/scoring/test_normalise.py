@@ -23,3 +23,15 @@ def test_ties_go_to_the_lower_index():
 def test_loss_values():
     assert OPTIONS[0].loss(Normalisation.MEAN_TOKEN) == 3.0
     assert OPTIONS[0].loss(Normalisation.PER_CHAR) == 1.5
+
+
+def test_a_non_finite_loss_is_an_error_not_a_prediction():
+    """min() over [nan, ...] returns whichever comes first; a NaN must never become a prediction."""
+    import pytest
+
+    from crossknow.errors import CrossknowError
+
+    with pytest.raises(CrossknowError, match="item 7"):
+        predict([OptionScore(float("nan"), 1, 1, 1), OptionScore(-2.0, 1, 1, 1)], Normalisation.SUM, item="item 7")
+    with pytest.raises(CrossknowError):
+        predict([OptionScore(-1.0, 1, 1, 1), OptionScore(float("-inf"), 1, 1, 1)], Normalisation.SUM)

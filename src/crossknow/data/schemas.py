@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 BLANK = "[BLANK]"
 """The marker that stands for the answer in a cloze prompt."""
 
 ItemKind = Literal["cloze", "question"]
+
+LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8}){0,3}$")
+"""A short BCP 47 language tag: 'en', 'ja', 'zh-Hant', 'pt-BR' (a primary subtag and at most three more)."""
+
+MAX_ID_CHARS = 256
+"""Longest item id accepted."""
+MAX_TEXT_CHARS = 100_000
+"""Longest prompt, question or answer accepted (far above any benchmark's; a guard against a corrupt file)."""
+MAX_OPTIONS = 26
+"""Most options an item may have."""
+MAX_OPTION_CHARS = 10_000
+"""Longest option accepted."""
+
+
+def _language_tag(value: str) -> str:
+    if not LANGUAGE_TAG.match(value):
+        shown = value if len(value) <= 40 else value[:40] + f"... ({len(value)} characters)"
+        raise ValueError(f"{shown!r} is not a language tag (like 'en', 'ja' or 'zh-Hant')")
+    return value
+
+
+LanguageTag = Annotated[str, AfterValidator(_language_tag)]
+"""A language code, validated as a short BCP 47 tag."""
+ItemId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+"""An item or pair id: non-empty, at most MAX_ID_CHARS characters."""
 
 
 class Record(BaseModel):
@@ -21,16 +47,20 @@ class Record(BaseModel):
 class MCItem(Record):
     """A multiple-choice item, scored by the loss of each option."""
 
-    id: str = Field(min_length=1, description="Identifier, unique within the set the item was read from.")
-    lang: str = Field(min_length=1, description="Language of the prompt and options (ISO 639-1, e.g. 'en', 'ja').")
+    id: ItemId = Field(description="Identifier, unique within the set the item was read from.")
+    lang: LanguageTag = Field(description="Language of the prompt and options (ISO 639-1, e.g. 'en', 'ja').")
     kind: ItemKind = Field(description="'cloze' (prompt holds exactly one [BLANK]) or 'question'.")
-    prompt: str = Field(min_length=1, description="The cloze sentence with [BLANK], or the question.")
-    options: list[str] = Field(min_length=2, description="The candidate answers, in presentation order.")
+    prompt: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, description="The cloze sentence with [BLANK], or the question."
+    )
+    options: list[Annotated[str, Field(max_length=MAX_OPTION_CHARS)]] = Field(
+        min_length=2, max_length=MAX_OPTIONS, description="The candidate answers, in presentation order."
+    )
     answer: int = Field(ge=0, description="Index of the correct option in `options`.")
-    source_lang: str | None = Field(
+    source_lang: LanguageTag | None = Field(
         default=None, description="Language the item's knowledge was taken from, when known."
     )
-    pair_id: str | None = Field(
+    pair_id: ItemId | None = Field(
         default=None, description="Shared by translations of one item (links e.g. an English and a Japanese item)."
     )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Source-specific fields, kept unchanged.")
@@ -49,13 +79,13 @@ class MCItem(Record):
 class QAItem(Record):
     """A closed-book question with a reference answer (ECLEKTIC), judged rather than scored by loss."""
 
-    id: str = Field(min_length=1, description="Identifier, unique within the set: question id and language.")
-    lang: str = Field(min_length=1, description="Language of this question and answer.")
-    question: str = Field(min_length=1, description="The question, in `lang`.")
-    answer: str = Field(min_length=1, description="The reference answer, in `lang`.")
+    id: ItemId = Field(description="Identifier, unique within the set: question id and language.")
+    lang: LanguageTag = Field(description="Language of this question and answer.")
+    question: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The question, in `lang`.")
+    answer: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The reference answer, in `lang`.")
     context: str | None = Field(default=None, description="The source passage the question was written from.")
-    source_lang: str | None = Field(default=None, description="Language whose Wikipedia the fact lives in.")
-    pair_id: str | None = Field(default=None, description="Shared by the translations of one question.")
+    source_lang: LanguageTag | None = Field(default=None, description="Language whose Wikipedia the fact lives in.")
+    pair_id: ItemId | None = Field(default=None, description="Shared by the translations of one question.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Source-specific fields, kept unchanged.")
 
 
@@ -80,6 +110,9 @@ class InvalidRecord(Record):
     line: int | None = Field(description="1-based line (JSONL) or 1-based position in a JSON list.")
     field: str | None = Field(description="The field at fault, when one is.")
     reason: str = Field(description="Why the record cannot be scored.")
+    item_id: str | None = Field(
+        default=None, description="The item's id, for an item that was read but could not be scored by the model."
+    )
 
 
 class ItemSet(BaseModel):

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from crossknow.errors import CrossknowError
-from crossknow.store.hashing import file_sha256
+from crossknow.models.weights import weights_hash
 
 STEP_NAME = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$")
 REVISION_STEP = re.compile(r"step[-_]?(\d+)")
@@ -112,9 +112,5 @@ def discover_checkpoints(sources: list[str]) -> list[Checkpoint]:
 
 
 def checkpoint_hash(checkpoint: Checkpoint) -> str:
-    """Identity of a checkpoint's weights: the SHA-256 of its weight files, or the spec for a hub revision."""
-    if not checkpoint.spec.startswith("hf:") or "@" in checkpoint.spec:
-        return checkpoint.spec
-    path = Path(checkpoint.spec[3:])
-    files = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
-    return ",".join(f"{f.name}:{file_sha256(f)}" for f in files)
+    """Identity of a checkpoint's weights (see crossknow.models.weights.weights_hash)."""
+    return weights_hash(checkpoint.spec)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from crossknow.errors import CrossknowError
+from crossknow.scoring.normalise import predicted_options
 
 ITEM_KEY = ["set", "item_id"]
 """Columns that identify an item across checkpoints."""
@@ -111,8 +112,8 @@ def item_states(trace: pd.DataFrame) -> pd.DataFrame:
     Columns: step, set, item_id, condition, n_options (K), answer_index, correct_loss (the correct
     option's loss), total_loss (the sum of all K options' losses), best_distractor_loss (the lowest
     loss among the other options), predicted_index (the option with the lowest loss, ties to the lower
-    option_index, the paper's argmin) and correct (predicted_index == answer_index). Sorted by step,
-    set, item_id.
+    option_index: the paper's argmin, by crossknow.scoring's one prediction rule) and correct
+    (predicted_index == answer_index). Sorted by step, set, item_id.
     """
     validate_trace(trace)
     frame = trace[REQUIRED_COLUMNS].copy()
@@ -120,7 +121,6 @@ def item_states(trace: pd.DataFrame) -> pd.DataFrame:
     frame["is_answer"] = frame["is_answer"].astype(bool)
     frame = frame.sort_values(["step", *ITEM_KEY, "option_index"], kind="stable").reset_index(drop=True)
     groups = frame.groupby(["step", *ITEM_KEY], sort=False)
-    first_of_min = groups["loss"].idxmin()  # first row with the lowest loss = the lowest option_index among ties
     states = groups.agg(
         condition=("condition", "first"),
         n_options=("option_index", "size"),
@@ -131,7 +131,7 @@ def item_states(trace: pd.DataFrame) -> pd.DataFrame:
     states["correct_loss"] = answers["loss"]
     distractors = frame[~frame["is_answer"]].groupby(["step", *ITEM_KEY], sort=False)["loss"].min()
     states["best_distractor_loss"] = distractors.reindex(states.index)
-    states["predicted_index"] = frame.loc[first_of_min.to_numpy(), "option_index"].to_numpy()
+    states["predicted_index"] = predicted_options(frame, ["step", *ITEM_KEY])
     states["correct"] = states["predicted_index"] == states["answer_index"]
     columns = ["condition", "n_options", "answer_index", "correct_loss", "total_loss", "best_distractor_loss",
                "predicted_index", "correct"]

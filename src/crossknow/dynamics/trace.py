@@ -1,15 +1,16 @@
 """`crossknow trace`: score every checkpoint of a sweep on evaluation sets labelled by condition.
 
 The run directory holds config.yaml, inputs.json (the sets' SHA-256), checkpoints.json (each
-checkpoint's step, spec and weights hash, recorded when it is first scored), the shards under
-stages/trace/ (one key per checkpoint x set x item: resumable checkpoint by checkpoint and inside
-one), and at the end trace.parquet, one row per checkpoint x item x option. New checkpoints that
-appear in a sweep directory (training still running) are scored when the command runs again.
+checkpoint's step, spec and weights hash, recorded when it is first scored), the scoring stage's
+shards (crossknow.scoring.stage: one key per checkpoint x set x item, resumable checkpoint by
+checkpoint and inside one), and at the end trace.parquet (the scores table: one row per checkpoint x
+item x option; `loss` is the rule's primary loss), accuracy.json (every normalisation per step and
+condition) and invalid.jsonl (items a checkpoint could not score). New checkpoints that appear in a
+sweep directory (training still running) are scored when the command runs again.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,36 +18,19 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from crossknow.data.formats import load_item_set
 from crossknow.data.schemas import MCItem
-from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash, discover_checkpoints
-from crossknow.errors import CrossknowError
+from crossknow.dynamics.trace_config import TraceConfig
+from crossknow.errors import CrossknowError, PrefixCacheMiss
+from crossknow.models.registry import ScorerOptions
+from crossknow.models.sweep_scorers import SweepScorers
+from crossknow.scoring.metrics import accuracy_table, item_predictions
+from crossknow.scoring.stage import ModelPoint, ScoringStage, ScoringTask, task_key
+from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.hashing import file_sha256
-from crossknow.models.registry import ScorerOptions, load_scorer
-from crossknow.scoring.batches import score_in_batches
-from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.run_dir import RunDir
-
-TRACE_SCHEMA = pa.schema(
-    [
-        ("step", pa.int64()),
-        ("checkpoint", pa.string()),
-        ("condition", pa.string()),
-        ("set", pa.string()),
-        ("item_id", pa.string()),
-        ("pair_id", pa.string()),
-        ("lang", pa.string()),
-        ("kind", pa.string()),
-        ("option_index", pa.int32()),
-        ("is_answer", pa.bool_()),
-        ("logprob_sum", pa.float64()),
-        ("n_tokens", pa.int32()),
-        ("loss", pa.float64()),
-    ]
-)
-"""trace.parquet: one row per checkpoint x item x option; `loss` is the mean token cross-entropy of the
-option's continuation (the AdaXEval loss), `logprob_sum` its summed log-probability."""
 
 CONDITIONS = ("memorisation", "intralingual", "interlingual", "interlingual-cloze")
 """Condition labels: cloze and question items in the training language, question and cloze items in another."""
@@ -91,10 +75,6 @@ def load_sets(data: list[str], train_lang: str) -> list[EvalSet]:
     return sets
 
 
-def _key(step: int, set_name: str, item_id: str) -> str:
-    return f"{step}\t{set_name}\t{item_id}"
-
-
 def _record_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     recorded = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     entry = {"spec": checkpoint.spec, "label": checkpoint.label, "weights": checkpoint_hash(checkpoint)}
@@ -106,51 +86,80 @@ def _record_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
 
 
 def run_trace(
-    config: TraceConfig, out: Path, on_progress: Callable[[int, int, str], None] | None = None
+    config: TraceConfig, out: Path, on_progress: Callable[[int, int, str], None] | None = None,
+    reuse_frozen: bool = True,
 ) -> pa.Table:
     """Score every checkpoint on every set into run directory `out`; return the trace table.
 
+    Local checkpoints of one architecture share one loaded model, and the decoder blocks no checkpoint
+    changed run once per input (crossknow.models.sweep_scorers); `reuse_frozen=False` loads and runs
+    every checkpoint whole (the same numbers, slower: for checking).
+
     `on_progress(items done, items total, checkpoint label)` is called after each committed shard.
+    An item that some checkpoint could not score is left out of the trace at every checkpoint (the
+    analyses compare the same items throughout) and listed in invalid.jsonl with the reason.
     """
     out = Path(out)
     checkpoints = discover_checkpoints(config.checkpoints)
     sets = load_sets(config.data, config.train_lang)
-    run = RunDir(out)
-    run.open(config.model_dump(), {str(s.path): file_sha256(s.path) for s in sets}, volatile=("batch_size", "device"))
-    stage = run.stage("trace")
-    done = stage.done_keys()
-    total = len(checkpoints) * sum(len(s.items) for s in sets)
-    finished = len(done)
-    options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
-    for checkpoint in checkpoints:
-        todo = [(s, [i for i in range(len(s.items)) if _key(checkpoint.step, s.name, s.items[i].id) not in done])
-                for s in sets]
-        if not any(indices for _, indices in todo):
-            continue
-        _record_checkpoint(out / "checkpoints.json", checkpoint)
-        scorer = load_scorer(checkpoint.spec, options)
-        for eval_set, indices in todo:
-            condition = dict(zip((it.id for it in eval_set.items), eval_set.conditions))
-            for scored in score_in_batches(scorer, [eval_set.items[i] for i in indices], config.rule, config.batch_size):
-                rows = [
-                    {"step": checkpoint.step, "checkpoint": checkpoint.label, "condition": condition[item.id],
-                     "set": eval_set.name, "item_id": item.id, "pair_id": item.pair_id, "lang": item.lang,
-                     "kind": item.kind, "option_index": option.index, "is_answer": option.index == item.answer,
-                     "logprob_sum": option.result.logprob_sum, "n_tokens": option.result.n_tokens,
-                     "loss": option.mean_loss}
-                    for item, scored_options in scored for option in scored_options
-                ]
-                keys = [_key(checkpoint.step, eval_set.name, item.id) for item, _ in scored]
-                stage.append(pa.Table.from_pylist(rows, schema=TRACE_SCHEMA), keys)
-                finished += len(keys)
+    with RunDir(out) as run:
+        inputs = {str(s.path): file_sha256(s.path) for s in sets}
+        run.open(config.model_dump(), inputs, volatile=("batch_size", "device"))
+        stage = ScoringStage(run, config.rule, config.batch_size)
+        tasks = [ScoringTask(item, s.name, condition)
+                 for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]
+        done = stage.done_keys()
+        total = len(checkpoints) * len(tasks)
+        finished = 0
+        options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
+        pending = [c for c in checkpoints if any(task_key(ModelPoint(c.step, c.label), t) not in done for t in tasks)]
+        scorers = SweepScorers([c.spec for c in pending], options, reuse=reuse_frozen)
+        for checkpoint in checkpoints:
+            at = ModelPoint(checkpoint.step, checkpoint.label)
+            todo = [task for task in tasks if task_key(at, task) not in done]
+            finished += len(tasks) - len(todo)
+            if not todo:
+                continue
+            _record_checkpoint(out / "checkpoints.json", checkpoint)
+            scorer = scorers.scorer_for(checkpoint.spec)
+
+            def advance(n: int, label: str = checkpoint.label) -> None:
+                nonlocal finished
+                finished += n
                 if on_progress:
-                    on_progress(finished, total, checkpoint.label)
-        del scorer
-        gc.collect()
-    table = stage.read(TRACE_SCHEMA).sort_by([("step", "ascending"), ("set", "ascending"),
-                                              ("item_id", "ascending"), ("option_index", "ascending")])
-    atomic_write(out / "trace.parquet", lambda handle: pq.write_table(table, handle), binary=True)
-    return table
+                    on_progress(finished, total, label)
+
+            try:
+                stage.run(scorer, todo, at, advance)
+            except PrefixCacheMiss:
+                scorers.drop_reuse()
+                stage.run(scorer, todo, at, advance)
+        scorers.close()
+        unscorable = stage.read_unscorable()
+        excluded = {(row["set"], row["item_id"]) for row in unscorable}
+        table = stage.read()
+        if excluded:
+            keys = zip(table["set"].to_pylist(), table["item_id"].to_pylist(), strict=True)
+            keep = [key not in excluded for key in keys]
+            table = table.filter(pa.array(keep))
+        table = table.sort_by([("step", "ascending"), ("set", "ascending"), ("item_id", "ascending"),
+                               ("option_index", "ascending")])
+        atomic_write(out / "trace.parquet", lambda handle: pq.write_table(table, handle), binary=True)
+        invalid = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in unscorable)
+        atomic_write_text(out / "invalid.jsonl", invalid)
+        _write_accuracy(out / "accuracy.json", table)
+        return table
+
+
+def _write_accuracy(path: Path, table: pa.Table) -> None:
+    """accuracy.json: per step, accuracy under every normalisation (lm-eval's acc is `sum`, acc_norm
+    `per_char`), overall and per condition; the same computation as evaluate's metrics."""
+    frame = table.to_pandas()
+    result = {}
+    for step, rows in frame.groupby("step", sort=True):
+        accuracy, n_items = accuracy_table(item_predictions(rows), group_by=("condition",))
+        result[str(step)] = {"accuracy": accuracy, "n_items": n_items}
+    atomic_write_json(path, result)
 
 
 def copy_training_record(sources: list[str], out: Path) -> None:

@@ -12,10 +12,18 @@ from crossknow.data.schemas import Record
 class TraceConfig(Record):
     """Everything that decides a trace's numbers (config.yaml)."""
 
-    checkpoints: list[str] = Field(min_length=1, description="Checkpoint sources (see crossknow.dynamics.checkpoints).")
+    checkpoints: list[str] = Field(
+        min_length=1,
+        description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
+        "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
+    )
     data: list[str] = Field(min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items.")
     train_lang: str = Field(default="en", description="The training language, which labels items by condition.")
-    rule: Literal["adaxeval", "lm-eval"] = Field(default="adaxeval", description="Scoring rule (DESIGN.md).")
+    rule: Literal["adaxeval", "lm-eval"] = Field(
+        default="adaxeval", description="Scoring rule: 'adaxeval' (the paper's) or 'lm-eval' (lm-evaluation-harness's)."
+    )
     batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        default="float32", description="Compute dtype of local models; results are always float32."
+    )

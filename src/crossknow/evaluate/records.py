@@ -12,8 +12,14 @@ from crossknow.data.schemas import Record
 class EvaluateConfig(Record):
     """Everything that decides an evaluation's numbers (config.yaml, with the resolved format and rule)."""
 
-    model: str = Field(description="Model spec: default, hf:PATH[@REV], gguf:FILE or openai:MODEL.")
-    data: str = Field(description="Data file, or 'sample' for the sample shipped with crossknow.")
+    model: str = Field(
+        default="default",
+        description="Model spec: default (the embedded Gemma 3 270M), hf:PATH_OR_ID[@REV], gguf:FILE or openai:MODEL.",
+    )
+    data: str = Field(
+        description="Data file (AdaXEval, Pitfalls, ECLEKTIC or crossknow JSONL), or 'sample' for the sample shipped "
+        "with crossknow."
+    )
     format: Literal["auto", "adaxeval", "pitfalls", "eclektic", "jsonl"] = Field(
         default="auto", description="Input format; 'auto' detects it from the file."
     )
@@ -21,12 +27,14 @@ class EvaluateConfig(Record):
         default="auto", description="Scoring rule; 'auto' picks adaxeval for AdaXEval and our JSONL, lm-eval for Pitfalls."
     )
     limit: int | None = Field(default=None, ge=1, description="Score only the first N usable items (pairs for Pitfalls).")
-    batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
+    batch_size: int = Field(
+        default=8, ge=1, description="Items per forward pass (halved on CUDA out-of-memory); does not change the numbers."
+    )
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: specs.")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: model specs.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable that holds the API key.")
 
 
@@ -37,6 +45,10 @@ class ModelInfo(Record):
     backend: str = Field(description="Backend name: default, hf, gguf or openai.")
     model_id: str = Field(description="Resolved model identity (path, hub id and revision, or server model).")
     dtype: str = Field(description="Compute dtype, or 'server' for remote backends.")
+    weights: str | None = Field(
+        default=None, description="Identity of the weights: each weight file's SHA-256 for a local model directory, "
+        "else the spec (a hub revision or a server model)."
+    )
 
 
 class EvaluateMetrics(Record):
@@ -48,6 +60,10 @@ class EvaluateMetrics(Record):
     )
     n_items: dict[str, int] = Field(description="Items scored per group.")
     n_invalid: int = Field(description="Input records reported as unusable (see invalid.jsonl); not scored.")
+    n_unscorable: int = Field(
+        default=0, description="Items the model could not score (too long, a boundary merge, a non-finite loss); "
+        "listed in invalid.jsonl with the reason, and counted in no accuracy."
+    )
     rule: str = Field(description="The scoring rule used.")
     format: str = Field(description="The input format read.")
     model: ModelInfo = Field(description="The model used.")

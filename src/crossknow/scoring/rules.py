@@ -20,9 +20,14 @@ from crossknow.data.schemas import BLANK, MCItem
 from crossknow.models.boundary import move_trailing_whitespace
 from crossknow.models.protocol import ScoreRequest
 from crossknow.scoring.lm_eval_prompt import lm_eval_prompt
+from crossknow.scoring.normalise import Normalisation
 
 Rule = Literal["adaxeval", "lm-eval"]
 RULES: tuple[Rule, ...] = ("adaxeval", "lm-eval")
+
+PRIMARY_NORMALISATION: dict[str, Normalisation] = {"adaxeval": Normalisation.MEAN_TOKEN, "lm-eval": Normalisation.SUM}
+"""The loss each rule's tables carry in their `loss` column: the AdaXEval mean token cross-entropy, lm-eval's
+acc (-sum). Every normalisation is reported from the same rows."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,102 @@
+"""Load another checkpoint's weights into a model already in memory, and tell which blocks stayed the same.
+
+A sweep over the checkpoints of one training run loads the same architecture again and again; copying
+the new weights into the loaded model skips the load, and comparing them on the way says which lower
+blocks did not change (the frozen blocks of `--train-layers last:N`), so that their outputs can be
+reused (`crossknow.models.frozen_prefix`). Weights are compared in the model's compute dtype, as
+they are used: two checkpoints whose weights round to the same bfloat16 values compute the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from crossknow.models.weights import weight_files
+
+
+def local_weights_dir(spec: str) -> Path | None:
+    """The directory holding a local spec's weights (default, hf:DIR, gguf:FILE's cached checkpoint), else None."""
+    from crossknow.models.registry import resolve_local
+
+    if spec.startswith("openai:"):
+        return None
+    local = resolve_local(spec)
+    if local is None or local.revision is not None or not Path(local.path).is_dir():
+        return None
+    return Path(local.path)
+
+
+def _open_tensors(directory: Path) -> dict[str, Any] | None:
+    """Every tensor name of the directory's safetensors files -> its open file; None without safetensors."""
+    from safetensors import safe_open
+
+    files = [path for path in weight_files(directory) if path.suffix == ".safetensors"]
+    if not files:
+        return None
+    handles: dict[str, Any] = {}
+    for path in files:
+        handle = safe_open(str(path), framework="pt", device="cpu")
+        for name in handle.keys():  # noqa: SIM118 - safe_open handles are not mappings
+            handles[name] = handle
+    return handles
+
+
+def _block_of(model: Any) -> tuple[str, str, int]:
+    """(name prefix of the decoder blocks, name of the input embedding weight, number of blocks)."""
+    decoder = model.get_decoder()
+    names = {id(module): name for name, module in model.named_modules()}
+    blocks = names[id(decoder.layers)]
+    embedding = names[id(model.get_input_embeddings())] + ".weight"
+    return blocks, embedding, len(decoder.layers)
+
+
+def _matching_tensors(model: Any, directory: Path) -> dict[str, tuple[torch.Tensor, Any]] | None:
+    """Parameter name -> (parameter, open file) when the directory holds every parameter with its shape
+    (a tied output head may be absent); None when it does not fit the model."""
+    handles = _open_tensors(directory)
+    if handles is None:
+        return None
+    tied = {name for name, _ in model.named_parameters(remove_duplicate=False)} - dict(model.named_parameters()).keys()
+    matched = {}
+    for name, parameter in model.named_parameters():
+        handle = handles.get(name)
+        if handle is None:
+            if name in tied:
+                continue
+            return None
+        if tuple(handle.get_slice(name).get_shape()) != tuple(parameter.shape):
+            return None
+        matched[name] = (parameter, handle)
+    return matched
+
+
+def unchanged_blocks(model: Any, directory: Path, load: bool = False) -> int | None:
+    """How many leading decoder blocks of the directory's weights equal the model's (0 when the input
+    embeddings differ); with `load`, the directory's weights are then copied into the model. None (and
+    the model untouched) when the directory's weights do not fit the model."""
+    matched = _matching_tensors(model, directory)
+    if matched is None:
+        return None
+    blocks, embedding, n_blocks = _block_of(model)
+    same_block = [True] * n_blocks
+    embedding_same = True
+    with torch.no_grad():
+        for name, (parameter, handle) in matched.items():
+            value = handle.get_tensor(name).to(dtype=parameter.dtype)
+            same = torch.equal(value, parameter.detach().cpu()) if parameter.device.type == "cpu" else torch.equal(
+                value.to(parameter.device), parameter)
+            if name == embedding:
+                embedding_same = same
+            elif name.startswith(blocks + "."):
+                index = int(name[len(blocks) + 1 :].split(".", 1)[0])
+                same_block[index] = same_block[index] and same
+            if load and not same:
+                parameter.copy_(value)
+            if not load and not (embedding_same and all(same_block)):
+                break  # the count of leading unchanged blocks is settled (parameters come in block order)
+    if not embedding_same:
+        return 0
+    return next((i for i, same in enumerate(same_block) if not same), n_blocks)

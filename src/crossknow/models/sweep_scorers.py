@@ -1,0 +1,81 @@
+"""Scorers for the checkpoints of a sweep, one after another, doing the shared work once.
+
+When the checkpoints are local model directories of one architecture (a `crossknow train` run, a
+directory of `checkpoint-STEP` saves), the model is loaded once and each later checkpoint's weights
+are copied into it, and the decoder blocks that no checkpoint changed (the frozen blocks of
+`--train-layers last:N`, found by comparing the weights, never assumed) run once per input for the
+whole sweep (`crossknow.models.frozen_prefix`). Any other sweep loads each checkpoint as usual.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from typing import Any
+
+from crossknow.models.protocol import Scorer
+from crossknow.models.registry import ScorerOptions, load_scorer
+
+
+class SweepScorers:
+    """Hands out the scorer of each checkpoint spec in turn (`scorer_for`), reusing what it can."""
+
+    def __init__(self, specs: Sequence[str], options: ScorerOptions, reuse: bool = True):
+        self.specs = list(specs)
+        self.options = options
+        self.reuse = reuse
+        self.scorer: Any = None
+        self.prefix: Any = None
+        self.loads = 0
+        """Models loaded from disk so far (the rest were weight switches)."""
+
+    def scorer_for(self, spec: str) -> Scorer:
+        """The scorer for `spec`: the loaded model with `spec`'s weights switched in, or a fresh load."""
+        from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
+
+        directory = local_weights_dir(spec) if self.reuse else None
+        if self.scorer is not None and directory is not None and hasattr(self.scorer, "model"):
+            unchanged = unchanged_blocks(self.scorer.model, directory, load=True)
+            if unchanged is not None:
+                if self.prefix is not None and unchanged < self.prefix.n_frozen:
+                    self._drop_prefix()
+                self.scorer.model_id = str(directory)
+                return self.scorer
+        self.close()
+        self.scorer = load_scorer(spec, self.options)
+        self.loads += 1
+        if directory is not None and hasattr(self.scorer, "model"):
+            self._install_prefix(spec)
+        return self.scorer
+
+    def _install_prefix(self, first: str) -> None:
+        """Reuse the blocks that every later checkpoint of the sweep leaves as they are in `first`."""
+        from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
+        from crossknow.models.frozen_prefix import FrozenPrefix
+
+        later = self.specs[self.specs.index(first) + 1 :] if first in self.specs else []
+        counts = []
+        for spec in later:
+            directory = local_weights_dir(spec)
+            counts.append(None if directory is None else unchanged_blocks(self.scorer.model, directory))
+        if not counts or any(count is None for count in counts):
+            return
+        n_blocks = len(self.scorer.model.get_decoder().layers)
+        frozen = min(min(counts), n_blocks - 1)
+        if frozen >= 1:
+            self.prefix = FrozenPrefix(self.scorer.model, frozen)
+
+    def drop_reuse(self) -> None:
+        """Stop reusing frozen blocks (after a `PrefixCacheMiss`); weights still switch in place."""
+        self._drop_prefix()
+
+    def _drop_prefix(self) -> None:
+        if self.prefix is not None:
+            self.prefix.remove()
+            self.prefix = None
+
+    def close(self) -> None:
+        """Free the loaded model."""
+        self._drop_prefix()
+        self.scorer = None
+        gc.collect()
