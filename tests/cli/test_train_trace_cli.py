@@ -62,7 +62,7 @@ def test_trace_end_to_end_scores_the_new_checkpoint_and_writes_the_report(
     """The shared trace run, as if checkpoint-4 had been saved after it ran: the command scores that checkpoint
     only, then prints the accuracy lines and the report's path."""
     run = shutil.copytree(tiny_trace_run.out, tmp_path / "run")
-    stage = run / "stages" / "trace" / "manifest.json"
+    stage = run / "stages" / "scores" / "manifest.json"
     shards = json.loads(stage.read_text(encoding="utf-8"))["shards"]
     kept = [shard for shard in shards if not shard["keys"][0].startswith("4\t")]
     stage.write_text(json.dumps({"shards": kept}), encoding="utf-8")

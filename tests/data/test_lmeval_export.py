@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from crossknow.data.adaxeval import read_adaxeval
+from crossknow.data.lm_eval_prompt import lm_eval_prompt
 from crossknow.data.lmeval_export import delimiter_name, export_lm_eval
 from crossknow.data.pitfalls import read_pitfalls
 from crossknow.data.schemas import MCItem, QAItem
-from crossknow.scoring.lm_eval_prompt import lm_eval_prompt
 
 SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")

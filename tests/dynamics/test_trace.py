@@ -14,11 +14,11 @@ import pytest
 
 from crossknow.data.formats import load_item_set
 from crossknow.data.schemas import MCItem
-from crossknow.models import sweep_scorers
 from crossknow.dynamics.trace import condition_of, copy_training_record, load_sets, run_trace
-from crossknow.scoring.stage import SCORES_SCHEMA
 from crossknow.errors import CrossknowError
+from crossknow.models import sweep_scorers
 from crossknow.scoring.rules import option_requests
+from crossknow.scoring.stage import SCORES_SCHEMA
 from tests.training.tiny_run import TinyTraceRun, TinyTrainRun, write_items
 
 CONDITION = {
@@ -41,7 +41,7 @@ def item_records(path: Path) -> dict[str, dict[str, Any]]:
 
 def manifest(run: Path) -> list[dict[str, Any]]:
     """The trace stage's committed shards."""
-    return json.loads((run / "stages" / "trace" / "manifest.json").read_text(encoding="utf-8"))["shards"]
+    return json.loads((run / "stages" / "scores" / "manifest.json").read_text(encoding="utf-8"))["shards"]
 
 
 def rows_by_key(table: Any) -> dict[tuple, dict[str, Any]]:
@@ -160,8 +160,8 @@ def test_a_trace_cut_short_before_its_last_shard_was_committed_resumes(
     run = shutil.copytree(tiny_trace_run.out, tmp_path / "run")
     shards = manifest(run)
     lost = shards[-1]
-    assert (run / "stages" / "trace" / lost["file"]).exists()
-    (run / "stages" / "trace" / "manifest.json").write_text(json.dumps({"shards": shards[:-1]}), encoding="utf-8")
+    assert (run / "stages" / "scores" / lost["file"]).exists()
+    (run / "stages" / "scores" / "manifest.json").write_text(json.dumps({"shards": shards[:-1]}), encoding="utf-8")
     (run / "trace.parquet").unlink()
 
     progress: list[tuple[int, int, str]] = []
@@ -178,7 +178,7 @@ def test_a_checkpoint_whose_weights_changed_is_refused(tiny_trace_run: TinyTrace
     shards = manifest(run)
     kept = [shard for shard in shards if not shard["keys"][0].startswith("4\t")]
     assert len(kept) < len(shards)
-    (run / "stages" / "trace" / "manifest.json").write_text(json.dumps({"shards": kept}), encoding="utf-8")
+    (run / "stages" / "scores" / "manifest.json").write_text(json.dumps({"shards": kept}), encoding="utf-8")
     recorded = json.loads((run / "checkpoints.json").read_text(encoding="utf-8"))
     recorded["4"]["weights"] = "model.safetensors:" + "0" * 64  # as if checkpoint-4 had been trained again
     (run / "checkpoints.json").write_text(json.dumps(recorded), encoding="utf-8")
@@ -232,3 +232,39 @@ def test_copy_training_record_copies_the_one_training_log_and_config(
     twin = shutil.copytree(tiny_train_run.out, tmp_path / "twin", ignore=shutil.ignore_patterns("checkpoints"))
     copy_training_record([str(tiny_train_run.out), str(twin)], tmp_path / "two")
     assert not (tmp_path / "two").exists()
+
+@pytest.mark.slow
+def test_the_lm_eval_rule_reports_lm_evals_acc_and_acc_norm(tiny_trace_run: TinyTraceRun, tmp_path: Path) -> None:
+    """Under --rule lm-eval the trace's `loss` is -sum (acc) and accuracy.json holds acc_norm (sum / characters
+    of the choice), recomputed here by hand from the rows and the items file."""
+    from crossknow.report.run_report import accuracy_lines, rebuild_report
+
+    shutil.copy(tiny_trace_run.items, tmp_path / "items.jsonl")
+    config = tiny_trace_run.config.model_copy(update={"data": [str(tmp_path / "items.jsonl")], "rule": "lm-eval"})
+    table = run_trace(config, tmp_path / "run")
+    rows = table.to_pylist()
+    assert all(row["loss"] == pytest.approx(-row["logprob_sum"]) for row in rows)
+    items = item_records(tiny_trace_run.items)
+    accuracy = json.loads((tmp_path / "run" / "accuracy.json").read_text(encoding="utf-8"))
+    for step in (0, 2, 4):
+        by_item: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            if row["step"] == step and row["kind"] == "question":  # a question's choice is the option itself
+                by_item.setdefault(row["item_id"], []).append(row)
+        right = {"sum": 0, "per_char": 0}
+        for item_id, options in by_item.items():
+            options.sort(key=lambda r: r["option_index"])
+            texts = items[item_id]["options"]
+            acc = max(range(len(options)), key=lambda i: (options[i]["logprob_sum"], -i))
+            acc_norm = max(range(len(options)), key=lambda i: (options[i]["logprob_sum"] / len(texts[i]), -i))
+            right["sum"] += acc == items[item_id]["answer"]
+            right["per_char"] += acc_norm == items[item_id]["answer"]
+        for norm in ("sum", "per_char"):
+            at = accuracy[str(step)]
+            got = [at["accuracy"][norm][f"condition={c}"] * at["n_items"][f"condition={c}"]
+                   for c in ("intralingual", "interlingual")]
+            assert round(sum(got)) == right[norm], (step, norm)
+    rebuild_report(tmp_path / "run")
+    lines = accuracy_lines(tmp_path / "run")
+    assert any(line.startswith("intralingual acc ") for line in lines)
+    assert any(line.startswith("intralingual acc_norm") for line in lines)

@@ -203,18 +203,19 @@ def test_scores_match_a_plain_forward_pass(clean_run, embedded_scorer, item_id):
 def test_resume_after_crash_equals_uninterrupted_run(clean_run, embedded_scorer, tmp_path):
     reference_out, reference_metrics = clean_run
     out = tmp_path / "run"
-    crashing = CountingScorer(embedded_scorer, crash_on=3)  # two batches of 4 items commit, then it dies
+    # one chunk (4 batches of 4 items, the 16 longest) commits, then the second scorer call dies
+    crashing = CountingScorer(embedded_scorer, crash_on=2)
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_evaluate(_config(), out, make_scorer=_scorer_factory(crashing))
     assert not (out / "scores.parquet").exists() and not (out / "metrics.json").exists()
     manifest = json.loads((out / "stages" / "scores" / "manifest.json").read_text())
     done = {key for shard in manifest["shards"] for key in shard["keys"]}
-    assert len(done) == 8
+    assert len(done) == 16
 
     resumed = CountingScorer(embedded_scorer)
     metrics = run_evaluate(_config(), out, make_scorer=_scorer_factory(resumed))
-    assert metrics.items_scored_this_run == 24 - len(done) == 16
-    assert resumed.requests == 16 * 4  # the committed items were not scored again
+    assert metrics.items_scored_this_run == 24 - len(done) == 8
+    assert resumed.requests == 8 * 4  # the committed items were not scored again
 
     rows = _rows(out / "scores.parquet")
     assert len({(r["item_id"], r["option_index"]) for r in rows}) == len(rows) == 96

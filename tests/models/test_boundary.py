@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from crossknow.models.boundary import encode_pair, move_trailing_spaces, move_trailing_whitespace
+from crossknow.errors import UnscorableRequest
+from crossknow.models.boundary import continuation_start, encode_pair, move_trailing_spaces, move_trailing_whitespace
+from crossknow.models.protocol import ScoreRequest
 
 
 def test_moves_only_spaces_or_all_whitespace():
@@ -39,5 +41,45 @@ def test_empty_context_is_bos_only(embedded_scorer):
 
 
 def test_a_continuation_without_tokens_of_its_own_is_an_error():
-    with pytest.raises(ValueError, match="no tokens"):
-        encode_pair(lambda text: [1, len(text)], "abc", "d")  # a toy encoder: always two tokens
+    with pytest.raises(UnscorableRequest, match="no tokens"):
+        encode_pair(lambda text: [1, 7], "abc", "\u200b")  # a toy encoder that drops the zero-width space
+
+
+# A real merge with the embedded Gemma 3 tokenizer: alone, the context ends in the token '値'; in the
+# whole text '値を' is one token, so whole[:len(ctx)] != ctx and no run of tokens is the continuation.
+MERGE_CONTEXT, MERGE_CONTINUATION = "インスリンは血糖値", "を下げるホルモンである。"
+
+
+def test_a_real_merge_across_the_boundary_is_unscorable(embedded_scorer):
+    tokenizer = embedded_scorer.tokenizer
+
+    def encode(text):
+        return tokenizer(text).input_ids
+
+    ctx, whole = encode(MERGE_CONTEXT), encode(MERGE_CONTEXT + MERGE_CONTINUATION)
+    assert tokenizer.convert_ids_to_tokens(ctx)[-1] == "値"
+    assert "値を" in tokenizer.convert_ids_to_tokens(whole)
+    # lm-evaluation-harness's whole[len(ctx):] would score '下げる...' plus a shifted token: not the text
+    assert tokenizer.decode(ctx + whole[len(ctx):]) != tokenizer.decode(whole)
+    with pytest.raises(UnscorableRequest, match="merges the end of the context") as error:
+        encode_pair(encode, MERGE_CONTEXT, MERGE_CONTINUATION)
+    assert "血糖値" in str(error.value) and "を下げる" in str(error.value)
+
+
+def test_the_hf_scorer_names_the_merged_request(embedded_scorer):
+    requests = [ScoreRequest("日本の首都は", "東京です。"), ScoreRequest(MERGE_CONTEXT, MERGE_CONTINUATION)]
+    with pytest.raises(UnscorableRequest, match="merges") as error:
+        embedded_scorer.score(requests)
+    assert error.value.index == 1
+    assert embedded_scorer.score(requests[:1])[0].n_tokens > 0  # its neighbour is scorable
+
+
+def test_continuation_start_from_server_offsets():
+    prompt, tokens = "The capital of France", ["The", " capital", " of", " France"]
+    offsets = [0, 3, 11, 14]
+    assert continuation_start(offsets, tokens, "The capital", prompt) == 2
+    assert continuation_start(offsets, tokens, "", prompt) == 0
+    with pytest.raises(UnscorableRequest, match="merges.*' France'"):
+        continuation_start(offsets, tokens, "The capital of Fr", prompt)
+    with pytest.raises(UnscorableRequest, match="no tokens"):
+        continuation_start(offsets, tokens, prompt, prompt + "")

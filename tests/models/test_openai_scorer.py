@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.errors import CrossknowError, MissingDependencyError, UnscorableRequest
 from crossknow.models.boundary import encode_pair
 from crossknow.models.openai_http import parse_retry_after as _parse_retry_after
 from crossknow.models.openai_scorer import OpenAIScorer
@@ -45,7 +45,6 @@ TOLERANCE = 1e-3
 REFERENCE_PAIRS = [
     ("The capital of France is ", "Paris"),  # trailing space moves into the continuation
     ("日本の首都は", "東京です"),  # Japanese, no spaces, several tokens
-    ("", "Paris is a big city"),  # empty context
     ("Water boils at", " 100 degrees"),  # multi-token continuation (digits are split)
     ("Question: What colour is the sky?\nAnswer:", " Blue"),  # the newline stays in the context
     ("富士山は日本で一番", "高い山です"),
@@ -121,10 +120,6 @@ def test_matches_in_process_reference(llama_server, reference_llm):
     results = score_isolated(scorer, REFERENCE_PAIRS)
     for (context, continuation), result in zip(REFERENCE_PAIRS, results, strict=True):
         expected = reference_logprobs(reference_llm, context, continuation)
-        if context == "":
-            # llama-cpp-python's server strips BOS from the echo and reports null for the first
-            # prompt token, so the scorer leaves the continuation's first token out.
-            expected = expected[1:]
         print(
             f"{context!r:48} {continuation!r:24} server {result.logprob_sum:9.4f} "
             f"reference {math.fsum(expected):9.4f} tokens {result.n_tokens}"
@@ -176,10 +171,30 @@ def test_ranks_simple_facts(llama_server):
 
 
 @pytest.mark.slow
-def test_token_across_the_boundary_is_an_error(llama_server):
+def test_token_across_the_boundary_is_unscorable(llama_server):
+    """The same rule as the local backends (models/boundary.py), on the same real Japanese merge."""
     scorer = OpenAIScorer(MODEL, llama_server)
-    with pytest.raises(CrossknowError, match="merged the end of the context"):
-        scorer.score([ScoreRequest("The capital of Fr", "ance")])
+    requests = [ScoreRequest("Water boils at", " 100"), ScoreRequest("インスリンは血糖値", "を下げる")]
+    with pytest.raises(UnscorableRequest, match="merges the end of the context.*'値を'") as error:
+        scorer.score(requests)
+    assert error.value.index == 1
+
+
+@pytest.mark.slow
+def test_empty_context_is_never_scored_short(llama_server, embedded_scorer):
+    """llama-cpp-python's server computes the first prompt token's log-probability, then reports it
+    as null (to mimic OpenAI); the scorer used to drop that token with a log warning. Now the
+    request is unscorable, while the same continuation after a context is scored in full, as the
+    HF scorer scores it."""
+    scorer = OpenAIScorer(MODEL, llama_server, concurrency=1)
+    with pytest.raises(UnscorableRequest, match="no log-probability for a prompt's first token") as error:
+        scorer.score([ScoreRequest("Water boils at", " 100"), ScoreRequest("", "Paris is a big city")])
+    assert error.value.index == 1
+    (ours,) = scorer.score([ScoreRequest("Paris", " is a big city")], keep_token_logprobs=True)
+    (local,) = embedded_scorer.score([ScoreRequest("Paris", " is a big city")], keep_token_logprobs=True)
+    assert ours.n_tokens == local.n_tokens == 4
+    # llama.cpp dequantises Q4_K_M on the fly, the HF checkpoint holds the dequantised weights
+    assert ours.token_logprobs == pytest.approx(local.token_logprobs, abs=0.05)
 
 
 @pytest.mark.slow
@@ -301,8 +316,9 @@ def test_bad_base_url_and_settings():
         OpenAIScorer(MODEL, "ftp://example/v1")
     with pytest.raises(CrossknowError, match="concurrency"):
         OpenAIScorer(MODEL, "http://127.0.0.1:9/v1", concurrency=0)
-    with pytest.raises(CrossknowError, match="empty continuation"):
-        OpenAIScorer(MODEL, "http://127.0.0.1:9/v1").score([ScoreRequest("abc", "")])
+    with pytest.raises(UnscorableRequest, match="no tokens of its own") as error:
+        OpenAIScorer(MODEL, "http://127.0.0.1:9/v1").score([ScoreRequest("a", " b"), ScoreRequest("abc", "")])
+    assert error.value.index == 1
 
 
 def test_retry_after_header():
@@ -340,5 +356,8 @@ def test_parses_a_vllm_shaped_echo():
     assert whole.token_logprobs == (-9.1, -9.9, -0.8, -4.8, -1.3, -2.4)
     france = scorer._parse(body, "The capital of", prompt, keep=False)
     assert france.n_tokens == 3 and france.logprob_sum == pytest.approx(-8.5) and france.greedy is False
-    with pytest.raises(CrossknowError, match="merged"):
+    with pytest.raises(UnscorableRequest, match="merges.*' France'"):
         scorer._parse(body, "The capital of Fr", prompt, keep=False)
+    body["choices"][0]["logprobs"]["token_logprobs"][6] = float("-inf")
+    with pytest.raises(UnscorableRequest, match="' Paris'.*-inf"):
+        scorer._parse(body, "The capital of France is", prompt, keep=False)

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from crossknow.cli.app import app
-from crossknow.cli.report_cmd import rebuild_report
+from crossknow.report.run_report import rebuild_report
 from tests.report.parse import parse_report
 from tests.report.test_report import run_trace, train_log
 

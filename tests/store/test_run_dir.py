@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-import crossknow.store.run_dir as run_dir_module
+import crossknow.store.manifest as manifest_module
 from crossknow.errors import CrossknowError
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.run_dir import RunDir, ShardedTable
@@ -70,7 +70,7 @@ def test_orphan_shard_from_a_crash_is_ignored_then_overwritten(tmp_path, monkeyp
         raise KeyboardInterrupt("killed between the shard write and the manifest write")
 
     with monkeypatch.context() as patch:
-        patch.setattr(run_dir_module, "atomic_write_json", crash)
+        patch.setattr(manifest_module.Manifest, "append", crash)
         with pytest.raises(KeyboardInterrupt):
             stage.append(_table(("b", 2.0), ("b", 2.5)), ["b"])
 
@@ -207,3 +207,66 @@ def test_atomic_write_replaces_content(tmp_path):
     atomic_write(target, lambda handle: handle.write("日本語".encode()), binary=True)
     assert target.read_text(encoding="utf-8") == "日本語"
     assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]
+
+
+# ---- path keys and growable bounds --------------------------------------------------------------
+
+
+def test_a_path_given_relative_then_absolute_is_the_same_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    config = {"data": "data/x.jsonl", "sets": ["data/x.jsonl", "data/y.jsonl"], "model": "default"}
+    run = RunDir(tmp_path / "run")
+    run.open(config, {"data/x.jsonl": "ab" * 32}, paths=("data", "sets"))
+    run.stage("scores").append(_table(("a", 1.0)), ["a"])
+    recorded = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert recorded["data"] == str(tmp_path / "data" / "x.jsonl")
+    assert recorded["sets"] == [str(tmp_path / "data" / "x.jsonl"), str(tmp_path / "data" / "y.jsonl")]
+    assert json.loads((tmp_path / "run" / "inputs.json").read_text()) == {str(tmp_path / "data" / "x.jsonl"): "ab" * 32}
+
+    absolute = {
+        "data": str(tmp_path / "data" / "x.jsonl"),
+        "sets": [str(tmp_path / "data" / "x.jsonl"), str(tmp_path / "data" / ".." / "data" / "y.jsonl")],
+        "model": "default",
+    }
+    monkeypatch.chdir(tmp_path / "data")  # resumed from elsewhere, with absolute paths
+    RunDir(tmp_path / "run").open(absolute, {str(tmp_path / "data" / "x.jsonl"): "ab" * 32}, paths=("data", "sets"))
+    # Another file is another run.
+    with pytest.raises(CrossknowError, match="data:"):
+        RunDir(tmp_path / "run").open(absolute | {"data": "x2.jsonl"}, {str(tmp_path / "data" / "x.jsonl"): "ab" * 32},
+                                      paths=("data", "sets"))
+
+
+def test_without_paths_a_respelled_path_is_still_another_run(tmp_path, monkeypatch):
+    """The comparison is by value unless the caller names the key a path (a spec such as 'sample' is not)."""
+    monkeypatch.chdir(tmp_path)
+    run = _with_results(tmp_path / "run")
+    run.close()
+    with pytest.raises(CrossknowError, match="data"):
+        RunDir(tmp_path / "run").open(CONFIG | {"data": str(tmp_path / "sample")}, INPUTS, volatile=("batch_size",))
+
+
+@pytest.mark.parametrize(("first", "then"), [(10, 20), (10, None), (10, 10), (None, None)])
+def test_a_limit_can_be_raised_on_resume_and_is_recorded(tmp_path, first, then):
+    run = RunDir(tmp_path / "run")
+    run.open(CONFIG | {"limit": first}, INPUTS, growable=("limit",))
+    run.stage("scores").append(_table(("a", 1.0)), ["a"])
+    RunDir(tmp_path / "run").open(CONFIG | {"limit": then}, INPUTS, growable=("limit",))
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["limit"] == then
+    assert RunDir(tmp_path / "run").stage("scores").done_keys() == {"a"}
+
+
+@pytest.mark.parametrize(("first", "then"), [(20, 10), (None, 10)])
+def test_a_limit_lowered_on_resume_is_refused(tmp_path, first, then):
+    run = RunDir(tmp_path / "run")
+    run.open(CONFIG | {"limit": first}, INPUTS, growable=("limit",))
+    run.stage("scores").append(_table(("a", 1.0)), ["a"])
+    with pytest.raises(CrossknowError, match=r"\(limit: .* -> 10; limit can be raised on resume, not lowered\)"):
+        RunDir(tmp_path / "run").open(CONFIG | {"limit": then}, INPUTS, growable=("limit",))
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["limit"] == first
+
+
+def test_a_limit_not_declared_growable_is_checked(tmp_path):
+    _with_results(tmp_path / "run")
+    with pytest.raises(CrossknowError, match="limit"):
+        RunDir(tmp_path / "run").open(CONFIG | {"limit": 5}, INPUTS, volatile=("batch_size",))

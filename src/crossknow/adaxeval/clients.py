@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crossknow.adaxeval.records import GenerateConfig
-from crossknow.errors import CrossknowError, ModelSpecError
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.generator import Generator
-from crossknow.models.registry import GENERATOR_SPEC_FORMS, GeneratorOptions
+from crossknow.models.registry import GeneratorOptions
+from crossknow.models.registry import check_spec as check_spec_in_registry
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.request_cache import RequestCache
 
@@ -40,13 +40,11 @@ def split_server(spec: str, default_base_url: str | None) -> tuple[str, str | No
 
 
 def check_spec(spec: str, default_base_url: str | None) -> None:
-    """Fail now, before any work, on a spec no backend takes or an openai: spec without a server."""
+    """Fail now, before any work, on a spec no backend takes or an openai: spec without a server (neither
+    its own @URL nor `default_base_url`): the registry's check, with a spec's own server understood."""
     bare, base_url = split_server(spec, default_base_url)
-    kind, _, rest = bare.partition(":")
-    if bare != "default" and not (kind in ("hf", "gguf", "openai") and rest):
-        raise ModelSpecError(f"unknown generator spec {spec!r}. Valid forms:\n  " + "\n  ".join(GENERATOR_SPEC_FORMS))
-    if kind == "openai" and not base_url:
-        raise CrossknowError(f"{spec!r} needs a server: pass --base-url URL, or write the spec as openai:MODEL@URL")
+    check_spec_in_registry(bare, base_url, "generator",
+                           server_hint="needs a server: pass --base-url URL, or write the spec as openai:MODEL@URL")
 
 
 class Clients:

@@ -231,6 +231,7 @@ def run_generate(
         return summary
     finally:
         clients.close()
+        run.close()
 
 
 def _incomplete(pending: dict[str, int]) -> None:

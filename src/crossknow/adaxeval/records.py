@@ -17,9 +17,13 @@ class GenerateConfig(Record):
 
     corpus: str = Field(description="Corpus file: JSONL documents (id, lang, text, metadata.pair_id).")
     langs: list[str] = Field(
-        min_length=2, max_length=2, description="The two languages of the pairs, e.g. ['en', 'ja']."
+        default_factory=lambda: ["en", "ja"], min_length=2, max_length=2, description="The two languages of the pairs."
     )
-    detectors: list[str] = Field(min_length=1, description="Generator specs of the fact detectors (the paper: three).")
+    detectors: list[str] = Field(
+        min_length=1,
+        description="Generator specs of the fact detectors (the paper: three); an openai: spec may name its own "
+        "server as openai:MODEL@URL.",
+    )
     writer: str = Field(description="Generator spec that writes queries and distractors and judges quality.")
     ner: dict[str, str] = Field(
         default_factory=dict,
@@ -55,7 +59,11 @@ class GenerateConfig(Record):
     cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
     prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
     batch_size: int = Field(default=16, ge=1, description="Inputs per committed shard; does not change the output.")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server; does not change the output.")
+    concurrency: int = Field(
+        default=8, ge=1,
+        description="Requests in flight per server (1 for a llama.cpp server, which answers one at a time); does not "
+        "change the output.",
+    )
     timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
 
     @field_validator("langs")

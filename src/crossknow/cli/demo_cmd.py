@@ -35,7 +35,7 @@ def demo(
     dtype: str = typer.Option("bfloat16", help="Compute dtype of training (mixed) and scoring: bfloat16 | float32."),
 ) -> None:
     """Train the embedded model on English-only fictional facts, trace its checkpoints, write the report."""
-    from crossknow.cli.trace_cmd import trace_and_report
+    from crossknow.cli.trace_cmd import trace_with_progress
     from crossknow.dynamics.trace_config import TraceConfig
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
@@ -55,6 +55,6 @@ def demo(
         checkpoints=[str(train_dir)], data=[str(demo_file("items.jsonl"))], train_lang="en", batch_size=16,
         device="cpu", dtype=dtype,
     )
-    report = trace_and_report(trace_config, trace_dir, "2/2 scoring checkpoints")
+    report = trace_with_progress(trace_config, trace_dir, "2/2 scoring checkpoints")
     console.print(f"demo finished in {time.monotonic() - started:.0f} s; report: {report}", soft_wrap=True,
                   highlight=False)

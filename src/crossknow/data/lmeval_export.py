@@ -1,6 +1,6 @@
 """Export multiple-choice items as an lm-evaluation-harness (v0.4) task.
 
-Every item is written as lm-eval sees it (`crossknow.scoring.lm_eval_prompt`): a context, the
+Every item is written as lm-eval sees it (`crossknow.data.lm_eval_prompt`): a context, the
 choices and the target delimiter put between them. lm-eval's target_delimiter is a setting of the
 task, not of the document, so items are grouped by delimiter (' ' for questions and most English
 cloze items, '' for Japanese cloze items, ...): one data file and one task per delimiter, and a
@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from crossknow.data.lm_eval_prompt import lm_eval_prompt
 from crossknow.data.schemas import MCItem
-from crossknow.scoring.lm_eval_prompt import lm_eval_prompt
 from crossknow.store.atomic import atomic_write
 
 _TASK_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")

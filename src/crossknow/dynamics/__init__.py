@@ -9,37 +9,41 @@ short paper Secs. 3-4): pure functions on the trace table, one row per checkpoin
 - all of them at once (`analyse_dynamics`), saved as dynamics.json (`DynamicsSummary`).
 """
 
-from crossknow.dynamics.accuracy import accuracy_by_condition, chance_by_condition
-from crossknow.dynamics.analysis import DynamicsResult, analyse_dynamics
-from crossknow.dynamics.losses import correct_loss_by_condition, item_loss_ratios, loss_ratio_by_condition
-from crossknow.dynamics.onset import ONSET_DEFINITION, OnsetParams, onsets_by_condition, overfitting_onset
-from crossknow.dynamics.records import DynamicsSummary
-from crossknow.dynamics.shapes import SHAPE_DEFINITIONS, SHAPES, ShapeParams, classify_loss_shapes, count_shapes
-from crossknow.dynamics.table import TraceTableError, item_states, validate_trace
-from crossknow.dynamics.transitions import TRANSITIONS, item_transitions, transition_counts
+import importlib
+from typing import Any
 
-__all__ = [
-    "ONSET_DEFINITION",
-    "SHAPES",
-    "SHAPE_DEFINITIONS",
-    "TRANSITIONS",
-    "DynamicsResult",
-    "DynamicsSummary",
-    "OnsetParams",
-    "ShapeParams",
-    "TraceTableError",
-    "accuracy_by_condition",
-    "analyse_dynamics",
-    "chance_by_condition",
-    "classify_loss_shapes",
-    "correct_loss_by_condition",
-    "count_shapes",
-    "item_loss_ratios",
-    "item_states",
-    "item_transitions",
-    "loss_ratio_by_condition",
-    "onsets_by_condition",
-    "overfitting_onset",
-    "transition_counts",
-    "validate_trace",
-]
+_HOMES = {
+    "DynamicsResult": "analysis",
+    "DynamicsSummary": "records",
+    "ONSET_DEFINITION": "onset",
+    "OnsetParams": "onset",
+    "SHAPES": "shapes",
+    "SHAPE_DEFINITIONS": "shapes",
+    "ShapeParams": "shapes",
+    "TRANSITIONS": "transitions",
+    "TraceTableError": "table",
+    "accuracy_by_condition": "accuracy",
+    "analyse_dynamics": "analysis",
+    "chance_by_condition": "accuracy",
+    "classify_loss_shapes": "shapes",
+    "correct_loss_by_condition": "losses",
+    "count_shapes": "shapes",
+    "item_loss_ratios": "losses",
+    "item_states": "table",
+    "item_transitions": "transitions",
+    "loss_ratio_by_condition": "losses",
+    "onsets_by_condition": "onset",
+    "overfitting_onset": "onset",
+    "transition_counts": "transitions",
+    "validate_trace": "table",
+}
+"""Where each public name lives; imported on first use, so that importing a submodule (the CLI reads
+`trace_config` at start-up) does not load pandas and every analysis."""
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'crossknow.dynamics' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"crossknow.dynamics.{_HOMES[name]}"), name)

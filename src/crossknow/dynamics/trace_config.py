@@ -17,7 +17,9 @@ class TraceConfig(Record):
         description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
         "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
     )
-    data: list[str] = Field(min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items.")
+    data: list[str] = Field(
+        min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items."
+    )
     train_lang: str = Field(default="en", description="The training language, which labels items by condition.")
     rule: Literal["adaxeval", "lm-eval"] = Field(
         default="adaxeval", description="Scoring rule: 'adaxeval' (the paper's) or 'lm-eval' (lm-evaluation-harness's)."

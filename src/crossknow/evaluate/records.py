@@ -24,11 +24,15 @@ class EvaluateConfig(Record):
         default="auto", description="Input format; 'auto' detects it from the file."
     )
     rule: Literal["auto", "adaxeval", "lm-eval"] = Field(
-        default="auto", description="Scoring rule; 'auto' picks adaxeval for AdaXEval and our JSONL, lm-eval for Pitfalls."
+        default="auto",
+        description="Scoring rule; 'auto' picks adaxeval for AdaXEval and our JSONL, lm-eval for Pitfalls.",
     )
-    limit: int | None = Field(default=None, ge=1, description="Score only the first N usable items (pairs for Pitfalls).")
+    limit: int | None = Field(
+        default=None, ge=1, description="Score only the first N usable items (pairs for Pitfalls)."
+    )
     batch_size: int = Field(
-        default=8, ge=1, description="Items per forward pass (halved on CUDA out-of-memory); does not change the numbers."
+        default=8, ge=1,
+        description="Items per forward pass (halved on CUDA out-of-memory); does not change the numbers.",
     )
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(

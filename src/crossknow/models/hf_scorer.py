@@ -5,18 +5,24 @@ Speed comes from doing less, never from approximating:
   is reused by every option (rows pick their group's cache with an index select);
 - the option pass feeds only `continuation[:-1]`, and is skipped when every option is one token;
 - the output projection and log-softmax run only at positions that predict a continuation token
-  (the 262k-word projection dominates a small model's cost), in chunks, in float32;
+  (the 262k-word projection dominates a small model's cost), in chunks, with float32 results and
+  the model's own logit scaling (`crossknow.models.logit_head`, which states the bf16 precision);
 - groups are sorted by length so that batches carry little padding.
 The numbers equal the plain one-option-at-a-time computation within float tolerance
 (tests/models/test_hf_scorer.py checks this against a float64 reference).
+
+A request that cannot be scored raises `UnscorableRequest` with its position, before any model
+work when the cause is known from tokens (a tokenizer merge across the boundary, longer than the
+model's positions), after it for a non-finite log-probability (a float16 overflow).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.errors import CrossknowError, MissingDependencyError, UnscorableRequest
 from crossknow.models.boundary import encode_pair
 from crossknow.models.protocol import ScoreRequest, ScoreResult
 
@@ -24,11 +30,9 @@ try:
     import torch
 
     from crossknow.models.hf_loading import load_causal_lm, resolve_device
+    from crossknow.models.logit_head import LogitHead, check_against_forward
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
-
-_HEAD_CHUNK = 256
-"""Rows of hidden states projected to the vocabulary at once (256 x 262k floats = 268 MB)."""
 
 
 @dataclass
@@ -64,8 +68,8 @@ class HFScorer:
         self.batch_size = batch_size
         self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
         self._body = self.model.get_decoder()
-        self._head = self.model.get_output_embeddings()
-        self._softcap = getattr(self.model.config, "final_logit_softcapping", None)
+        self._head = LogitHead(self.model)
+        check_against_forward(self.model, self._head, self.device, self.model_id)
         self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self._prefix_id = self.tokenizer.bos_token_id
         if self._prefix_id is None:
@@ -80,12 +84,14 @@ class HFScorer:
 
         An empty context encodes to just BOS with tokenizers that add one; with those that add
         none, the BOS (else EOS) token stands in, as there must be a position to predict from.
+        Raises UnscorableRequest (index None) for a merge across the boundary or a sequence
+        longer than the model's positions.
         """
         ctx, cont = encode_pair(self._encode, request.context, request.continuation)
         if not ctx:
             ctx = [self._prefix_id]
         if self._max_positions and len(ctx) + len(cont) > self._max_positions:
-            raise CrossknowError(
+            raise UnscorableRequest(
                 f"context + continuation is {len(ctx) + len(cont)} tokens, over the model's "
                 f"{self._max_positions} positions"
             )
@@ -95,7 +101,10 @@ class HFScorer:
         """Score every request; results are in request order."""
         groups: dict[tuple[int, ...], _Group] = {}
         for index, request in enumerate(requests):
-            ctx, cont = self.encode_request(request)
+            try:
+                ctx, cont = self.encode_request(request)
+            except UnscorableRequest as error:
+                raise UnscorableRequest(str(error), index) from error
             groups.setdefault(tuple(ctx), _Group(ctx)).members.append((index, cont))
         ordered = sorted(groups.values(), key=lambda group: group.length, reverse=True)
         token_logprobs: list[list[float]] = [[] for _ in requests]
@@ -113,6 +122,15 @@ class HFScorer:
                     self._free_memory()
                     continue
                 start += len(batch)
+        for index, lps in enumerate(token_logprobs):
+            if not all(math.isfinite(value) for value in lps):
+                request = requests[index]
+                raise UnscorableRequest(
+                    f"a log-probability of continuation {request.continuation[:40]!r} after context "
+                    f"{request.context[-40:]!r} is {next(v for v in lps if not math.isfinite(v))} "
+                    f"(per token: {[round(v, 3) for v in lps]}); the {self.dtype} computation overflowed?",
+                    index,
+                )
         return [
             ScoreResult(
                 logprob_sum=float(sum(lps)),
@@ -187,21 +205,6 @@ class HFScorer:
     def _target_logprobs(
         self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor
     ) -> tuple[list[float], list[bool]]:
-        """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax.
-
-        Hidden states are projected in chunks of rows so that memory stays bounded; a row shared
-        by several targets (a context's last position) is projected once.
-        """
-        logprob = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
-        is_top = torch.empty(len(targets), dtype=torch.bool, device=hidden.device)
-        for start in range(0, len(hidden), _HEAD_CHUNK):
-            stop = min(start + _HEAD_CHUNK, len(hidden))
-            logits = self._head(hidden[start:stop]).float()
-            if self._softcap:
-                logits = torch.tanh(logits / self._softcap) * self._softcap
-            which = ((source_rows >= start) & (source_rows < stop)).nonzero(as_tuple=True)[0]
-            local = source_rows[which] - start
-            picked = logits[local, targets[which]]
-            logprob[which] = picked - torch.logsumexp(logits, dim=-1)[local]
-            is_top[which] = picked >= logits.max(dim=-1).values[local]
+        """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax."""
+        logprob, is_top = self._head.target_logprobs(hidden, source_rows, targets)
         return logprob.tolist(), is_top.tolist()

@@ -4,7 +4,10 @@ One `OpenAIEndpoint` holds what both need: the URL, the API key (read from an en
 variable, sent as a bearer token, redacted from every message), bounded concurrency, and one POST
 with retries: 429, 408, 5xx, timeouts, dropped connections and bodies that are not JSON are retried
 with exponential backoff and jitter, or after the server's Retry-After; any other 4xx is refused
-at once (`RequestRefused`); a request that fails every try raises `RequestGaveUp`.
+at once (`RequestRefused`); a request that fails every try raises `RequestGaveUp`. Each request
+has an overall deadline covering every attempt and every wait between them: a wait that would end
+past it is not begun, and an attempt still running at it is cut off, so one request never takes
+longer than its deadline (`RequestGaveUp` then says how many attempts were made and what went wrong).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 
@@ -30,6 +33,8 @@ RETRY_AFTER_CAP_S = 300.0
 """The longest wait a server's Retry-After header can impose before one retry."""
 BACKOFF_CAP_S = 30.0
 """The longest exponential-backoff wait between two attempts."""
+DEFAULT_DEADLINE_S = 300.0
+"""How long one request may take, all its attempts and waits together, unless told otherwise."""
 
 
 class RequestRefused(CrossknowError):
@@ -118,6 +123,7 @@ class OpenAIEndpoint:
         max_retries: int,
         backoff_base_s: float,
         logger: logging.Logger,
+        deadline_s: float = DEFAULT_DEADLINE_S,
     ):
         self.httpx = import_httpx()
         self.key = Secret(os.environ.get(api_key_env))
@@ -125,6 +131,8 @@ class OpenAIEndpoint:
             raise CrossknowError(f"openai: concurrency must be at least 1, got {concurrency}")
         if max_retries < 0:
             raise CrossknowError(f"openai: max_retries must be 0 or more, got {max_retries}")
+        if not deadline_s > 0:
+            raise CrossknowError(f"openai: deadline_s must be more than 0, got {deadline_s}")
         self.model_id = model
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/{path}"
@@ -133,6 +141,7 @@ class OpenAIEndpoint:
         self.timeout_s = float(timeout_s)
         self.max_retries = max_retries
         self.backoff_base_s = float(backoff_base_s)
+        self.deadline_s = float(deadline_s)
         self.log = logger
         try:
             scheme = self.httpx.URL(self.url).scheme
@@ -164,44 +173,23 @@ class OpenAIEndpoint:
         return httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits, headers=headers)
 
     async def post(self, client: Any, payload: dict, refuse: Callable[[int, str], bool] | None = None) -> dict:
-        """POST `payload`, retrying transient failures; returns the decoded JSON object.
+        """POST `payload`, retrying transient failures within the deadline; returns the decoded JSON object.
 
         `refuse(status, server_message)` marks an answer that would otherwise be retried as a
         refusal (for example a 500 that says the server does not know a request field).
         """
-        httpx = self.httpx
-        transient = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+        started = time.monotonic()
+        deadline = started + self.deadline_s
+        problem = ""
         for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
             try:
-                response = await client.post(self.url, json=payload)
-            except transient as exc:
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            else:
-                status = response.status_code
-                if status == 200:
-                    try:
-                        body = response.json()
-                    except ValueError:
-                        problem = "HTTP 200 with a body that is not valid JSON"
-                    else:
-                        if isinstance(body, dict):
-                            return body
-                        problem = "HTTP 200 with a JSON body that is not an object"
-                else:
-                    message = server_message(response)
-                    retryable = status in RETRY_STATUSES or status >= 500
-                    if not retryable or (refuse is not None and refuse(status, message)):
-                        raise RequestRefused(
-                            self.safe(
-                                f"openai: {self.url} refused the request for model {self.model_id!r} with "
-                                f"HTTP {status}: {message}"
-                            ),
-                            status,
-                            self.safe(message),
-                        )
-                    problem = f"HTTP {status}: {message}"
-                    retry_after = parse_retry_after(response.headers.get("retry-after"))
+                outcome = await asyncio.wait_for(self._attempt(client, payload, refuse), deadline - time.monotonic())
+            except TimeoutError:
+                cut = f"attempt {attempt + 1} had no answer when the deadline came"
+                self._give_up(attempt + 1, started, f"{problem}; then {cut}" if problem else cut)
+            if isinstance(outcome, dict):
+                return outcome
+            problem, retry_after = outcome
             if attempt == self.max_retries:
                 raise RequestGaveUp(
                     self.safe(
@@ -210,11 +198,56 @@ class OpenAIEndpoint:
                     )
                 )
             delay = retry_after if retry_after is not None else self.backoff(attempt)
+            if time.monotonic() + delay >= deadline:
+                self._give_up(attempt + 1, started, f"{problem} (and the next try would begin past the deadline)")
             self.log.warning(
                 self.safe(f"openai: {problem}; retry {attempt + 1} of {self.max_retries} in {delay:.2f} s")
             )
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    async def _attempt(
+        self, client: Any, payload: dict, refuse: Callable[[int, str], bool] | None
+    ) -> dict | tuple[str, float | None]:
+        """One POST: the JSON object of a good answer, or (the problem, the server's Retry-After in
+        seconds or None) for a transient failure; raises RequestRefused for a refusal."""
+        httpx = self.httpx
+        transient = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+        try:
+            response = await client.post(self.url, json=payload)
+        except transient as exc:
+            return (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__), None
+        status = response.status_code
+        if status == 200:
+            try:
+                body = response.json()
+            except ValueError:
+                return "HTTP 200 with a body that is not valid JSON", None
+            if isinstance(body, dict):
+                return body
+            return "HTTP 200 with a JSON body that is not an object", None
+        message = server_message(response)
+        retryable = status in RETRY_STATUSES or status >= 500
+        if not retryable or (refuse is not None and refuse(status, message)):
+            raise RequestRefused(
+                self.safe(
+                    f"openai: {self.url} refused the request for model {self.model_id!r} with "
+                    f"HTTP {status}: {message}"
+                ),
+                status,
+                self.safe(message),
+            )
+        return f"HTTP {status}: {message}", parse_retry_after(response.headers.get("retry-after"))
+
+    def _give_up(self, attempts: int, started: float, problem: str) -> NoReturn:
+        """Raise RequestGaveUp for a request whose deadline passed."""
+        raise RequestGaveUp(
+            self.safe(
+                f"openai: {self.url} gave up on a request for model {self.model_id!r} after {attempts} "
+                f"attempt{'s' if attempts != 1 else ''} in {time.monotonic() - started:.1f} s (deadline "
+                f"{self.deadline_s:g} s); last problem: {problem}"
+            )
+        )
 
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: between half and all of base * 2**attempt, capped."""

@@ -14,14 +14,20 @@ generated token is accepted everywhere and costs one decoding step.
 What the server decides, not crossknow: the server tokenises the whole prompt once. When its
 tokens split at the context/continuation boundary (the usual case for SentencePiece and BPE
 vocabularies once the spaces have moved), this equals the boundary rule of DESIGN.md. When one
-token spans the boundary, the continuation has no tokens of its own and `score` raises.
+token spans the boundary, the request is unscorable (`crossknow.models.boundary.continuation_start`,
+the same rule as the local backends).
 
 Empty context: the whole prompt is the continuation. Servers that echo the BOS token (vLLM)
 report its log-probability as null and give every continuation token a log-probability, so all
-are scored, as in the local backends. Servers that strip BOS from the echo (llama-cpp-python) or
-have none (OpenAI) report null for the continuation's first token: that token is left out of the
-result (`n_tokens`, `logprob_sum`, `greedy` and `token_logprobs` then cover the tokens after it)
-and a warning is logged once per scorer. The server gives no way to recover that number.
+are scored, as in the local backends. Servers that strip BOS from the echo and null the first
+prompt token's log-probability (llama-cpp-python's server computes it, then replaces it with null
+to mimic OpenAI) or have no BOS (OpenAI) give no number for the continuation's first token, and
+no request recovers it (the prompt's first token is always nulled, BOS or not): such a request is
+unscorable, never scored with a token left out.
+
+Every problem with one request (a merge at the boundary, an empty continuation, the missing first
+log-probability, a non-finite log-probability) raises `UnscorableRequest` with the request's
+position, so that the scoring stage records that item as invalid and goes on.
 """
 
 from __future__ import annotations
@@ -31,8 +37,8 @@ import logging
 import math
 from collections.abc import Sequence
 
-from crossknow.errors import CrossknowError
-from crossknow.models.boundary import move_trailing_spaces
+from crossknow.errors import CrossknowError, UnscorableRequest
+from crossknow.models.boundary import continuation_start, empty_continuation_error, move_trailing_spaces
 from crossknow.models.openai_http import OpenAIEndpoint, gather_or_cancel, run_sync, short
 from crossknow.models.protocol import ScoreRequest, ScoreResult
 
@@ -79,7 +85,6 @@ class OpenAIScorer:
         self.api_key_env = api_key_env
         self.concurrency = concurrency
         self._url = self._endpoint.url
-        self._warned_first_token = False
         self._warned_no_top = False
 
     def __repr__(self) -> str:
@@ -97,9 +102,9 @@ class OpenAIScorer:
         already has one running (a notebook, an async application).
         """
         pairs = [move_trailing_spaces(r.context, r.continuation) for r in requests]
-        for context, continuation in pairs:
+        for index, (context, continuation) in enumerate(pairs):
             if not continuation:
-                raise CrossknowError(f"openai: empty continuation after context {context[-40:]!r}")
+                raise UnscorableRequest(str(empty_continuation_error(context, continuation)), index)
         if not pairs:
             return []
         return run_sync(lambda: self._score_all(pairs, keep_token_logprobs))
@@ -110,7 +115,7 @@ class OpenAIScorer:
         semaphore = asyncio.Semaphore(self.concurrency)
         async with self._endpoint.client() as client:
 
-            async def one(context: str, continuation: str) -> ScoreResult:
+            async def one(index: int, context: str, continuation: str) -> ScoreResult:
                 prompt = context + continuation
                 payload = {
                     "model": self.model_id,
@@ -122,9 +127,12 @@ class OpenAIScorer:
                 }
                 async with semaphore:
                     body = await self._endpoint.post(client, payload)
-                return self._parse(body, context, prompt, keep)
+                try:
+                    return self._parse(body, context, prompt, keep)
+                except UnscorableRequest as error:
+                    raise UnscorableRequest(f"openai: {error}", index) from error
 
-            return await gather_or_cancel([one(c, k) for c, k in pairs])
+            return await gather_or_cancel([one(i, c, k) for i, (c, k) in enumerate(pairs)])
 
     # ---- response ---------------------------------------------------------------------------
 
@@ -173,8 +181,8 @@ class OpenAIScorer:
             while end < len(tokens) and offsets[end] - shift < len(prompt):
                 end += 1
 
-        cut = len(context)
-        chosen = [i for i in range(start, end) if offsets[i] - shift >= cut]
+        first = start + continuation_start([o - shift for o in offsets[start:end]], tokens[start:end], context, prompt)
+        chosen = list(range(first, end))
         for i in chosen:
             begin, piece = offsets[i] - shift, tokens[i]
             if piece and "\ufffd" not in piece and prompt[begin : begin + len(piece)] != piece:
@@ -182,37 +190,23 @@ class OpenAIScorer:
                     f"openai: the server's token {piece!r} at character {begin} does not match the "
                     "prompt text there; cannot locate the continuation's tokens"
                 )
-        if context and (not chosen or offsets[chosen[0]] - shift != cut):
-            before = [i for i in range(start, end) if offsets[i] - shift < cut]
-            where = f" ({tokens[before[-1]]!r} starts at character {offsets[before[-1]] - shift})" if before else ""
-            raise CrossknowError(
-                "openai: the server's tokenizer merged the end of the context and the start of the "
-                f"continuation into one token{where}, so the continuation {prompt[cut:][:40]!r} has "
-                f"no tokens of its own after context {context[-40:]!r}; score this item with a local "
-                "backend (hf:, gguf:) or split it elsewhere"
+        if values[first] is None and not context:
+            raise UnscorableRequest(
+                f"{self._url} reports no log-probability for a prompt's first token, so with an empty "
+                f"context the first token {tokens[first]!r} of continuation {prompt[:40]!r} cannot be scored "
+                "(a server that echoes BOS, such as vLLM, or a local backend can)"
             )
-        if not chosen:
-            raise CrossknowError(f"openai: the server returned no tokens for continuation {prompt[cut:][:40]!r}")
-        if values[chosen[0]] is None and not context:
-            chosen = chosen[1:]
-            if not self._warned_first_token:
-                self._warned_first_token = True
-                log.warning(
-                    "openai: %s reports no log-probability for a prompt's first token; with an "
-                    "empty context the continuation's first token is left out of its score",
-                    self._url,
-                )
-            if not chosen:
-                raise CrossknowError(
-                    f"openai: continuation {prompt[:40]!r} with an empty context is a single token, "
-                    "whose log-probability this server does not report"
-                )
         scored: list[float] = []
         greedy = True
         for i in chosen:
             value = values[i]
             if value is None:
                 raise CrossknowError(f"openai: the server gave no log-probability for token {tokens[i]!r}")
+            if not math.isfinite(float(value)):
+                raise UnscorableRequest(
+                    f"the log-probability of token {tokens[i]!r} of continuation {prompt[len(context):][:40]!r} "
+                    f"is {value}"
+                )
             scored.append(float(value))
             top = tops[i]
             if not top:

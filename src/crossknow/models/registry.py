@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from crossknow.errors import CrossknowError, ModelSpecError
 from crossknow.models.generator import Generator
@@ -37,8 +38,33 @@ class ScorerOptions:
     """Requests in flight at once for server backends."""
 
 
-def _unknown(spec: str) -> ModelSpecError:
-    return ModelSpecError(f"unknown model spec {spec!r}. Valid forms:\n  " + "\n  ".join(SPEC_FORMS))
+GENERATOR_SPEC_FORMS = (
+    "default                  the embedded Gemma 3 270M (works offline)",
+    "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
+    "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
+    "openai:MODEL             an OpenAI-compatible server's /v1/chat/completions (needs --base-url)",
+)
+"""The valid forms of a generator spec, as shown in errors and help."""
+
+SERVER_HINT = "needs --base-url (e.g. http://127.0.0.1:8000/v1)"
+"""What an openai: spec without a server lacks, as errors say it after the spec."""
+
+
+def check_spec(
+    spec: str, base_url: str | None, role: Literal["model", "generator"] = "model", server_hint: str = SERVER_HINT
+) -> str:
+    """Fail now, before any work or model load, on a spec no backend takes (the error lists the valid forms
+    of a `role` spec) or an openai: spec without a server (the error: the spec, then `server_hint`); return
+    the spec's backend: default, hf, gguf or openai."""
+    kind, _, rest = spec.partition(":")
+    if spec == "default":
+        return "default"
+    if kind not in ("hf", "gguf", "openai") or not rest:
+        forms = GENERATOR_SPEC_FORMS if role == "generator" else SPEC_FORMS
+        raise ModelSpecError(f"unknown {role} spec {spec!r}. Valid forms:\n  " + "\n  ".join(forms))
+    if kind == "openai" and not base_url:
+        raise CrossknowError(f"{spec!r} {server_hint}")
+    return kind
 
 
 @dataclass(frozen=True)
@@ -80,18 +106,15 @@ def resolve_local(spec: str) -> LocalModel | None:
 
 def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
     """Build the Scorer that `spec` names."""
-    kind, _, rest = spec.partition(":")
-    if kind == "openai" and rest:
-        if not options.base_url:
-            raise CrossknowError("the openai: backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    if check_spec(spec, options.base_url) == "openai":
         from crossknow.models.openai_scorer import OpenAIScorer
 
         return OpenAIScorer(
-            rest, base_url=options.base_url, api_key_env=options.api_key_env, concurrency=options.concurrency
+            spec.partition(":")[2], base_url=options.base_url, api_key_env=options.api_key_env,
+            concurrency=options.concurrency,
         )
     local = resolve_local(spec)
-    if local is None:
-        raise _unknown(spec)
+    assert local is not None  # check_spec accepted a local spec
     from crossknow.models.hf_scorer import HFScorer
 
     return HFScorer(
@@ -126,31 +149,18 @@ class GeneratorOptions:
     them (llama-cpp-python with --chat_format gemma)."""
 
 
-GENERATOR_SPEC_FORMS = (
-    "default                  the embedded Gemma 3 270M (works offline)",
-    "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
-    "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
-    "openai:MODEL             an OpenAI-compatible server's /v1/chat/completions (needs --base-url)",
-)
-"""The valid forms of a generator spec, as shown in errors and help."""
-
-
 def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:
     """Build the Generator that `spec` names."""
-    kind, _, rest = spec.partition(":")
-    if kind == "openai" and rest:
-        if not options.base_url:
-            raise CrossknowError("the openai: backend needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    if check_spec(spec, options.base_url, "generator") == "openai":
         from crossknow.models.openai_generator import OpenAIGenerator
 
         return OpenAIGenerator(
-            rest, base_url=options.base_url, api_key_env=options.api_key_env, concurrency=options.concurrency,
-            timeout_s=options.timeout_s, max_retries=options.max_retries, json_mode=options.json_mode,  # type: ignore[arg-type]
-            fold_system=options.fold_system,
+            spec.partition(":")[2], base_url=options.base_url, api_key_env=options.api_key_env,
+            concurrency=options.concurrency, timeout_s=options.timeout_s, max_retries=options.max_retries,
+            json_mode=options.json_mode, fold_system=options.fold_system,  # type: ignore[arg-type]
         )
     local = resolve_local(spec)
-    if local is None:
-        raise ModelSpecError(f"unknown generator spec {spec!r}. Valid forms:\n  " + "\n  ".join(GENERATOR_SPEC_FORMS))
+    assert local is not None  # check_spec accepted a local spec
     from crossknow.models.hf_generator import HFGenerator
 
     return HFGenerator(

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from crossknow.data.lm_eval_prompt import lm_eval_prompt
 from crossknow.data.schemas import BLANK, MCItem
 from crossknow.models.boundary import move_trailing_whitespace
 from crossknow.models.protocol import ScoreRequest
-from crossknow.scoring.lm_eval_prompt import lm_eval_prompt
 from crossknow.scoring.normalise import Normalisation
 
 Rule = Literal["adaxeval", "lm-eval"]

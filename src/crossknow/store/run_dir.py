@@ -1,14 +1,20 @@
 """A run directory: the resolved config, the inputs' hashes, and resumable stage outputs.
 
-Stage outputs are append-only Parquet shards listed in a manifest. A shard is written atomically
-before the manifest names it, and the manifest is the only source of truth, so a run killed at any
-point (kill -9 included) resumes without losing or duplicating anything: a shard the manifest does
-not name is an orphan of a crash and is overwritten.
+Stage outputs are append-only Parquet shards listed in a manifest (`store.manifest`). A shard is
+written atomically before the manifest names it, and the manifest is the only source of truth, so a
+run killed at any point (kill -9 included) resumes without losing or duplicating anything: a shard
+the manifest does not name is an orphan of a crash and is overwritten. Committing a shard costs the
+same at the run's first shard and at its millionth.
+
+One process at a time writes a run directory: `RunDir.open` locks it (`store.run_lock`) until
+`close()`, the end of a `with` block, or the end of the process, and then removes the temporary files
+a killed writer left behind.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,10 +24,13 @@ import pyarrow.parquet as pq
 import yaml
 
 from crossknow.errors import CrossknowError
-from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
+from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries
+from crossknow.store.manifest import Manifest
+from crossknow.store.run_lock import RunLock
 
 CONFIG_FILE = "config.yaml"
 INPUTS_FILE = "inputs.json"
+MANIFEST_FILE = "manifest.json"
 
 
 class ShardedTable:
@@ -29,63 +38,131 @@ class ShardedTable:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        self.manifest_path = directory / "manifest.json"
-
-    def _manifest(self) -> list[dict[str, Any]]:
-        if not self.manifest_path.exists():
-            return []
-        return json.loads(self.manifest_path.read_text(encoding="utf-8"))["shards"]
+        self.manifest_path = directory / MANIFEST_FILE
+        self._manifest = Manifest(self.manifest_path)
 
     def done_keys(self) -> set[str]:
-        """Keys (e.g. item ids) of every committed shard."""
-        return {key for shard in self._manifest() for key in shard["keys"]}
+        """Keys (e.g. item ids) of every committed shard (from memory unless the manifest changed)."""
+        return self._manifest.keys()
 
     def append(self, table: pa.Table, keys: Iterable[str]) -> None:
-        """Commit `table` as a new shard holding `keys`: the shard first, then the manifest."""
-        shards = self._manifest()
-        name = f"shard-{len(shards):06d}.parquet"
+        """Commit `table` as a new shard holding `keys`: the shard first, then its manifest line."""
+        name = f"shard-{len(self._manifest):06d}.parquet"
         atomic_write(self.directory / name, lambda handle: pq.write_table(table, handle), binary=True)
-        shards.append({"file": name, "keys": list(keys), "rows": table.num_rows})
-        atomic_write_json(self.manifest_path, {"shards": shards})
+        self._manifest.append({"file": name, "keys": list(keys), "rows": table.num_rows})
 
     def read(self, schema: pa.Schema) -> pa.Table:
         """All committed shards in commit order, as one table (empty with `schema` when none)."""
-        tables = [pq.read_table(self.directory / shard["file"]) for shard in self._manifest()]
+        tables = [pq.read_table(self.directory / shard["file"]) for shard in self._manifest.shards()]
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
+def absolute_path(value: Any) -> Any:
+    """A path-valued config entry (a path, a list of paths, or None) with every path made absolute."""
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return [absolute_path(item) for item in value]
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def _grown(previous: Any, current: Any) -> bool:
+    """Whether bound `current` admits at least what `previous` did (None: no bound)."""
+    if current is None:
+        return True
+    return previous is not None and current >= previous
+
+
 class RunDir:
-    """The directory one command writes; opening it again with the same config resumes it."""
+    """The directory one command writes; opening it again with the same config resumes it.
+
+    Use it as a context manager (or call `close()`) to release its lock; else the lock lasts until
+    the process ends.
+    """
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._lock: RunLock | None = None
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release this run directory's lock (no-op when not opened, or already closed)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def open(
-        self, config: dict[str, Any], inputs: dict[str, str], volatile: Iterable[str] = (), has_results: bool = False
+        self,
+        config: dict[str, Any],
+        inputs: dict[str, str],
+        volatile: Iterable[str] = (),
+        has_results: bool = False,
+        *,
+        paths: Iterable[str] = (),
+        growable: Iterable[str] = (),
     ) -> None:
-        """Record `config` and the inputs' hashes, or check them against a run already here.
+        """Lock the directory, then record `config` and the inputs' hashes, or check them against a run
+        already here.
 
-        Keys in `volatile` (settings that cannot change the numbers, such as the batch size) may
-        differ on resume. Anything else that differs is an error: the directory holds another run.
+        Another process holding the directory fails at once (`RunDirInUse`, naming its pid); the
+        temporary files of a killed writer are removed. Keys in `volatile` (settings that cannot change
+        the numbers, such as the batch size) may differ on resume. Keys in `paths` hold a path, a list
+        of paths or None: they are recorded as absolute paths (`~` expanded, symlinks kept) and compared
+        so, which makes `data.jsonl` and `/home/me/data.jsonl` one run; the keys of `inputs` (file
+        paths) are treated the same way. Keys in `growable` are bounds (such as `--limit`; None means no
+        bound) that may be raised on resume, to a larger value or to None, and are then recorded with
+        their new value; lowering one is an error, since the run may already hold results past the new
+        bound. Anything else that differs is an error: the directory holds another run.
         A directory whose stages hold no committed shard (a run that failed before its first result,
         e.g. on a mistyped model spec) holds no results yet: its config is simply replaced. A command
         whose results are not stage shards (training checkpoints) says so with `has_results`.
         """
         self.path.mkdir(parents=True, exist_ok=True)
+        if self._lock is None:
+            self._lock = RunLock.acquire(self.path)
+        try:
+            remove_stale_temporaries(self.path)
+            self._record_or_check(config, inputs, set(volatile), has_results, set(paths), set(growable))
+        except BaseException:
+            self.close()
+            raise
+        self._lock.mark_owner()
+
+    def _record_or_check(
+        self, config: dict[str, Any], inputs: dict[str, str], volatile: set[str], has_results: bool,
+        path_keys: set[str], growable_keys: set[str],
+    ) -> None:
+        """The config and inputs part of `open`, under the lock."""
+        config = {key: absolute_path(value) if key in path_keys else value for key, value in config.items()}
+        inputs = {absolute_path(path): digest for path, digest in inputs.items()}
         config_path, inputs_path = self.path / CONFIG_FILE, self.path / INPUTS_FILE
         has_results = has_results or any(ShardedTable(stage).done_keys() for stage in (self.path / "stages").glob("*/"))
         if config_path.exists() and has_results:
             previous = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-            ignored = set(volatile)
+            previous = {key: absolute_path(value) if key in path_keys else value for key, value in previous.items()}
             changed = sorted(
                 key for key in set(previous) | set(config)
-                if key not in ignored and previous.get(key) != config.get(key)
+                if key not in volatile and previous.get(key) != config.get(key)
+                and not (key in growable_keys and _grown(previous.get(key), config.get(key)))
             )
             if changed:
                 details = "; ".join(f"{key}: {previous.get(key)!r} -> {config.get(key)!r}" for key in changed)
-                raise CrossknowError(f"{self.path} holds a run with another config ({details}); use another --out")
-            if inputs_path.exists() and json.loads(inputs_path.read_text(encoding="utf-8")) != inputs:
+                lowered = [key for key in changed if key in growable_keys]
+                hint = f"; {', '.join(lowered)} can be raised on resume, not lowered" if lowered else ""
+                raise CrossknowError(
+                    f"{self.path} holds a run with another config ({details}{hint}); use another --out"
+                )
+            recorded = json.loads(inputs_path.read_text(encoding="utf-8")) if inputs_path.exists() else None
+            if recorded is not None and {absolute_path(path): digest for path, digest in recorded.items()} != inputs:
                 raise CrossknowError(f"{self.path}: an input file changed since this run began; use another --out")
+            raised = {key: config.get(key) for key in growable_keys if previous.get(key) != config.get(key)}
+            if raised:
+                atomic_write_text(config_path, yaml.safe_dump(previous | raised, sort_keys=False, allow_unicode=True))
             return
         atomic_write_text(config_path, yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
         atomic_write_json(inputs_path, inputs)

@@ -42,6 +42,16 @@ class TokenIntervalSave(TrainerCallback):
         self.last = state.num_input_tokens_seen
 
 
+def drop_resume_state(checkpoint: Path) -> None:
+    """Delete what only resuming needs from `checkpoint`: RESUME_FILES and, from a run on several
+    processes, each process' rng_state_RANK.pth (and a DeepSpeed global_step folder)."""
+    for name in RESUME_FILES:
+        (checkpoint / name).unlink(missing_ok=True)
+    for rng in checkpoint.glob("rng_state_*.pth"):
+        rng.unlink()
+    shutil.rmtree(checkpoint / "global_step", ignore_errors=True)
+
+
 class PruneResumeState(TrainerCallback):
     """After each save, drop the optimizer and scheduler states of every checkpoint but the newest.
 
@@ -53,13 +63,8 @@ class PruneResumeState(TrainerCallback):
             return
         checkpoints = complete_checkpoints(Path(args.output_dir))
         for step, path in checkpoints.items():
-            if step == state.global_step:
-                continue
-            for name in RESUME_FILES:
-                (path / name).unlink(missing_ok=True)
-            for rng in path.glob("rng_state_*.pth"):
-                rng.unlink()
-            shutil.rmtree(path / "global_step", ignore_errors=True)
+            if step != state.global_step:
+                drop_resume_state(path)
 
 
 class StepLog(TrainerCallback):

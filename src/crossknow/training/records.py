@@ -16,9 +16,11 @@ TransferRecipe = Literal["none", "documents", "translation", "romanisation", "ro
 class TrainConfig(Record):
     """Everything that decides a training run's result (saved as config.yaml)."""
 
-    model: str = Field(description="Model spec to start from: default or hf:PATH_OR_ID[@REVISION].")
+    model: str = Field(default="default", description="Model spec to start from: default or hf:PATH_OR_ID[@REVISION].")
     corpus: str = Field(description="Knowledge-injection corpus C_K: JSONL documents (id, lang, text, metadata).")
-    langs: list[str] = Field(min_length=1, description="Languages of C_K documents to train on, e.g. ['en'].")
+    langs: list[str] = Field(
+        default_factory=lambda: ["en"], min_length=1, description="Languages of the C_K documents to train on."
+    )
     recipe: KnowledgeRecipe = Field(
         default="documents",
         description="C_K recipe: 'documents' (raw text) or 'instruction' (raw text plus reading-comprehension "
@@ -32,7 +34,9 @@ class TrainConfig(Record):
         description="C_T recipe: 'documents' (raw text), 'translation' (both directions of every pair), "
         "'romanisation' (romaji -> Japanese script), 'roman2en' (romaji Japanese -> English), or 'none'.",
     )
-    epochs: float = Field(default=1.0, gt=0, description="Passes over the mixed corpus (ignored when max_steps is set).")
+    epochs: float = Field(
+        default=1.0, gt=0, description="Passes over the mixed corpus (ignored when max_steps is set)."
+    )
     max_steps: int | None = Field(default=None, ge=1, description="Optimizer steps to train; overrides epochs.")
     learning_rate: float = Field(default=2e-5, gt=0, description="Peak learning rate (Appendix A.4.2: 2e-5).")
     min_learning_rate: float = Field(default=2e-6, ge=0, description="Learning rate at the end of the cosine decay.")
@@ -54,7 +58,8 @@ class TrainConfig(Record):
     seed: int = Field(default=0, description="Seed of the data order, template draws, shuffling and initialisation.")
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda'.")
     dtype: Literal["float32", "bfloat16"] = Field(
-        default="float32", description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster)."
+        default="float32",
+        description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster).",
     )
 
     @field_validator("train_layers")
@@ -96,4 +101,6 @@ class TrainSummary(Record):
     trainable_parameters: int = Field(description="Parameters that were updated.")
     total_parameters: int = Field(description="All parameters of the model.")
     checkpoints: list[int] = Field(description="Steps of the saved checkpoints (checkpoints/checkpoint-STEP).")
-    seconds: float = Field(description="Wall-clock seconds of the last invocation (a resumed run counts only its part).")
+    seconds: float = Field(
+        description="Wall-clock seconds of the last invocation (a resumed run counts only its part)."
+    )

@@ -3,12 +3,15 @@
 The run directory holds config.yaml, inputs.json (the corpora's SHA-256), train_data.jsonl (every
 training text, in training order before the Trainer's seeded shuffling), checkpoints/checkpoint-STEP
 (model and tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl
-(one line per optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again on a finished directory, it
-returns the saved summary.
+(one line per optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again
+on a finished directory, it returns the saved summary.
 
-Because it is transformers' Trainer, `accelerate launch -m crossknow train ...` or
-`torchrun --nproc-per-node N -m crossknow train ...` runs it data-parallel on several GPUs and nodes;
-the batch size is per device.
+Because it is transformers' Trainer, `torchrun --nproc-per-node N -m crossknow train ...` or
+`accelerate launch -m crossknow train ...` runs it data-parallel on several devices and nodes; the
+batch size is per device, and N processes with batch size B take the same optimizer steps on the same
+examples as one process with batch size N x B (docs/distributed.md; tests/training/test_distributed.py
+checks it with 2 CPU processes). Only the main process (RANK 0) writes the run directory's files and
+the checkpoints' weights; each process adds its own rng_state_RANK.pth to a checkpoint, for resuming.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ import pyarrow.parquet as pq
 
 from crossknow.data.corpus import read_corpus
 from crossknow.errors import CrossknowError
-from crossknow.store.hashing import file_sha256
 from crossknow.models.registry import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
+from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 from crossknow.training.callbacks import (
     RESUME_FILES,
@@ -36,8 +39,10 @@ from crossknow.training.callbacks import (
     StepLog,
     TokenIntervalSave,
     complete_checkpoints,
+    drop_resume_state,
     read_step_log,
 )
+from crossknow.training.collate import RightPaddingCollator, pad_token_id
 from crossknow.training.layers import select_trainable
 from crossknow.training.recipes import build_examples
 from crossknow.training.records import TrainConfig, TrainingExample, TrainSummary
@@ -127,7 +132,7 @@ def run_train(
     """
     started = time.monotonic()
     import torch
-    from transformers import DataCollatorForLanguageModeling, Trainer
+    from transformers import Trainer
     from transformers.trainer_callback import PrinterCallback
 
     from crossknow.models.hf_loading import load_causal_lm
@@ -142,7 +147,8 @@ def run_train(
     out = Path(out)
     checkpoints = complete_checkpoints(out / "checkpoints")
     if _is_main_process():
-        RunDir(out).open(config.model_dump(), inputs, volatile=VOLATILE, has_results=bool(checkpoints))
+        with RunDir(out) as run:  # checked and recorded; the Trainer's own files are its resume state
+            run.open(config.model_dump(), inputs, volatile=VOLATILE, has_results=bool(checkpoints))
         _write_examples(out / "train_data.jsonl", examples)
     if (out / SUMMARY_FILE).exists():
         return TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
@@ -160,13 +166,16 @@ def run_train(
         model=model,
         args=_training_arguments(config, out),
         train_dataset=_tokenised(examples, tokenizer, config.max_length),
-        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+        data_collator=RightPaddingCollator(pad_token_id(tokenizer)),
         processing_class=tokenizer,
         callbacks=callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # the step log and the progress bar report instead
     resume = _resume_point(checkpoints)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    # Under torchrun every process writes its own rng_state_RANK.pth into the final checkpoint, with no
+    # barrier after it: wait for all of them before the main process cleans that checkpoint up.
+    trainer.accelerator.wait_for_everyone()
 
     saved = complete_checkpoints(out / "checkpoints")
     final_step = trainer.state.global_step
@@ -183,7 +192,6 @@ def run_train(
         log = pa.Table.from_pylist(read_step_log(out / "train_log.jsonl", final_step), schema=TRAIN_LOG_SCHEMA)
         atomic_write(out / "train_log.parquet", lambda handle: pq.write_table(log, handle), binary=True)
         atomic_write_json(out / SUMMARY_FILE, json.loads(summary.model_dump_json()))
-        for name in RESUME_FILES:  # the run is finished: nothing will resume from it
-            if final_step in saved:
-                (saved[final_step] / name).unlink(missing_ok=True)
+        if final_step in saved:  # the run is finished: nothing will resume from it
+            drop_resume_state(saved[final_step])
     return summary

@@ -1,0 +1,138 @@
+"""The output projection of a causal LM, as the model's own forward computes it, with float32 results.
+
+Some models scale their logits in `forward` after the projection; the scorer projects only the
+positions it needs, so it must apply the same transform itself. Those in the installed transformers:
+
+- `logit_scale` (Cohere, Cohere 2): logits * logit_scale;
+- `logits_scaling` (Granite and its MoE variants): logits / logits_scaling; HyperCLOVA X multiplies;
+- `logits_mup_width_multiplier` (Inkling): the hidden states, hence the logits, / the multiplier;
+- `output_multiplier` (MuseGlimmer): logits * output_multiplier, before the soft cap;
+- `final_logit_softcapping` (Gemma 2, 3 and 4, nanochat): cap * tanh(logits / cap).
+
+`check_against_forward` runs the model's own forward once at load and refuses a model whose logits
+this head does not reproduce, so an unknown transform is an error, never a silent wrong number.
+
+Precision: in float32 the projection is plain. In bfloat16 or float16 the whole-vocabulary
+projection runs in the compute dtype (fast: bf16 matrix units), with float32 accumulation but
+results rounded to the compute dtype; then the logits that decide the numbers are recomputed in
+float32 from the same hidden states and weights: the target token's, and the `REFINED` largest of
+each row (which hold nearly all of the log-sum-exp's mass and decide the greedy flag). What remains
+of the rounding is that of the small logits in the log-sum-exp, far below the body's own bf16 error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from crossknow.errors import CrossknowError
+
+REFINED = 16
+"""Largest logits per row recomputed in float32 when the compute dtype is half precision."""
+HEAD_CHUNK = 256
+"""Rows of hidden states projected to the vocabulary at once (256 x 262k floats = 268 MB)."""
+
+
+def logit_scaling(config: Any) -> tuple[float, float | None]:
+    """(factor, soft cap) that the model's forward applies to its raw logits: cap * tanh(raw * factor / cap)."""
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    factor = 1.0
+    if getattr(config, "logit_scale", None) is not None:
+        factor *= float(config.logit_scale)
+    if getattr(config, "output_multiplier", None) is not None:
+        factor *= float(config.output_multiplier)
+    if getattr(config, "logits_scaling", None) is not None:
+        multiplies = str(getattr(config, "model_type", "")).startswith("hyperclovax")
+        factor = factor * config.logits_scaling if multiplies else factor / config.logits_scaling
+    if getattr(config, "logits_mup_width_multiplier", None) is not None:
+        factor /= float(config.logits_mup_width_multiplier)
+    softcap = getattr(config, "final_logit_softcapping", None)
+    return factor, (float(softcap) if softcap else None)
+
+
+class LogitHead:
+    """log p(target | hidden row) and the greedy flag, in float32, from a model's output layer."""
+
+    def __init__(self, model: Any):
+        head = model.get_output_embeddings()
+        self.weight: torch.Tensor = head.weight
+        self.bias: torch.Tensor | None = getattr(head, "bias", None)
+        self.factor, self.softcap = logit_scaling(model.config)
+        self.refine = self.weight.dtype in (torch.bfloat16, torch.float16)
+
+    def _transform(self, raw: torch.Tensor) -> torch.Tensor:
+        if self.factor != 1.0:
+            raw = raw * self.factor
+        if self.softcap:
+            raw = torch.tanh(raw / self.softcap) * self.softcap
+        return raw
+
+    def _exact_raw(self, rows: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+        """Raw logits of `token_ids[i, j]` for `rows[i]`, computed in float32: shape of token_ids."""
+        weights = self.weight[token_ids].float()  # (n, k, hidden)
+        raw = torch.bmm(weights, rows.float().unsqueeze(-1)).squeeze(-1)
+        if self.bias is not None:
+            raw = raw + self.bias[token_ids].float()
+        return raw
+
+    def logits(self, rows: torch.Tensor) -> torch.Tensor:
+        """The transformed float32 logits of every vocabulary word for each row of `rows`.
+
+        In half precision, the `REFINED` largest logits of each row are recomputed in float32
+        (see the module docstring).
+        """
+        raw = torch.nn.functional.linear(rows, self.weight, self.bias).float()
+        if self.refine:
+            top = raw.topk(min(REFINED, raw.shape[-1]), dim=-1).indices
+            raw.scatter_(1, top, self._exact_raw(rows, top))
+        return self._transform(raw)
+
+    def target_logprobs(
+        self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax.
+
+        Rows are projected in chunks of HEAD_CHUNK so that memory stays bounded; a row shared by
+        several targets (a context's last position) is projected once.
+        """
+        logprob = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
+        is_top = torch.empty(len(targets), dtype=torch.bool, device=hidden.device)
+        for start in range(0, len(hidden), HEAD_CHUNK):
+            stop = min(start + HEAD_CHUNK, len(hidden))
+            which = ((source_rows >= start) & (source_rows < stop)).nonzero(as_tuple=True)[0]
+            local = source_rows[which] - start
+            logits = self.logits(hidden[start:stop])
+            if self.refine:  # the exact target logits, written where the rows' projection put rounded ones
+                exact = self._transform(self._exact_raw(hidden[start:stop][local], targets[which][:, None]))
+                logits[local, targets[which]] = exact[:, 0]
+            picked = logits[local, targets[which]]
+            logprob[which] = picked - torch.logsumexp(logits, dim=-1)[local]
+            is_top[which] = picked >= logits.max(dim=-1).values[local]
+        return logprob, is_top
+
+
+def check_against_forward(model: Any, head: LogitHead, device: str, model_id: str) -> None:
+    """Raise CrossknowError when `head` does not reproduce the model's own forward on a few tokens.
+
+    Catches a logit transform that crossknow does not know (a model whose forward scales or caps
+    its logits otherwise). Tolerance: 1e-3 nats in float32, 0.5 in half precision (the forward
+    rounds its logits to the compute dtype; a wrong transform is off by whole nats).
+    """
+    vocab = head.weight.shape[0]
+    ids = torch.tensor([[i * vocab // 7 for i in range(1, 6)]], device=device)
+    with torch.inference_mode():
+        theirs = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+        hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0]
+        ours = torch.log_softmax(head.logits(hidden), dim=-1)
+    finite = torch.isfinite(theirs)
+    if not finite.any():  # the forward overflows: nothing to compare; scoring reports each request
+        return
+    tolerance = 0.5 if head.refine else 1e-3
+    difference = (ours - theirs)[finite].abs().max().item()
+    if not difference <= tolerance:
+        raise CrossknowError(
+            f"model {model_id!r}: its forward transforms logits in a way crossknow does not reproduce "
+            f"(log-probabilities differ by {difference:.3g} nats); scaling known: logit_scale, "
+            "logits_scaling, logits_mup_width_multiplier, output_multiplier, final_logit_softcapping"
+        )
