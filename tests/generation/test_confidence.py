@@ -1,4 +1,5 @@
-"""yes_probability on constructed token lists: how the value's token is found and how mass is summed."""
+"""yes_probability on constructed token lists (how the value's token is found and how mass is summed), and
+the exact P(yes) of two scored values."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from crossknow.generation.confidence import (
     answer_probability,
     classify,
+    scored_yes_probability,
+    value_prefix,
     value_token_index,
     yes_probability,
     yes_probability_from_tokens,
@@ -97,3 +100,15 @@ def test_result_is_a_probability():
     assert yes_probability_from_tokens(tokens(*pieces, at="yes", top=rounding), "factuality") == 1.0
     with_inf = (("yes", float("-inf")), ("no", 0.0))
     assert yes_probability_from_tokens(tokens(*pieces, at="yes", top=with_inf), "factuality") == 0.0
+
+
+def test_value_prefix_ends_where_the_value_starts():
+    assert value_prefix('{"factuality": "yes", "reason": "x"}', "factuality") == '{"factuality": '
+    assert value_prefix('{"reason": "a", "factuality" :"no"}', "factuality") == '{"reason": "a", "factuality" :'
+    assert value_prefix('{"reason": "factuality"}', "factuality") is None
+
+
+def test_scored_yes_probability_normalises_over_the_two_values():
+    assert scored_yes_probability(ln(0.3), ln(0.1)) == pytest.approx(0.75)
+    assert scored_yes_probability(-1.0, -1.0) == 0.5
+    assert scored_yes_probability(-2000.0, -1.0) == 0.0 and scored_yes_probability(-1.0, -2000.0) == 1.0

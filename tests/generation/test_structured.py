@@ -22,7 +22,15 @@ from crossknow.generation.structured import (
     result_from_dict,
     result_to_dict,
 )
-from crossknow.models.generator import GenerateRequest, GenerateResult, GenerationFailed, TokenAlternatives, Usage
+from crossknow.models.generator import (
+    AnswerContinuation,
+    ChatMessage,
+    GenerateRequest,
+    GenerateResult,
+    GenerationFailed,
+    TokenAlternatives,
+    Usage,
+)
 from crossknow.store.request_cache import RequestCache, cache_key
 
 
@@ -218,3 +226,51 @@ def test_cache_identity_covers_the_request():
     result = GenerateResult("t", "openai", "m", Usage(1, 2), (TokenAlternatives("t", -0.5, (("t", -0.5),)),), "stop")
     assert result_from_dict(json.loads(json.dumps(result_to_dict(result)))) == result
     assert result_from_dict({"unexpected": True}) is None
+
+
+def test_stop_strings_enter_the_cache_key_only_when_given():
+    messages = (ChatMessage("user", "Hi"),)
+    plain = request_identity("b", "m", GenerateRequest(messages=messages))
+    assert "stop" not in plain  # keys of requests without stop strings are unchanged
+    stopped = request_identity("b", "m", GenerateRequest(messages=messages, stop=("\n",)))
+    assert stopped == plain | {"stop": ["\n"]} and cache_key(stopped) != cache_key(plain)
+
+
+class ScoringGenerator(ScriptedGenerator):
+    """A ScriptedGenerator that also scores answer continuations, by a fixed table of values."""
+
+    def __init__(self, answer: Answer, logprobs: dict[str, float]):
+        super().__init__(answer)
+        self.logprobs = logprobs
+        self.scored: list[AnswerContinuation] = []
+
+    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
+        self.scored.extend(requests)
+        return [self.logprobs[r.continuation] for r in requests]
+
+
+def test_confidence_from_a_scoring_backend_is_exact_batched_cached_and_falls_back(tmp_path):
+    answers = {"a": GOOD, "b": '```json\n{"reason": "r", "factuality": "no"}\n```', "c": "junk"}
+    generator = ScoringGenerator(lambda user, attempt: answers[user], {'"yes"': math.log(0.6), '"no"': math.log(0.2)})
+    client = StructuredClient(generator, RequestCache(tmp_path / "c.sqlite"), max_attempts=1)
+    prompts = [ChatPrompt("S", user) for user in "abc"]
+    a, b, c = client.call_many(prompts, Fact, confidence_field="factuality")
+    assert generator.batches[0][0].top_logprobs == 0  # nothing asked of the generator's top-k
+    assert a.yes_probability == pytest.approx(0.75) and b.yes_probability == pytest.approx(0.75)
+    assert c.yes_probability is None and not c.valid
+    assert [(r.answer_prefix, r.continuation) for r in generator.scored] == [
+        ('{"factuality": ', '"yes"'), ('{"factuality": ', '"no"'),
+        ('```json\n{"reason": "r", "factuality": ', '"yes"'), ('```json\n{"reason": "r", "factuality": ', '"no"'),
+    ]
+    assert generator.scored[0].messages == (ChatMessage("system", "S"), ChatMessage("user", "a"))
+    # a second client on the same cache scores nothing again
+    again = StructuredClient(generator, RequestCache(tmp_path / "c.sqlite"), max_attempts=1)
+    assert [o.yes_probability for o in again.call_many(prompts[:2], Fact, confidence_field="factuality")] == [
+        a.yes_probability, b.yes_probability
+    ]
+    assert len(generator.scored) == 4
+    # an answer whose field name is not written plainly falls back to 1.0/0.0 from the parsed answer
+    odd = ScoringGenerator(lambda user, attempt: '{"\\u0066actuality": "yes", "reason": "x"}', {})
+    client = StructuredClient(odd, max_attempts=1)
+    [outcome] = client.call_many([ChatPrompt(None, "q")], Fact, confidence_field="factuality")
+    assert outcome.valid and outcome.yes_probability == 1.0 and odd.scored == []

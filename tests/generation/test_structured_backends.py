@@ -1,5 +1,6 @@
 """StructuredClient on real backends: the llama.cpp chat server (through the fault proxy, which also
-counts the requests that reach the server) and the embedded model.
+counts the requests that reach the server) and the embedded model (JSON constrained to the schema,
+P(yes) exact from two scored values).
 
 Requests with log-probabilities cost llama-cpp-python about a second per generated token here, so
 the server test makes exactly one real generation and proves everything else on it.
@@ -14,8 +15,11 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from crossknow.generation.confidence import scored_yes_probability
 from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.models.generator import ChatMessage
 from crossknow.models.openai_generator import OpenAIGenerator
+from crossknow.models.protocol import ScoreRequest
 from crossknow.store.request_cache import RequestCache
 
 from ..fault_proxy import FaultProxy
@@ -90,3 +94,34 @@ def test_embedded_model_output_is_validated_and_recorded(embedded_generator):
     assert "stopped at max_tokens=3" in outcome.error and outcome.raw_text
     assert outcome.usage.completion_tokens == 6 and outcome.cost_usd == 0.0
     assert client.meter.calls == 2
+
+
+@pytest.mark.slow
+def test_embedded_model_writes_schema_json_with_an_exact_confidence(embedded_generator, embedded_scorer, tmp_path):
+    cache = RequestCache(tmp_path / "requests.sqlite")
+    client = StructuredClient(embedded_generator, cache, max_tokens=24)
+    [outcome] = client.call_many([PROMPT], Factuality, confidence_field="factuality")
+    print(outcome)
+    # decoding constrained to the schema: valid at the first attempt, ended at the closing brace
+    assert outcome.valid and outcome.attempts == 1 and outcome.error is None
+    assert outcome.raw_text == f'{{"factuality": "{outcome.value.factuality}"}}'
+    # P(yes) is exact: the two values scored by the engine after the answer's own prefix
+    messages = (ChatMessage("system", PROMPT.system), ChatMessage("user", PROMPT.user))
+    context = embedded_generator.prompt_text(messages) + '{"factuality": '
+    yes, no = embedded_scorer.score([ScoreRequest(context, '"yes"'), ScoreRequest(context, '"no"')])
+    assert outcome.yes_probability == pytest.approx(scored_yes_probability(yes.logprob_sum, no.logprob_sum), abs=1e-5)
+    assert 0.0 < outcome.yes_probability < 1.0  # a probability, not 1/0 read off the answer
+    [(stored,)] = sqlite3.connect(tmp_path / "requests.sqlite").execute(
+        "SELECT value FROM entries WHERE value LIKE '%\"text\"%'"
+    ).fetchall()
+    assert json.loads(stored)["logprobs"] is None  # no top log-probabilities were asked for
+    assert len(cache) == 3  # the generation and the two scored values
+
+    def no_scoring(requests):
+        raise AssertionError("a cached confidence was scored again")
+
+    again = StructuredClient(embedded_generator, RequestCache(tmp_path / "requests.sqlite"), max_tokens=24)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embedded_generator, "score_answers", no_scoring)
+        [replayed] = again.call_many([PROMPT], Factuality, confidence_field="factuality")
+    assert replayed.cached and replayed.yes_probability == outcome.yes_probability

@@ -1,15 +1,20 @@
 """The hf generator on the embedded model: prompt format, deterministic greedy and seeded sampling,
-and top log-probabilities equal to a direct forward pass over prompt + output."""
+top log-probabilities equal to a direct forward pass over prompt + output, batched decoding equal to
+one request at a time, decoding constrained to a JSON schema, and exact answer scoring."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 
 from crossknow.errors import CrossknowError
 from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID
-from crossknow.models.generator import ChatMessage, GenerateRequest, Generator
+from crossknow.models.generator import AnswerContinuation, ChatMessage, GenerateRequest, Generator
 from crossknow.models.hf_generator import gemma_prompt
+from crossknow.models.protocol import ScoreRequest
 
 QUESTION = (ChatMessage("system", "Answer briefly."), ChatMessage("user", "The capital of Japan is"))
 
@@ -99,3 +104,96 @@ def test_uses_the_tokenizers_chat_template_when_it_has_one(embedded_generator, m
         "<bos>[system] Answer briefly.\n[user] The capital of Japan is\n[assistant] "
     )
     assert ids.count(embedded_generator.tokenizer.bos_token_id) == 1  # the template's BOS only
+
+
+# ---- batched decoding ----------------------------------------------------------------------------
+
+BATCH_PROMPTS = (
+    "The capital of Japan is",
+    "Write one sentence about insulin.",
+    "日本の首都はどこですか？",
+    "Name a famous physicist and say what she or he discovered.",
+)
+"""Real prompts of different lengths, so that the batch is left-padded."""
+
+
+@pytest.mark.slow
+def test_batched_greedy_equals_one_at_a_time_with_a_stop_per_row(embedded_generator, monkeypatch):
+    requests = [GenerateRequest(messages=(ChatMessage("user", p),), max_tokens=10) for p in BATCH_PROMPTS]
+    requests[1] = GenerateRequest(messages=requests[1].messages, max_tokens=3)  # ends early: leaves the batch
+    requests[2] = GenerateRequest(messages=requests[2].messages, max_tokens=10, stop=("\n",))
+    monkeypatch.setattr(embedded_generator, "batch_size", 1)
+    alone = embedded_generator.generate(requests)
+    monkeypatch.setattr(embedded_generator, "batch_size", 4)
+    together = embedded_generator.generate(requests)
+    print(alone, together, sep="\n")
+    # Left padding and a shared KV cache change only the shapes of the float32 products; on these
+    # prompts the greedy tokens are identical (a near-tie could flip one in rare cases).
+    assert together == alone
+    assert [r.usage.completion_tokens for r in together] == [10, 3, together[2].usage.completion_tokens, 10]
+    assert together[1].finish_reason == "length"
+    # the stop string cut the row: the text stops before it, and tokens stopped counting there
+    unstopped = embedded_generator.generate([GenerateRequest(messages=requests[2].messages, max_tokens=10)])[0]
+    assert "\n" in unstopped.text and together[2].finish_reason == "stop"
+    assert together[2].text == unstopped.text[: unstopped.text.index("\n")]
+    assert together[2].usage.completion_tokens < unstopped.usage.completion_tokens
+
+
+@pytest.mark.slow
+def test_seeded_sampling_in_a_batch_equals_sampling_alone(embedded_generator, monkeypatch):
+    sampled = GenerateRequest(messages=QUESTION, max_tokens=4, temperature=1.0, seed=5, top_logprobs=2)
+    greedy = GenerateRequest(messages=(ChatMessage("user", BATCH_PROMPTS[3]),), max_tokens=4)
+    monkeypatch.setattr(embedded_generator, "batch_size", 2)
+    [alone] = embedded_generator.generate([sampled])
+    mixed = embedded_generator.generate([greedy, sampled])
+    assert mixed[1].text == alone.text and mixed[1].logprobs is not None
+    assert [s.logprob for s in mixed[1].logprobs] == pytest.approx([s.logprob for s in alone.logprobs], abs=1e-4)
+    assert mixed[0].logprobs is None  # settings stay per row
+
+
+# ---- decoding constrained to a JSON schema ----------------------------------------------------
+
+
+class Fact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    factuality: Literal["yes", "no"]
+    subject: str = Field(max_length=40)
+
+
+@pytest.mark.slow
+def test_json_schema_output_is_constrained_and_stops_at_the_closing_brace(embedded_generator):
+    assert embedded_generator.constrain_json  # llguidance is installed with crossknow[hf]
+    ask = (ChatMessage("user", 'Is "Insulin lowers blood sugar." a biomedical fact? Answer in JSON.'),)
+    constrained = GenerateRequest(messages=ask, max_tokens=60, json_schema=Fact.model_json_schema())
+    plain = GenerateRequest(messages=QUESTION, max_tokens=3)
+    result, other = embedded_generator.generate([constrained, plain])
+    print(result)
+    fact = Fact.model_validate_json(result.text)  # valid as written, not repaired
+    assert result.text.startswith('{"factuality": "') and result.text.endswith("}")
+    assert result.finish_reason == "stop" and result.usage.completion_tokens < 60
+    assert fact.factuality in ("yes", "no")
+    # the unconstrained row of the same batch is untouched by the other row's grammar
+    assert other == embedded_generator.generate([plain])[0]
+
+
+@pytest.mark.slow
+def test_score_answers_equals_the_engines_scorer(embedded_generator, embedded_scorer):
+    prefix = '{"factuality": '
+    asked = [AnswerContinuation(QUESTION, prefix, value) for value in ('"yes"', '"no"')]
+    got = embedded_generator.score_answers(asked)
+    context = embedded_generator.prompt_text(QUESTION) + prefix
+    want = embedded_scorer.score([ScoreRequest(context, '"yes"'), ScoreRequest(context, '"no"')])
+    assert got == pytest.approx([r.logprob_sum for r in want], abs=1e-4)
+    assert embedded_generator.tokenizer(context).input_ids[: len(embedded_generator.prompt_ids(QUESTION))] == (
+        embedded_generator.prompt_ids(QUESTION)
+    )  # the scored context starts with exactly the prompt the generator decodes from
+
+
+@pytest.mark.slow
+def test_without_the_constraint_a_schema_request_is_decoded_freely(embedded_generator, monkeypatch):
+    """The fallback when llguidance is missing: plain decoding, validated and retried above the backend."""
+    request = GenerateRequest(messages=QUESTION, max_tokens=3, json_schema=Fact.model_json_schema())
+    monkeypatch.setattr(embedded_generator, "constrain_json", False)
+    [free] = embedded_generator.generate([request])
+    assert free == embedded_generator.generate([GenerateRequest(messages=QUESTION, max_tokens=3)])[0]
+    assert not free.text.startswith("{")  # the base model answers in prose ("Answer briefly...")

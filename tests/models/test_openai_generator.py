@@ -69,7 +69,9 @@ def test_request_bodies_by_json_mode():
     assert generator.payload(request, "json_object")["response_format"] == {"type": "json_object", "schema": SCHEMA}
     assert "response_format" not in generator.payload(request, "none")
     plain = generator.payload(ask("Hi"))
-    assert not {"seed", "logprobs", "top_logprobs", "response_format"} & set(plain)
+    assert not {"seed", "logprobs", "top_logprobs", "response_format", "stop"} & set(plain)
+    stopped = generator.payload(GenerateRequest(messages=(ChatMessage("user", "Hi"),), stop=("\n", "Q:")))
+    assert stopped["stop"] == ["\n", "Q:"]
 
     folded = OpenAIGenerator(MODEL, "http://127.0.0.1:9/v1", fold_system=True, strict_schema=True)
     body = folded.payload(request)

@@ -1,10 +1,17 @@
-"""The yes/no confidence of a JSON field from the generated tokens' top log-probabilities.
+"""The yes/no confidence of a JSON field: exact from two scored values, or from top log-probabilities.
 
 AdaXEval (Appendix A.1) measures a model's confidence that a sentence is factual "by the
-probability of the yes token output by the `factuality` field". Here: find the token at which that
-field's string value starts (skipping tokens that only hold the opening quote or spaces), sum the
-probabilities of the alternatives at that position that read "yes", and normalise over yes + no
-when both are present. Without log-probabilities the parsed answer gives 1.0 or 0.0.
+probability of the yes token output by the `factuality` field".
+
+Exact, where the backend scores continuations (local models): the answer's own text up to the
+field's value is the context, the values `"yes"` and `"no"` are scored as two continuations, and
+P(yes) = p(yes) / (p(yes) + p(no)) (`value_prefix`, `scored_yes_probability`).
+
+From top log-probabilities (servers): find the token at which the field's string value starts
+(skipping tokens that only hold the opening quote or spaces), sum the probabilities of the
+alternatives at that position that read "yes", and normalise over yes + no when both are present;
+alternatives outside the top k are missing from both sums. Without log-probabilities the parsed
+answer gives 1.0 or 0.0.
 """
 
 from __future__ import annotations
@@ -109,3 +116,25 @@ def yes_probability_from_tokens(logprobs: Sequence[TokenAlternatives], field: st
     yes, no = mass["yes"], mass["no"]
     value = yes / (yes + no) if yes > 0 and no > 0 else yes
     return min(1.0, max(0.0, value))
+
+
+# ---- exact P(yes) from two scored values (local backends) ---------------------------------------
+
+YES_NO_VALUES = ('"yes"', '"no"')
+"""The two JSON string values scored after the answer's prefix, quotes included, so that each is
+a complete value ("yes" is not the start of "yesterday")."""
+
+
+def value_prefix(text: str, field: str) -> str | None:
+    """`text` up to where the value of `field` starts (after `"field":` and any spaces; the first
+    occurrence), or None when the field is not in the text."""
+    match = re.search(r'"' + re.escape(field) + r'"\s*:\s*', text)
+    return None if match is None else text[: match.end()]
+
+
+def scored_yes_probability(yes_logprob: float, no_logprob: float) -> float:
+    """p(yes) / (p(yes) + p(no)) from the two values' summed log-probabilities, computed stably."""
+    difference = no_logprob - yes_logprob
+    if difference > 700:  # exp would overflow; the answer is 0 to float precision
+        return 0.0
+    return 1.0 / (1.0 + math.exp(difference))

@@ -8,9 +8,16 @@ that a malformed answer replayed from the cache is not replayed forever. What is
 after `max_attempts`, and every request whose transport failed after the backend's own retries, is
 returned as an outcome with `value=None` and the reason in `error`: never raised, never dropped.
 
+The yes/no confidence of a `confidence_field`: from a generator that can score continuations of
+its answers (`AnswerScorer`: the local backends), P(yes) is exact, p("yes") / (p("yes") + p("no"))
+over the two values scored after the answer's own text up to that field (see
+`crossknow.generation.confidence`), and no top log-probabilities are asked for; from any other
+backend, it is read from the top log-probabilities of the generated tokens.
+
 Every successful model call is cached (see `crossknow.store.request_cache`) under the hash of
-(backend, model id, messages, max_tokens, temperature, seed, top_logprobs, schema); failed calls are
-not, so a re-run retries them and pays for nothing it already has.
+(backend, model id, messages, max_tokens, temperature, seed, top_logprobs, schema, and stop strings
+where there are any), and so is every pair of scored yes/no values; failed calls are not, so a
+re-run retries them and pays for nothing it already has.
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.confidence import yes_probability
+from crossknow.generation.confidence import YES_NO_VALUES, scored_yes_probability, value_prefix, yes_probability
 from crossknow.generation.pricing import PriceTable
 from crossknow.models.generator import (
+    AnswerContinuation,
+    AnswerScorer,
     ChatMessage,
     GenerateRequest,
     GenerateResult,
@@ -67,8 +76,9 @@ class StructuredOutcome(Generic[T]):
     error: str | None
     """Why the output is invalid; None when valid."""
     yes_probability: float | None
-    """P("yes") of the confidence field from top log-probabilities (or 1.0/0.0 from the parsed
-    answer when the backend gives none); None when not asked or the output is invalid."""
+    """P("yes") of the confidence field: exact over the two scored values from a backend that scores
+    (local models), else from top log-probabilities (or 1.0/0.0 from the parsed answer when the
+    backend gives none); None when not asked or the output is invalid."""
     attempts: int
     """Model calls made for this prompt, cached ones included."""
     cached: bool
@@ -110,6 +120,7 @@ class _Progress:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     raw_text: str = ""
+    messages: tuple[ChatMessage, ...] = ()
 
 
 class StructuredClient:
@@ -147,8 +158,9 @@ class StructuredClient:
         confidence_field: str | None = None,
         top_logprobs: int = 5,
     ) -> list[StructuredOutcome]:
-        """One outcome per prompt, in order. Top log-probabilities are asked for only when
-        `confidence_field` (the name of a yes/no field of `schema`) is given."""
+        """One outcome per prompt, in order. `confidence_field` names a yes/no field of `schema` whose
+        P(yes) is wanted (see the module docstring); top log-probabilities are asked for only then,
+        and only from a backend that cannot score continuations."""
         if confidence_field is not None and confidence_field not in schema.model_fields:
             raise CrossknowError(
                 f"confidence field {confidence_field!r} is not a field of {schema.__name__} "
@@ -157,7 +169,8 @@ class StructuredClient:
         started = time.monotonic()
         json_schema = schema.model_json_schema()
         note = RETRY_NOTE.format(schema=json.dumps(json_schema, ensure_ascii=False, separators=(",", ":")))
-        top = top_logprobs if confidence_field else 0
+        scores = confidence_field is not None and isinstance(self.generator, AnswerScorer)
+        top = top_logprobs if confidence_field and not scores else 0
         progress = [_Progress() for _ in prompts]
         outcomes: list[StructuredOutcome | None] = [None] * len(prompts)
         pending = list(range(len(prompts)))
@@ -167,8 +180,12 @@ class StructuredClient:
                     break
                 requests = [self._request(prompts[i], attempt, json_schema, note, top) for i in pending]
                 retry = []
-                for i, (result, cached, failure) in zip(pending, self._answer(requests), strict=True):
-                    done = self._record(progress[i], result, cached, failure, schema, confidence_field)
+                answers = self._answer(requests)
+                for i, request, (result, cached, failure) in zip(pending, requests, answers, strict=True):
+                    progress[i].messages = request.messages
+                    done = self._record(
+                        progress[i], result, cached, failure, schema, None if scores else confidence_field
+                    )
                     if isinstance(done, StructuredOutcome):
                         outcomes[i] = done
                     elif attempt + 1 < self.max_attempts:
@@ -176,6 +193,8 @@ class StructuredClient:
                     else:
                         outcomes[i] = self._outcome(progress[i], None, done, None)
                 pending = retry
+            if scores:
+                outcomes = self._with_scored_confidence(outcomes, progress, confidence_field)  # type: ignore[arg-type]
         finally:
             self.meter.seconds += time.monotonic() - started
         return outcomes  # type: ignore[return-value]
@@ -237,6 +256,54 @@ class StructuredClient:
             usage=Usage(progress.prompt_tokens, progress.completion_tokens),
             cost_usd=progress.cost_usd,
         )
+
+    def _with_scored_confidence(
+        self, outcomes: list[StructuredOutcome | None], progress: list[_Progress], field: str
+    ) -> list[StructuredOutcome | None]:
+        """The valid outcomes with P(yes) of `field` scored exactly (cached like model calls); 1.0 or 0.0
+        from the parsed answer where the output does not show the field's value as text."""
+        asked: list[tuple[int, AnswerContinuation, AnswerContinuation]] = []
+        result = list(outcomes)
+        for i, outcome in enumerate(outcomes):
+            if outcome is None or not outcome.valid:
+                continue
+            prefix = value_prefix(outcome.raw_text, field)
+            if prefix is None:  # the value is not where it can be scored: 1.0 or 0.0 from the answer
+                answer = getattr(outcome.value, field)
+                result[i] = dataclasses.replace(outcome, yes_probability=yes_probability(None, field, answer))
+                continue
+            yes, no = (AnswerContinuation(progress[i].messages, prefix, value) for value in YES_NO_VALUES)
+            asked.append((i, yes, no))
+        if not asked:
+            return result
+        logprobs = self._score_answers([c for _, yes, no in asked for c in (yes, no)])
+        for k, (i, _, _) in enumerate(asked):
+            confidence = scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1])
+            result[i] = dataclasses.replace(outcomes[i], yes_probability=confidence)  # type: ignore[arg-type]
+        return result
+
+    def _score_answers(self, requests: list[AnswerContinuation]) -> list[float]:
+        """The generator's `score_answers`, through the cache."""
+        backend, model_id = self.generator.name, self.generator.model_id
+        identities = [
+            {
+                "backend": backend, "model_id": model_id, "kind": "answer_continuation",
+                "messages": [[m.role, m.content] for m in r.messages],
+                "answer_prefix": r.answer_prefix, "continuation": r.continuation,
+            }
+            for r in requests
+        ]
+        keys = [cache_key(identity) for identity in identities]
+        stored = self.cache.get_many(keys) if self.cache is not None else [None] * len(requests)
+        missing = [k for k, value in enumerate(stored) if not isinstance(value, dict) or "logprob" not in value]
+        logprobs = [float(value["logprob"]) if k not in missing else 0.0 for k, value in enumerate(stored)]
+        if missing:
+            fresh = self.generator.score_answers([requests[k] for k in missing])  # type: ignore[attr-defined]
+            for k, value in zip(missing, fresh, strict=True):
+                logprobs[k] = value
+            if self.cache is not None:
+                self.cache.put_many([(keys[k], identities[k], {"logprob": logprobs[k]}) for k in missing])
+        return logprobs
 
     def _answer(self, requests: list[GenerateRequest]) -> list[tuple[GenerateResult | None, bool, str | None]]:
         """(result, from cache, failure) per request: cache first, then one generate call for the rest
@@ -336,7 +403,7 @@ def request_identity(backend: str, model_id: str, request: GenerateRequest) -> d
         "seed": request.seed,
         "top_logprobs": request.top_logprobs,
         "json_schema": request.json_schema,
-    }
+    } | ({"stop": list(request.stop)} if request.stop else {})
 
 
 def result_to_dict(result: GenerateResult) -> dict[str, Any]:

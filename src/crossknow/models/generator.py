@@ -37,6 +37,8 @@ class GenerateRequest:
     """When set, the backend is asked for a JSON object matching this schema (`response_format`)."""
     top_logprobs: int = 0
     """When above 0, the backend returns this many alternatives per generated token, where it can."""
+    stop: tuple[str, ...] = ()
+    """Strings that end the output where they first appear; the returned text stops before them."""
 
 
 @dataclass(frozen=True)
@@ -103,4 +105,27 @@ class Generator(Protocol):
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         """Answer every request; results are in request order. Transport errors are retried inside;
         requests that still fail raise `GenerationFailed` with the results of the others."""
+        ...
+
+
+@dataclass(frozen=True)
+class AnswerContinuation:
+    """Text that could follow a chat prompt and the start of the model's answer to it."""
+
+    messages: tuple[ChatMessage, ...]
+    """The chat prompt, as in a GenerateRequest."""
+    answer_prefix: str
+    """The start of the model's answer (what it generated before the point of interest)."""
+    continuation: str
+    """The text to score after the prefix."""
+
+
+@runtime_checkable
+class AnswerScorer(Protocol):
+    """A generator that can also score continuations of its own answers (local models do, through
+    the engine's Scorer): exact log-probabilities, not a server's top-k alternatives. The yes/no
+    confidence of a JSON field uses it where a backend offers it."""
+
+    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
+        """Summed natural-log probability of each request's continuation; in request order."""
         ...

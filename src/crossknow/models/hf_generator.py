@@ -5,12 +5,20 @@ Prompts: the tokenizer's chat template when it has one; otherwise Gemma's turn f
 opening the first user turn as Gemma's own template does. The embedded GGUF has no template, so the
 `default` model takes the second path.
 
-Decoding is a plain loop with the KV cache, one request at a time: greedy at temperature 0, else
-pure temperature sampling (no top-k or top-p) from a `torch.Generator` seeded with the request's
-seed, so that a seeded request gives the same text every time and the global RNG is left alone.
-It stops at EOS, `<end_of_turn>` or `max_tokens`. Top log-probabilities are the log-softmax of the
-model's own logits (before temperature), in float32: what a direct forward pass over prompt and
-output gives. JSON schemas are not enforced here: `crossknow.generation` validates and retries.
+Requests are decoded in batches of `batch_size` (sorted by prompt length, so that a batch carries
+little padding) by `crossknow.models.hf_decoding`: left padding, one KV cache, a stop per row.
+Greedy at temperature 0, else pure temperature sampling (no top-k or top-p) from a
+`torch.Generator` seeded with the request's seed, so that a seeded request gives the same text
+every time and the global RNG is left alone. A row stops at EOS, `<end_of_turn>`, one of its
+`stop` strings or `max_tokens`. Top log-probabilities are the log-softmax of the model's own
+logits (before temperature), in float32: what a direct forward pass over prompt and output gives.
+
+A request with a `json_schema` is decoded under that schema's grammar (llguidance, see
+`crossknow.models.json_constraint`) and ends at the closing brace; without llguidance installed the
+output is unconstrained and `crossknow.generation` validates and retries.
+
+`score_answers` scores continuations of an answer exactly, through the engine's HFScorer (built
+on first use from the same weights): the yes/no confidence of fact detection uses it.
 """
 
 from __future__ import annotations
@@ -18,12 +26,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crossknow.errors import CrossknowError, MissingDependencyError
-from crossknow.models.generator import ChatMessage, GenerateRequest, GenerateResult, TokenAlternatives, Usage
+from crossknow.models.generator import (
+    AnswerContinuation,
+    ChatMessage,
+    GenerateRequest,
+    GenerateResult,
+    TokenAlternatives,
+    Usage,
+)
+from crossknow.models.protocol import Scorer, ScoreRequest
 
 try:
     import torch
 
+    from crossknow.models.hf_decoding import DecodeRow, Step, decode_batch
     from crossknow.models.hf_loading import load_causal_lm, resolve_device
+    from crossknow.models.json_constraint import JsonConstraintFactory, json_constraints_available
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
 
@@ -57,15 +75,27 @@ class HFGenerator:
         revision: str | None = None,
         device: str = "auto",
         dtype: str = "float32",
+        batch_size: int = 8,
+        constrain_json: bool = True,
     ):
+        if batch_size < 1:
+            raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
         self.name = name
         self.model_id = model_id or (f"{path}@{revision}" if revision else path)
         self.dtype = dtype
         self.device = resolve_device(device)
+        self.batch_size = batch_size
+        """Requests decoded together."""
+        self._path, self._revision = path, revision
         self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
         self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
+        self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.stop_ids = self._stop_ids()
         """Token ids that end generation: EOS (the tokenizer's and the model's) and `<end_of_turn>`."""
+        self.constrain_json = constrain_json and json_constraints_available()
+        """Whether requests with a JSON schema are decoded under its grammar (needs llguidance)."""
+        self._json_constraints: JsonConstraintFactory | None = None
+        self._scorer: Scorer | None = None
 
     def _stop_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -76,6 +106,15 @@ class HFGenerator:
             ids.add(end_of_turn)
         return frozenset(ids)
 
+    def prompt_text(self, messages: Sequence[ChatMessage]) -> str:
+        """The prompt as text, ending where the model's answer starts; the tokenizer adds BOS to it."""
+        if getattr(self.tokenizer, "chat_template", None):
+            chat = [{"role": m.role, "content": m.content} for m in messages]
+            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+            bos = self.tokenizer.bos_token
+            return text[len(bos) :] if bos and text.startswith(bos) else text
+        return gemma_prompt(messages)
+
     def prompt_ids(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Token ids of the prompt, ending where the model's answer starts."""
         if getattr(self.tokenizer, "chat_template", None):
@@ -85,16 +124,21 @@ class HFGenerator:
         return self.tokenizer(gemma_prompt(messages)).input_ids
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        """Answer every request, one at a time; results are in request order."""
+        """Answer every request, `batch_size` at a time; results are in request order."""
         prompts = [self.prompt_ids(r.messages) for r in requests]
         for ids in prompts:  # check all before spending time on any
             if self._max_positions and len(ids) >= self._max_positions:
                 raise CrossknowError(
                     f"hf: a prompt of {len(ids)} tokens leaves no room in the model's {self._max_positions} positions"
                 )
-        return [self._generate_one(ids, r) for ids, r in zip(prompts, requests, strict=True)]
+        rows = [self._row(ids, r) for ids, r in zip(prompts, requests, strict=True)]
+        order = sorted(range(len(rows)), key=lambda i: len(prompts[i]), reverse=True)
+        for start in range(0, len(order), self.batch_size):
+            batch = [rows[i] for i in order[start : start + self.batch_size]]
+            decode_batch(self.model, batch, self.stop_ids, self._pad_id, self.tokenizer.decode)
+        return [self._result(row, r) for row, r in zip(rows, requests, strict=True)]
 
-    def _generate_one(self, prompt: list[int], request: GenerateRequest) -> GenerateResult:
+    def _row(self, prompt: list[int], request: GenerateRequest) -> DecodeRow:
         budget = request.max_tokens
         if self._max_positions:
             budget = min(budget, self._max_positions - len(prompt))
@@ -105,43 +149,31 @@ class HFGenerator:
                 sampler.seed()
             else:
                 sampler.manual_seed(request.seed)
-        generated: list[int] = []
-        steps: list[tuple[float, list[int], list[float]]] = []  # chosen logprob, top ids, top logprobs
-        finish = "length"
-        with torch.inference_mode():
-            inputs = torch.tensor([prompt], device=self.device)
-            past = None
-            for _ in range(budget):
-                out = self.model(input_ids=inputs, past_key_values=past, use_cache=True, logits_to_keep=1)
-                past = out.past_key_values
-                logits = out.logits[0, -1].float()
-                if sampler is None:
-                    token = int(torch.argmax(logits))
-                else:
-                    probs = torch.softmax(logits / request.temperature, dim=-1)
-                    token = int(torch.multinomial(probs, 1, generator=sampler))
-                if token in self.stop_ids:
-                    finish = "stop"
-                    break
-                if request.top_logprobs > 0:
-                    logprobs = torch.log_softmax(logits, dim=-1)
-                    top = torch.topk(logprobs, request.top_logprobs)
-                    steps.append((float(logprobs[token]), top.indices.tolist(), top.values.tolist()))
-                generated.append(token)
-                inputs = torch.tensor([[token]], device=self.device)
-        text = self.tokenizer.decode(generated)
+        constraint = None
+        if request.json_schema is not None and self.constrain_json:
+            if self._json_constraints is None:  # about 20 s once for a 262k vocabulary: only when needed
+                vocab_size = self.model.get_output_embeddings().weight.shape[0]
+                self._json_constraints = JsonConstraintFactory(self.tokenizer, vocab_size)
+            constraint = self._json_constraints(request.json_schema)
+        return DecodeRow(
+            prompt=prompt, budget=budget, temperature=request.temperature, sampler=sampler,
+            top_logprobs=request.top_logprobs, stop_strings=request.stop, constraint=constraint,
+        )
+
+    def _result(self, row: DecodeRow, request: GenerateRequest) -> GenerateResult:
+        text = self.tokenizer.decode(row.generated)
+        if row.text_end is not None:
+            text = text[: row.text_end]
         return GenerateResult(
             text=text,
             backend=self.name,
             model_id=self.model_id,
-            usage=Usage(prompt_tokens=len(prompt), completion_tokens=len(generated)),
-            logprobs=self._alternatives(generated, steps) if request.top_logprobs > 0 else None,
-            finish_reason=finish,
+            usage=Usage(prompt_tokens=len(row.prompt), completion_tokens=len(row.generated)),
+            logprobs=self._alternatives(row.generated, row.steps) if request.top_logprobs > 0 else None,
+            finish_reason=row.finish,
         )
 
-    def _alternatives(
-        self, generated: list[int], steps: list[tuple[float, list[int], list[float]]]
-    ) -> tuple[TokenAlternatives, ...]:
+    def _alternatives(self, generated: list[int], steps: list[Step]) -> tuple[TokenAlternatives, ...]:
         """Per generated token: its text (the pieces join to the decoded output) and the top alternatives."""
         result = []
         before = ""
@@ -152,3 +184,18 @@ class HFGenerator:
             top = tuple((self.tokenizer.decode([t]), v) for t, v in zip(ids, values, strict=True))
             result.append(TokenAlternatives(token=piece, logprob=logprob, top=top))
         return tuple(result)
+
+    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
+        """Summed log-probability of each continuation after its prompt and answer prefix, exactly,
+        through an HFScorer on the same weights (the scoring rules of crossknow.models.boundary)."""
+        if self._scorer is None:
+            from crossknow.models.hf_scorer import HFScorer
+
+            self._scorer = HFScorer(
+                self._path, name=self.name, model_id=self.model_id, revision=self._revision,
+                device=self.device, dtype=self.dtype, batch_size=self.batch_size,
+            )
+        scored = self._scorer.score(
+            [ScoreRequest(self.prompt_text(r.messages) + r.answer_prefix, r.continuation) for r in requests]
+        )
+        return [result.logprob_sum for result in scored]

@@ -25,6 +25,18 @@ silently) need `fold_system=True`: the system text then opens the first user mes
 `top_logprobs > 0` asks for `logprobs: true, top_logprobs: k`; each generated token becomes a
 `TokenAlternatives` with the alternatives sorted most likely first (llama-cpp-python adds the
 chosen token to its list, so a list can hold k + 1 entries). OpenAI allows k up to 20.
+Their cost on llama-cpp-python (0.3.36) is high: a server that can return log-probabilities at all
+must run with `logits_all` (the logits of every position, n_ctx x vocabulary floats), and for each
+returned token it takes the log-softmax of all evaluated positions and sorts the whole vocabulary
+in Python (262,144 entries for Gemma 3): about 0.3-1 s per generated token on 2 cores, so a JSON
+answer of 30-60 tokens with `top_logprobs` takes tens of seconds (28 s was measured for one
+fact-detection call). Local models (`default`, `hf:`, `gguf:`) avoid this altogether: their yes/no
+confidence is two continuations scored exactly by the engine (`crossknow.generation.confidence`).
+Against llama-cpp-python, the cheapest request that carries the same information is one
+`/v1/completions` call with the formatted prompt plus the answer up to the value, `max_tokens=1`,
+`logprobs=k` and no `echo`: one sorted position instead of one per generated token (`echo` would
+sort every prompt position and cost more, not less).
+`stop` strings are sent as `stop`.
 
 The length limit is sent as `max_tokens`, which OpenAI's GPT-4.1/4o, vLLM, Ollama and llama.cpp
 take; OpenAI's reasoning models (o1, o3, ...) want `max_completion_tokens` instead and are not
@@ -173,6 +185,8 @@ class OpenAIGenerator:
         }
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.stop:
+            body["stop"] = list(request.stop)
         if request.top_logprobs > 0:
             body["logprobs"] = True
             body["top_logprobs"] = request.top_logprobs

@@ -1,0 +1,84 @@
+"""Decoding constrained to a JSON schema, for local generators, with llguidance.
+
+llguidance (PyPI `llguidance`, the Rust engine behind Guidance, also used by vLLM and SGLang)
+turns a JSON schema into a grammar without a pass over the vocabulary per schema, and computes the
+allowed next tokens lazily at each step; it runs offline on the CPU from the tokenizer the model
+already has. One matcher per row makes it fit batched decoding: each row masks its own logits.
+Measured here with Gemma 3's 262,144-word vocabulary on a loaded 2-core machine: the tokenizer is
+converted once (about 15 s), the first mask takes about 6 s (lazy set-up), and every later step
+0.5-80 ms (mask and apply), against 0.1-1.5 s for the model's own step.
+
+The JSON is written compactly (`{"a": 1, "b": 2}`, no free whitespace), and the row ends when the
+top-level value is complete (the closing brace), not at EOS or max_tokens.
+
+Without llguidance installed (`json_constraints_available()` is False), generators fall back to
+unconstrained decoding; `crossknow.generation` validates and retries as it always does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+from crossknow.errors import CrossknowError
+
+try:
+    import llguidance
+    import llguidance.hf
+    import llguidance.torch
+except ImportError:  # optional: see the module docstring
+    llguidance = None
+
+JSON_FORMAT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+"""How the constrained JSON is laid out: compact, one space after ',' and ':'."""
+
+
+class JsonConstraint:
+    """The grammar state of one row: which tokens may come next, and whether the value is complete."""
+
+    def __init__(self, matcher: Any, vocab_size: int):
+        self._matcher = matcher
+        self._bitmask = llguidance.torch.allocate_token_bitmask(1, vocab_size)
+
+    def mask_(self, logits: torch.Tensor) -> None:
+        """Set the logits of the tokens the grammar forbids next to -inf, in place (a 1-D float tensor)."""
+        llguidance.torch.fill_next_token_bitmask(self._matcher, self._bitmask, 0)
+        view = logits.view(1, -1)
+        llguidance.torch.apply_token_bitmask_inplace(view, self._bitmask.to(logits.device))
+
+    def advance(self, token: int) -> None:
+        """Consume the chosen token; an error when the grammar did not allow it."""
+        if not self._matcher.consume_token(token):
+            raise CrossknowError(f"json constraint: token {token} refused: {self._matcher.get_error()}")
+
+    @property
+    def complete(self) -> bool:
+        """True once the JSON value is closed (nothing but EOS may follow)."""
+        return self._matcher.is_accepting() or self._matcher.is_stopped()
+
+
+class JsonConstraintFactory:
+    """Builds a JsonConstraint per request from its schema; the tokenizer is converted once."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int):
+        self._tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size)
+        self.vocab_size = vocab_size
+        """Width of the model's logits (at least the tokenizer's vocabulary)."""
+        self._grammars: dict[str, str] = {}
+
+    def __call__(self, schema: dict[str, Any]) -> JsonConstraint:
+        """A fresh constraint for one row; a CrossknowError for a schema llguidance cannot take."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=JSON_FORMAT)
+        matcher = llguidance.LLMatcher(self._tokenizer, self._grammars[key])
+        if matcher.is_error():
+            raise CrossknowError(f"json constraint: llguidance cannot use this schema: {matcher.get_error()}")
+        return JsonConstraint(matcher, self.vocab_size)
+
+
+def json_constraints_available() -> bool:
+    """True when llguidance is installed."""
+    return llguidance is not None
