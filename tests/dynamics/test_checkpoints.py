@@ -150,7 +150,7 @@ def test_checkpoint_hash_is_the_weights_content(tmp_path: Path) -> None:
     (path / "model.safetensors").write_bytes(b"weights v1")
     checkpoint = Checkpoint(1, f"hf:{path}", "checkpoint-1")
     assert checkpoint_hash(checkpoint) == f"model.safetensors:{hashlib.sha256(b'weights v1').hexdigest()}"
-    assert (path / ".crossknow-weights.json").is_file()  # the hash is kept beside the weights
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors"]  # the model dir unwritten
     (path / "model.safetensors").write_bytes(b"weights v2, retrained")
     assert checkpoint_hash(checkpoint) == f"model.safetensors:{hashlib.sha256(b'weights v2, retrained').hexdigest()}"
     assert checkpoint_hash(Checkpoint(5, "hf:org/model@step5", "step5")) == "hf:org/model@step5"

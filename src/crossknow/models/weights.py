@@ -1,21 +1,31 @@
 """The identity of a model's weights, recorded in every run directory that scores with it.
 
 A local model directory is identified by the SHA-256 of each weight file. Hashing a gigabyte takes
-seconds, so the result is kept beside the weights (`.crossknow-weights.json`, keyed by each file's
-name, size, inode and modification and change times) and reused while those are unchanged (a file
-rewritten in place to the same size within one clock tick would go unnoticed); a directory that
-cannot be written is simply hashed again next time.
+seconds, so the result is kept in crossknow's cache directory (`weight-hashes/`, one JSON file per
+model directory, named by the hash of its absolute path; the model directory itself is never
+written), with each file's size, inode and modification and change times, and reused while those
+are unchanged (a file rewritten in place to the same size within one clock tick would go
+unnoticed); an unwritable cache only means hashing again next time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+from crossknow.store.atomic import atomic_write_text
 from crossknow.store.hashing import file_sha256
 
-HASH_FILE = ".crossknow-weights.json"
-"""Where a directory's weight hashes are kept."""
+HASH_DIR = "weight-hashes"
+"""Where, under crossknow's cache directory, weight hashes are kept."""
+
+
+def _kept_path(directory: Path) -> Path:
+    from crossknow.models.checkpoint_cache import cache_dir
+
+    name = hashlib.sha256(str(directory.resolve()).encode("utf-8")).hexdigest()[:32]
+    return cache_dir() / HASH_DIR / f"{name}.json"
 
 
 def weight_files(directory: Path) -> list[Path]:
@@ -26,7 +36,7 @@ def weight_files(directory: Path) -> list[Path]:
 def directory_weights_hash(directory: str | Path) -> str:
     """'NAME:SHA256,...' over the directory's weight files, from the kept hashes where they still hold."""
     directory = Path(directory)
-    kept_path = directory / HASH_FILE
+    kept_path = _kept_path(directory)
     try:
         kept = json.loads(kept_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -43,9 +53,9 @@ def directory_weights_hash(directory: str | Path) -> str:
             changed = True
     if changed:
         try:
-            kept_path.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+            atomic_write_text(kept_path, json.dumps(entries, indent=1))
         except OSError:
-            pass
+            pass  # an unwritable cache only costs hashing again next time
     return ",".join(f"{name}:{entry['sha256']}" for name, entry in entries.items())
 
 
