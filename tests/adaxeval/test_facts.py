@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
-from crossknow.adaxeval.facts import choose_triple, default_threshold, fact_rows
+from crossknow.adaxeval.facts import FactAnswer, choose_triple, default_threshold, fact_rows
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import CallInfo, DetectorVote, SentenceRecord, Triple
 from crossknow.generation.structured import StructuredClient
@@ -82,9 +83,28 @@ def test_all_votes_invalid_is_an_invalid_row_and_a_transport_failure_no_row():
     assert run(detector("yes", 0.9), detector(None)) is None
 
 
-def test_yes_without_any_triple_is_dropped():
+def test_a_yes_without_a_triple_is_an_invalid_vote_with_the_models_output():
     row = run(detector("yes", 0.9, triple=None), detector("yes", 0.9, triple=None), threshold=1.0)
-    assert row.status == "dropped" and "no yes vote gave a triple" in row.note
+    assert row.status == "invalid" and "needs a triple" in row.note
+    vote = row.record.votes[0]
+    assert vote.factuality is None and vote.call.attempts == 2 and '"triple": null' in vote.call.raw_text
+    # one detector's null triple does not sink the others' facts
+    row = run(detector("yes", 0.9), detector("yes", 0.9, triple=None), detector("yes", 0.9), threshold=1.0)
+    assert row.status == "kept" and row.record.yes_votes == 2 and row.record.votes[1].factuality is None
+
+
+def test_fact_answer_schema_ties_yes_to_a_triple_and_no_to_null():
+    with pytest.raises(ValidationError, match="needs a triple"):
+        FactAnswer(factuality="yes", triple=None, reason="r")
+    assert FactAnswer(factuality="no", triple=None, reason="r").triple is None
+    schema = FactAnswer.model_json_schema()
+    yes, no = schema["anyOf"]
+    assert yes["properties"]["factuality"]["enum"] == ["yes"] and no["properties"]["factuality"]["enum"] == ["no"]
+    assert yes["properties"]["triple"]["$ref"] == "#/$defs/Triple" and no["properties"]["triple"]["type"] == "null"
+    for variant in (yes, no):  # field order kept: the confidence is scored right after "factuality"
+        assert list(variant["properties"]) == ["factuality", "triple", "reason"]
+        assert variant["required"] == ["factuality", "triple", "reason"] and variant["additionalProperties"] is False
+    assert all(schema["$defs"]["Triple"]["properties"][f]["minLength"] == 1 for f in ("subject", "relation", "object"))
 
 
 def _vote(confidence: float, subject: str, obj: str, answer: str = "yes") -> DetectorVote:

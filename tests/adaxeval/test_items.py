@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from crossknow.adaxeval.assemble import option_seed, shuffled_options, write_dataset
-from crossknow.adaxeval.distractors import DistractorAnswer, distractor_rows, length_cues
+from crossknow.adaxeval.distractors import DistractorAnswer, distractor_rows, length_cues, screen_options
 from crossknow.adaxeval.filters import quality_rows
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.queries import QueryAnswer, cloze_similarity, query_rows
@@ -79,23 +79,56 @@ def test_queries_stage_retries_then_records_invalid_output():
 def test_distractor_validation_and_length_cues():
     with pytest.raises(ValidationError, match="at least 3"):
         DistractorAnswer(distractors=["a", "b"])
-    with pytest.raises(ValidationError, match="not distinct"):
-        DistractorAnswer(distractors=["glucagon", "Glucagon ", "cortisol"])
     expected = (pytest.approx(26 / 3 / 7, abs=1e-4), False)
     assert length_cues("insulin", ["glucagon", "cortisol", "adrenaline"]) == expected
     assert length_cues("a much longer answer", ["x", "yy", "zzz"])[1] is True
 
 
-def test_a_distractor_equal_to_the_answer_makes_the_item_invalid():
+def test_options_equal_to_the_answer_empty_or_repeated_are_dropped_with_the_reason():
+    good, dropped = screen_options("blood glucose", ["Blood  Glucose.", " ", "glucagon", "GLUCAGON", "cortisol "],
+                                   kept=["Cortisol"], round_=1)
+    assert good == ["glucagon"]
+    assert [(d.text, d.reason, d.round) for d in dropped] == [
+        ("Blood  Glucose.", "equals the answer", 1), (" ", "empty", 1), ("GLUCAGON", "duplicate", 1),
+        ("cortisol ", "duplicate", 1),
+    ]
+
+
+def _query():
     from crossknow.adaxeval.records import QueryRecord
 
-    query = QueryRecord(fact=fact(), cloze="Insulin lowers [BLANK].", question="What does insulin reduce?",
-                        answer="blood glucose", blanked="object", cloze_similarity=0.9, call=CALL)
+    return QueryRecord(fact=fact(), cloze="Insulin lowers [BLANK].", question="What does insulin reduce?",
+                       answer="blood glucose", blanked="object", cloze_similarity=0.9, call=CALL)
+
+
+def test_dropped_distractors_are_asked_for_again_and_the_item_still_comes_out():
+    def respond(user, request):
+        if "could not be used" not in user:
+            return json.dumps({"distractors": ["Blood glucose.", "blood pressure", "blood pressure"]})
+        return json.dumps({"distractors": ["blood pressure", "heart rate", "body weight"]})
+
+    spec, client = writer(DistractorAnswer=respond)
+    row = distractor_rows([_query()], (spec, client), PROMPTS)[0]
+    assert row.status == "kept" and "3 option(s) dropped" in row.note
+    assert row.record.distractors == ["blood pressure", "heart rate", "body weight"]
+    assert [(d.text, d.reason, d.round) for d in row.record.dropped] == [
+        ("Blood glucose.", "equals the answer", 0), ("blood pressure", "duplicate", 0),
+        ("blood pressure", "duplicate", 1),
+    ]
+    second = client.generator.requests[-1].messages[-1].content
+    assert '"Blood glucose." (equals the answer)' in second and 'kept so far: "blood pressure"' in second
+    assert row.record.call.attempts == 2 and row.record.call.error is None
+
+
+def test_distractors_that_stay_bad_make_the_item_invalid_with_the_models_output():
     same = writer(DistractorAnswer=lambda u, r: json.dumps({"distractors": ["Blood glucose.", "b", "c"]}))
-    fine = writer()
-    assert distractor_rows([query], same, PROMPTS)[0].status == "invalid"
-    row = distractor_rows([query], fine, PROMPTS)[0]
+    row = distractor_rows([_query()], same, PROMPTS)[0]
+    assert row.status == "invalid" and "2 of 3 distractors after 2 round(s)" in row.note
+    assert row.record.distractors == ["b", "c"] and row.record.call.raw_text.startswith('{"distractors"')
+    assert row.record.call.error == row.note
+    row = distractor_rows([_query()], writer(), PROMPTS)[0]
     assert row.status == "kept" and len(row.record.distractors) == 3 and row.record.length_ratio > 1
+    assert row.record.dropped == [] and row.record.call.attempts == 1
 
 
 def _item(lang: str = "en", key: str = "d-en#0"):

@@ -18,9 +18,9 @@ The final triple (`choose_triple`), among the yes votes with a triple, is the on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import DetectorVote, FactRecord, SentenceRecord, Triple
@@ -31,12 +31,42 @@ from crossknow.generation.structured import StructuredClient
 CONFIDENCE_FIELD = "factuality"
 
 
+def _yes_needs_a_triple(schema: dict[str, Any]) -> None:
+    """Rewrite FactAnswer's JSON schema as two alternatives, {"factuality": "yes", "triple": {...}} and
+    {"factuality": "no", "triple": null}, so that a decoder constrained to it cannot write a yes
+    without a triple (fields in the same order, so the confidence is still scored after the answer)."""
+    properties, required = schema.pop("properties"), schema.pop("required")
+    triple_ref = next(option for option in properties["triple"]["anyOf"] if "$ref" in option)
+
+    def variant(answer: str, triple: dict[str, Any]) -> dict[str, Any]:
+        fields = {
+            "factuality": {**properties["factuality"], "enum": [answer]},
+            "triple": {**triple, "description": properties["triple"].get("description", "")},
+            "reason": properties["reason"],
+        }
+        return {"type": "object", "properties": fields, "required": required, "additionalProperties": False}
+
+    schema.pop("additionalProperties", None)
+    schema.pop("type", None)
+    schema["anyOf"] = [variant("yes", triple_ref), variant("no", {"type": "null"})]
+
+
 class FactAnswer(Record):
-    """A detector's answer to the 'facts' prompt (Appendix A.1's three fields)."""
+    """A detector's answer to the 'facts' prompt (Appendix A.1's three fields). A "yes" must carry a
+    triple (its JSON schema and its validation both say so): a yes without content cannot make an item.
+    A triple given with a "no" is ignored."""
+
+    model_config = ConfigDict(json_schema_extra=_yes_needs_a_triple)
 
     factuality: Literal["yes", "no"] = Field(description="Whether the sentence states a domain fact.")
     triple: Triple | None = Field(description="The fact as subject, relation, object; null when factuality is no.")
     reason: str = Field(description="A brief explanation of the decision.")
+
+    @model_validator(mode="after")
+    def _triple_when_yes(self) -> FactAnswer:
+        if self.factuality == "yes" and self.triple is None:
+            raise ValueError("a 'yes' needs a triple (subject, relation, object), got null")
+        return self
 
 
 def default_threshold(n_detectors: int) -> float:

@@ -34,6 +34,7 @@ TASKS: dict[str, frozenset[str]] = {
     "facts": frozenset({"sentence"}),
     "queries": frozenset({"sentence", "subject", "relation", "object"}),
     "distractors": frozenset({"sentence", "cloze", "question", "answer"}),
+    "distractors_again": frozenset({"answer", "rejected", "kept"}),
     "quality_in_language": frozenset(
         {"sentence", "subject", "relation", "object", "cloze", "question", "answer", "distractors"}
     ),

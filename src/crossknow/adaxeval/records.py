@@ -171,11 +171,24 @@ class QueryRecord(Record):
     call: CallInfo = Field(description="The call.")
 
 
+class DroppedOption(Record):
+    """An option the writer gave that is not a distractor, and why it was dropped."""
+
+    text: str = Field(description="The option as the writer wrote it.")
+    reason: Literal["empty", "equals the answer", "duplicate"] = Field(
+        description="Why it is not a distractor (equality ignores case, spaces and a final period)."
+    )
+    round: int = Field(ge=0, description="0-based round of asking in which the writer gave it.")
+
+
 class DistractorRecord(Record):
     """Three wrong options for one query (stage 'distractors')."""
 
     query: QueryRecord = Field(description="The query they were written for.")
-    distractors: list[str] = Field(description="Three distinct wrong options.")
+    distractors: list[str] = Field(description="Three distinct wrong options (fewer when the row is invalid).")
+    dropped: list[DroppedOption] = Field(
+        default_factory=list, description="Options the writer gave that were dropped, in the order given."
+    )
     length_ratio: float = Field(description="Mean distractor length / answer length, in characters (1 is ideal).")
     answer_longest: bool = Field(description="True when the answer is strictly longer than every distractor.")
     call: CallInfo = Field(description="The call.")
