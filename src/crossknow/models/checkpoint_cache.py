@@ -55,8 +55,14 @@ def gguf_checkpoint(gguf_file: Path) -> Path:
 
 
 def _converted(target: Path, make_gguf) -> Path:
-    """Build `target` once, under a file lock so that two processes never race."""
+    """Build `target` once, under a file lock so that two processes never race.
+
+    A ready directory without a tokenizer verdict of the installed transformers (one built before
+    verdicts existed, or under another version) gets one now (a few seconds, once).
+    """
     if (target / _READY).exists():
+        if not _has_current_verdict(target):
+            _record_verdict(target)
         return target
     from filelock import FileLock
 
@@ -68,6 +74,7 @@ def _converted(target: Path, make_gguf) -> Path:
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
             work_dir = Path(work)
             _convert(make_gguf(work_dir), work_dir / "checkpoint")
+            _record_verdict(work_dir / "checkpoint")
             (work_dir / "checkpoint" / _READY).write_text("ok\n")
             if target.exists():
                 shutil.rmtree(target)
@@ -92,3 +99,16 @@ def _convert(gguf_file: Path, out_dir: Path) -> None:
     plain.load_state_dict(loaded.state_dict())
     plain.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
+
+
+def _has_current_verdict(checkpoint: Path) -> bool:
+    from crossknow.models.fast_tokenizer import has_current_verdict
+
+    return has_current_verdict(checkpoint)
+
+
+def _record_verdict(checkpoint: Path) -> None:
+    """Check once whether the fast tokenizer load equals AutoTokenizer's on this checkpoint, and record it."""
+    from crossknow.models.fast_tokenizer import record_verdict
+
+    record_verdict(checkpoint)

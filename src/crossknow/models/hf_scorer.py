@@ -5,7 +5,8 @@ Speed comes from doing less, never from approximating:
   is reused by every option (rows pick their group's cache with an index select);
 - the option pass feeds only `continuation[:-1]`, and is skipped when every option is one token;
 - the output projection and log-softmax run only at positions that predict a continuation token
-  (the 262k-word projection dominates a small model's cost), in chunks, with float32 results and
+  (the 262k-word projection dominates a small model's cost), for all of a batch's positions at once
+  (its weights are read once per batch), streamed over the vocabulary, with float32 results and
   the model's own logit scaling (`crossknow.models.logit_head`, which states the bf16 precision);
 - groups are sorted by length so that batches carry little padding.
 The numbers equal the plain one-option-at-a-time computation within float tolerance
@@ -165,42 +166,39 @@ class HFScorer:
         row_group = torch.tensor([g for g, _, _ in rows], device=device)
 
         # First continuation token: predicted from the context's last position, once per group.
-        first_lp, first_top = self._target_logprobs(
-            out.last_hidden_state[:, -1], row_group, torch.tensor([cont[0] for _, _, cont in rows], device=device)
-        )
-        for r, (_, index, _) in enumerate(rows):
-            token_logprobs[index] = [first_lp[r]]
-            greedy[index] = first_top[r]
-
+        hidden = [out.last_hidden_state[:, -1]]
+        sources = [row_group]
+        targets = [torch.tensor([cont[0] for _, _, cont in rows], device=device)]
+        owners = [index for _, index, _ in rows]
         width = max(len(cont) for _, _, cont in rows) - 1
-        if width == 0:
-            return
-        opt_ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
-        opt_mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, (_, _, cont) in enumerate(rows):  # right padding: causal attention never sees it
-            opt_ids[r, : len(cont) - 1] = torch.tensor(cont[:-1])
-            opt_mask[r, : len(cont) - 1] = 1
-        opt_ids, opt_mask = opt_ids.to(device), opt_mask.to(device)
-        cache = out.past_key_values
-        cache.reorder_cache(row_group)
-        ctx_len = ctx_mask.sum(1)[row_group]
-        hidden = self._body(
-            input_ids=opt_ids,
-            attention_mask=torch.cat([ctx_mask[row_group], opt_mask], dim=1),
-            position_ids=ctx_len[:, None] + torch.arange(width, device=device)[None, :],
-            past_key_values=cache,
-            use_cache=True,
-        ).last_hidden_state
-        row_idx, pos_idx = opt_mask.nonzero(as_tuple=True)
-        targets = torch.tensor(
-            [tok for _, _, cont in rows for tok in cont[1:]], device=device
-        )  # nonzero() is row-major, matching this order
-        selected = hidden[row_idx, pos_idx]
-        rest_lp, rest_top = self._target_logprobs(selected, torch.arange(len(selected), device=device), targets)
-        for k, r in enumerate(row_idx.tolist()):
-            index = rows[r][1]
-            token_logprobs[index].append(rest_lp[k])
-            greedy[index] = greedy[index] and rest_top[k]
+        if width > 0:
+            opt_ids = torch.full((len(rows), width), self._pad_id, dtype=torch.long)
+            opt_mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, (_, _, cont) in enumerate(rows):  # right padding: causal attention never sees it
+                opt_ids[r, : len(cont) - 1] = torch.tensor(cont[:-1])
+                opt_mask[r, : len(cont) - 1] = 1
+            opt_ids, opt_mask = opt_ids.to(device), opt_mask.to(device)
+            cache = out.past_key_values
+            cache.reorder_cache(row_group)
+            ctx_len = ctx_mask.sum(1)[row_group]
+            option_states = self._body(
+                input_ids=opt_ids,
+                attention_mask=torch.cat([ctx_mask[row_group], opt_mask], dim=1),
+                position_ids=ctx_len[:, None] + torch.arange(width, device=device)[None, :],
+                past_key_values=cache,
+                use_cache=True,
+            ).last_hidden_state
+            row_idx, pos_idx = opt_mask.nonzero(as_tuple=True)  # row-major, matching the order of cont[1:] below
+            hidden.append(option_states[row_idx, pos_idx])
+            sources.append(n_groups + torch.arange(len(row_idx), device=device))
+            targets.append(torch.tensor([tok for _, _, cont in rows for tok in cont[1:]], device=device))
+            owners += [rows[r][1] for r in row_idx.tolist()]
+
+        # Every scored position of the batch through the output projection at once: its weights are read once.
+        logprobs, tops = self._target_logprobs(torch.cat(hidden), torch.cat(sources), torch.cat(targets))
+        for index, logprob, top in zip(owners, logprobs, tops, strict=True):  # first tokens come first
+            token_logprobs[index].append(logprob)
+            greedy[index] = greedy[index] and top
 
     def _target_logprobs(
         self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor

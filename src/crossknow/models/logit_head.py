@@ -12,6 +12,15 @@ positions it needs, so it must apply the same transform itself. Those in the ins
 `check_against_forward` runs the model's own forward once at load and refuses a model whose logits
 this head does not reproduce, so an unknown transform is an error, never a silent wrong number.
 
+Speed (float32): the scorer's cost past the model's body is this projection, 262,144 words per
+scored position. `target_logprobs` streams it: it projects all rows against one slice of the
+vocabulary at a time (a tile of about `TILE_ELEMENTS` floats, which stays in cache), and keeps per
+row the slice's maximum and its sum of exp(logit - maximum), combined at the end into the exact
+log-sum-exp (the same terms, summed in another order: float32 rounding apart, the same number).
+So the weight matrix is read once per batch, no whole-vocabulary row is ever written to memory,
+and the greedy flag costs no pass of its own (the maximum is the log-sum-exp's). The target's
+logit is read from the same tile as the maximum, so `is_top` compares like with like.
+
 Precision: in float32 the projection is plain. In bfloat16 or float16 the whole-vocabulary
 projection runs in the compute dtype (fast: bf16 matrix units), with float32 accumulation but
 results rounded to the compute dtype; then the logits that decide the numbers are recomputed in
@@ -31,7 +40,11 @@ from crossknow.errors import CrossknowError
 REFINED = 16
 """Largest logits per row recomputed in float32 when the compute dtype is half precision."""
 HEAD_CHUNK = 256
-"""Rows of hidden states projected to the vocabulary at once (256 x 262k floats = 268 MB)."""
+"""Rows of hidden states projected to the whole vocabulary at once in half precision (256 x 262k floats = 268 MB)."""
+TILE_ELEMENTS = 1 << 22
+"""Logits held at once by the streamed float32 projection (4M floats = 16 MB): rows x vocabulary slice."""
+MIN_SLICE = 4096
+"""Narrowest vocabulary slice of the streamed projection; more rows than TILE_ELEMENTS / MIN_SLICE go in chunks."""
 
 
 def logit_scaling(config: Any) -> tuple[float, float | None]:
@@ -93,9 +106,12 @@ class LogitHead:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax.
 
-        Rows are projected in chunks of HEAD_CHUNK so that memory stays bounded; a row shared by
-        several targets (a context's last position) is projected once.
+        A row shared by several targets (a context's last position) is projected once. In float32
+        the projection is streamed over vocabulary slices (see the module docstring); in half
+        precision rows are projected whole, in chunks of HEAD_CHUNK, and refined.
         """
+        if not self.refine:
+            return self._streamed_target_logprobs(hidden, source_rows, targets)
         logprob = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
         is_top = torch.empty(len(targets), dtype=torch.bool, device=hidden.device)
         for start in range(0, len(hidden), HEAD_CHUNK):
@@ -111,6 +127,50 @@ class LogitHead:
             is_top[which] = picked >= logits.max(dim=-1).values[local]
         return logprob, is_top
 
+    def _streamed_target_logprobs(
+        self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`target_logprobs` for full-precision weights: the vocabulary in slices, one pass over each tile."""
+        rows_per_chunk = TILE_ELEMENTS // MIN_SLICE
+        if len(hidden) > rows_per_chunk:  # each chunk reads the whole weight matrix again: only past 1,024 rows
+            logprob = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
+            is_top = torch.empty(len(targets), dtype=torch.bool, device=hidden.device)
+            for start in range(0, len(hidden), rows_per_chunk):
+                which = ((source_rows >= start) & (source_rows < start + rows_per_chunk)).nonzero(as_tuple=True)[0]
+                chunk = hidden[start : start + rows_per_chunk]
+                logprob[which], is_top[which] = self._streamed_target_logprobs(
+                    chunk, source_rows[which] - start, targets[which]
+                )
+            return logprob, is_top
+        vocab = self.weight.shape[0]
+        width = max(MIN_SLICE, TILE_ELEMENTS // max(1, len(hidden)))
+        hidden = hidden.to(self.weight.dtype)
+        maxima, sums = [], []
+        picked = torch.zeros(len(targets), dtype=torch.float32, device=hidden.device)
+        for start in range(0, vocab, width):
+            stop = min(start + width, vocab)
+            bias = None if self.bias is None else self.bias[start:stop]
+            tile = self._transform_(torch.nn.functional.linear(hidden, self.weight[start:stop], bias).float())
+            inside = (targets >= start) & (targets < stop)
+            here = tile[source_rows, (targets - start).clamp(0, stop - start - 1)]
+            picked = torch.where(inside, here, picked)
+            maximum = tile.amax(dim=-1)
+            maxima.append(maximum)
+            sums.append(tile.sub_(maximum[:, None]).exp_().sum(dim=-1))
+        maximum = torch.stack(maxima, dim=1)
+        top = maximum.amax(dim=1)
+        total = (torch.stack(sums, dim=1) * (maximum - top[:, None]).exp()).sum(dim=1)
+        log_normaliser = top + total.log()
+        return picked - log_normaliser[source_rows], picked >= top[source_rows]
+
+    def _transform_(self, raw: torch.Tensor) -> torch.Tensor:
+        """`_transform` in place (the same operations, so the same float32 values)."""
+        if self.factor != 1.0:
+            raw.mul_(self.factor)
+        if self.softcap:
+            raw.div_(self.softcap).tanh_().mul_(self.softcap)
+        return raw
+
 
 def check_against_forward(model: Any, head: LogitHead, device: str, model_id: str) -> None:
     """Raise CrossknowError when `head` does not reproduce the model's own forward on a few tokens.
@@ -121,10 +181,14 @@ def check_against_forward(model: Any, head: LogitHead, device: str, model_id: st
     """
     vocab = head.weight.shape[0]
     ids = torch.tensor([[i * vocab // 7 for i in range(1, 6)]], device=device)
-    with torch.inference_mode():
-        theirs = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
-        hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0]
-        ours = torch.log_softmax(head.logits(hidden), dim=-1)
+    seen: list[torch.Tensor] = []  # the decoder's output inside the model's own forward: one forward, not two
+    hook = model.get_decoder().register_forward_hook(lambda _module, _args, out: seen.append(out[0]))
+    try:
+        with torch.inference_mode():
+            theirs = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+            ours = torch.log_softmax(head.logits(seen[-1][0]), dim=-1)
+    finally:
+        hook.remove()
     finite = torch.isfinite(theirs)
     if not finite.any():  # the forward overflows: nothing to compare; scoring reports each request
         return

@@ -1,0 +1,30 @@
+"""The streamed float32 projection against the whole-vocabulary log-softmax, on the embedded model's hidden states."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from crossknow.models import logit_head
+
+
+@pytest.mark.parametrize("tile, min_slice", [(logit_head.TILE_ELEMENTS, logit_head.MIN_SLICE), (40_000, 3_000)])
+def test_streamed_log_probabilities_equal_the_whole_log_softmax(embedded_scorer, monkeypatch, tile, min_slice):
+    """Default tiles, and tiles so small that the vocabulary is cut in ~90 uneven slices and the rows in chunks."""
+    monkeypatch.setattr(logit_head, "TILE_ELEMENTS", tile)
+    monkeypatch.setattr(logit_head, "MIN_SLICE", min_slice)
+    scorer = embedded_scorer
+    ids = torch.tensor([scorer.tokenizer("The capital of France is Paris. 日本の首都は東京です。").input_ids])
+    with torch.inference_mode():
+        hidden = scorer.model.get_decoder()(input_ids=ids).last_hidden_state[0]
+        full = torch.log_softmax(scorer._head.logits(hidden), dim=-1)
+    n = len(hidden)
+    source_rows = torch.cat([torch.arange(n), torch.zeros(3, dtype=torch.long)])  # row 0 scored four times
+    greedy = full.argmax(dim=-1)
+    targets = torch.cat([greedy[: n // 2], ids[0, 1 : n - n // 2 + 1], torch.tensor([0, 131_071, 262_143])])
+    with torch.inference_mode():
+        logprob, is_top = scorer._head.target_logprobs(hidden, source_rows, targets)
+    expected = full[source_rows, targets]
+    assert torch.allclose(logprob, expected, atol=1e-4, rtol=0)
+    assert is_top.tolist() == (targets == greedy[source_rows]).tolist()
+    assert is_top[: n // 2].all()  # the argmax targets are flagged greedy
