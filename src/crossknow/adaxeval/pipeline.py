@@ -44,9 +44,9 @@ from crossknow.data.corpus import Document, pair_documents, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter
 from crossknow.models.checkpoint_cache import cache_dir
-from crossknow.store.hashing import file_sha256
 from crossknow.models.registry import load_generator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
+from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int, CostMeter], None]

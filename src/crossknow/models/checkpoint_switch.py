@@ -29,6 +29,18 @@ def local_weights_dir(spec: str) -> Path | None:
     return Path(local.path)
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+"""The files that hold a checkpoint's vocabulary and merges; weights switch in place only between equal ones."""
+
+
+def tokenizer_identity(directory: Path) -> str:
+    """The SHA-256 of each tokenizer file the directory holds (two checkpoints of one run share it)."""
+    from crossknow.store.hashing import file_sha256
+
+    return ",".join(f"{name}:{file_sha256(directory / name)}" for name in TOKENIZER_FILES
+                    if (directory / name).is_file())
+
+
 def _open_tensors(directory: Path) -> dict[str, Any] | None:
     """Every tensor name of the directory's safetensors files -> its open file; None without safetensors."""
     from safetensors import safe_open

@@ -1,10 +1,10 @@
 """Scorers for the checkpoints of a sweep, one after another, doing the shared work once.
 
-When the checkpoints are local model directories of one architecture (a `crossknow train` run, a
-directory of `checkpoint-STEP` saves), the model is loaded once and each later checkpoint's weights
-are copied into it, and the decoder blocks that no checkpoint changed (the frozen blocks of
-`--train-layers last:N`, found by comparing the weights, never assumed) run once per input for the
-whole sweep (`crossknow.models.frozen_prefix`). Any other sweep loads each checkpoint as usual.
+When the checkpoints are local model directories of one architecture and one tokenizer
+(a `crossknow train` run, a directory of `checkpoint-STEP` saves), the model is loaded once and
+each later checkpoint's weights are copied into it, and the decoder blocks that no checkpoint
+changed (the frozen blocks of `--train-layers last:N`, found by comparing the weights, never
+assumed) run once per input for the whole sweep (`crossknow.models.frozen_prefix`). Any other sweep loads each checkpoint as usual.
 """
 
 from __future__ import annotations
@@ -28,13 +28,17 @@ class SweepScorers:
         self.prefix: Any = None
         self.loads = 0
         """Models loaded from disk so far (the rest were weight switches)."""
+        self.tokenizer: str | None = None
+        """Identity of the loaded checkpoint's tokenizer files; weights switch in only under the same."""
 
     def scorer_for(self, spec: str) -> Scorer:
         """The scorer for `spec`: the loaded model with `spec`'s weights switched in, or a fresh load."""
-        from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
+        from crossknow.models.checkpoint_switch import local_weights_dir, tokenizer_identity, unchanged_blocks
 
         directory = local_weights_dir(spec) if self.reuse else None
-        if self.scorer is not None and directory is not None and hasattr(self.scorer, "model"):
+        tokenizer = tokenizer_identity(directory) if directory is not None else None
+        if (self.scorer is not None and directory is not None and hasattr(self.scorer, "model")
+                and tokenizer == self.tokenizer):
             unchanged = unchanged_blocks(self.scorer.model, directory, load=True)
             if unchanged is not None:
                 if self.prefix is not None and unchanged < self.prefix.n_frozen:
@@ -43,6 +47,7 @@ class SweepScorers:
                 return self.scorer
         self.close()
         self.scorer = load_scorer(spec, self.options)
+        self.tokenizer = tokenizer
         self.loads += 1
         if directory is not None and hasattr(self.scorer, "model"):
             self._install_prefix(spec)
@@ -50,14 +55,15 @@ class SweepScorers:
 
     def _install_prefix(self, first: str) -> None:
         """Reuse the blocks that every later checkpoint of the sweep leaves as they are in `first`."""
-        from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
+        from crossknow.models.checkpoint_switch import local_weights_dir, tokenizer_identity, unchanged_blocks
         from crossknow.models.frozen_prefix import FrozenPrefix
 
         later = self.specs[self.specs.index(first) + 1 :] if first in self.specs else []
         counts = []
         for spec in later:
             directory = local_weights_dir(spec)
-            counts.append(None if directory is None else unchanged_blocks(self.scorer.model, directory))
+            fits = directory is not None and tokenizer_identity(directory) == self.tokenizer
+            counts.append(unchanged_blocks(self.scorer.model, directory) if fits else None)
         if not counts or any(count is None for count in counts):
             return
         n_blocks = len(self.scorer.model.get_decoder().layers)
