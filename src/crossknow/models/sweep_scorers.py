@@ -4,7 +4,8 @@ When the checkpoints are local model directories of one architecture and one tok
 (a `crossknow train` run, a directory of `checkpoint-STEP` saves), the model is loaded once and
 each later checkpoint's weights are copied into it, and the decoder blocks that no checkpoint
 changed (the frozen blocks of `--train-layers last:N`, found by comparing the weights, never
-assumed) run once per input for the whole sweep (`crossknow.models.frozen_prefix`). Any other sweep loads each checkpoint as usual.
+assumed) run once per input for the whole sweep (`crossknow.models.frozen_prefix`). Any other
+sweep loads each checkpoint as usual.
 """
 
 from __future__ import annotations
