@@ -196,6 +196,8 @@ class HFScorer:
 
         # Every scored position of the batch through the output projection at once: its weights are read once.
         logprobs, tops = self._target_logprobs(torch.cat(hidden), torch.cat(sources), torch.cat(targets))
+        for _, index, _ in rows:  # a retry after an out-of-memory error writes these members afresh
+            token_logprobs[index], greedy[index] = [], True
         for index, logprob, top in zip(owners, logprobs, tops, strict=True):  # first tokens come first
             token_logprobs[index].append(logprob)
             greedy[index] = greedy[index] and top
