@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from crossknow.data.schemas import BLANK, ItemSet, MCItem, QAItem
+from crossknow.data.schemas import BLANK, InvalidRecord, ItemSet, MCItem, QAItem
 from crossknow.errors import InputError
 from crossknow.store.atomic import atomic_write
 
@@ -202,4 +202,10 @@ def item_json(item: Item) -> str:
 def write_jsonl(path: str | Path, items: Iterable[Item]) -> Path:
     """Write items as JSON lines, atomically; returns the path written."""
     lines = [item_json(item) + "\n" for item in items]
+    return atomic_write(path, lambda handle: handle.writelines(lines))
+
+
+def write_invalid(path: str | Path, records: Iterable[InvalidRecord]) -> Path:
+    """Write invalid.jsonl: one InvalidRecord a line, atomically (an empty file when there is none)."""
+    lines = [json.dumps(record.model_dump(), ensure_ascii=False) + "\n" for record in records]
     return atomic_write(path, lambda handle: handle.writelines(lines))

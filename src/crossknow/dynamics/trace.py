@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crossknow.data.formats import load_item_set
+from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import MCItem
 from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash, discover_checkpoints
 from crossknow.dynamics.trace_config import TraceConfig
@@ -28,7 +29,7 @@ from crossknow.models.registry import ScorerOptions
 from crossknow.models.sweep_scorers import SweepScorers
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.stage import ModelPoint, ScoringStage, ScoringTask, task_key
-from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
+from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -135,8 +136,7 @@ def run_trace(
                 scorers.drop_reuse()
                 stage.run(scorer, todo, at, advance)
         scorers.close()
-        unscorable = stage.read_unscorable()
-        excluded = {(row["set"], row["item_id"]) for row in unscorable}
+        excluded = {(row["set"], row["item_id"]) for row in stage.read_unscorable()}
         table = stage.read()
         if excluded:
             keys = zip(table["set"].to_pylist(), table["item_id"].to_pylist(), strict=True)
@@ -145,8 +145,7 @@ def run_trace(
         table = table.sort_by([("step", "ascending"), ("set", "ascending"), ("item_id", "ascending"),
                                ("option_index", "ascending")])
         atomic_write(out / "trace.parquet", lambda handle: pq.write_table(table, handle), binary=True)
-        invalid = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in unscorable)
-        atomic_write_text(out / "invalid.jsonl", invalid)
+        write_invalid(out / "invalid.jsonl", stage.unscorable_records({s.name: str(s.path) for s in sets}))
         _write_accuracy(out / "accuracy.json", table)
         return table
 

@@ -7,7 +7,6 @@ metrics.json. Run again on the same directory, it scores only the items no shard
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from importlib import resources
@@ -18,7 +17,8 @@ import pyarrow.parquet as pq
 
 import crossknow
 from crossknow.data.formats import load_item_set
-from crossknow.data.schemas import InvalidRecord, MCItem
+from crossknow.data.jsonl import write_invalid
+from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
 from crossknow.evaluate.records import EvaluateConfig, EvaluateMetrics, ModelInfo
 from crossknow.models.protocol import Scorer
@@ -27,7 +27,7 @@ from crossknow.models.weights import weights_hash
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.rules import Rule
 from crossknow.scoring.stage import SCORES_SCHEMA, ModelPoint, ScoringStage, ScoringTask, task_key
-from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
+from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -110,15 +110,8 @@ def run_evaluate(
         frame = frame.drop(columns="_order").reset_index(drop=True)
         scores = pa.Table.from_pandas(frame, schema=SCORES_SCHEMA, preserve_index=False)
         atomic_write(out / "scores.parquet", lambda handle: pq.write_table(scores, handle), binary=True)
-        unscorable = stage.read_unscorable()
-        invalid = list(item_set.invalid) + [
-            InvalidRecord(path=str(data_path), line=None, field=None, reason=f"unscorable: {row['reason']}",
-                          item_id=row["item_id"])
-            for row in unscorable
-        ]
-        atomic_write_text(
-            out / "invalid.jsonl", "".join(json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in invalid)
-        )
+        unscorable = stage.unscorable_records({data_path.stem: str(data_path)})
+        write_invalid(out / "invalid.jsonl", [*item_set.invalid, *unscorable])
         accuracy, n_items = accuracy_table(item_predictions(frame)) if len(frame) else ({}, {})
         metrics = EvaluateMetrics(
             accuracy=accuracy,

@@ -98,8 +98,8 @@ def unchanged_blocks(model: Any, directory: Path, load: bool = False) -> int | N
     with torch.no_grad():
         for name, (parameter, handle) in matched.items():
             value = handle.get_tensor(name).to(dtype=parameter.dtype)
-            same = torch.equal(value, parameter.detach().cpu()) if parameter.device.type == "cpu" else torch.equal(
-                value.to(parameter.device), parameter)
+            value = value.to(parameter.device)
+            same = torch.equal(value, parameter)
             if name == embedding:
                 embedding_same = same
             elif name.startswith(blocks + "."):

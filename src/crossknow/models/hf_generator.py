@@ -18,7 +18,7 @@ A request with a `json_schema` is decoded under that schema's grammar (llguidanc
 output is unconstrained and `crossknow.generation` validates and retries.
 
 `score_answers` scores continuations of an answer exactly, through the engine's HFScorer (built
-on first use from the same weights): the yes/no confidence of fact detection uses it.
+on first use around this generator's loaded model, not a second copy): the yes/no confidence of fact detection uses it.
 """
 
 from __future__ import annotations
@@ -187,13 +187,13 @@ class HFGenerator:
 
     def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
         """Summed log-probability of each continuation after its prompt and answer prefix, exactly,
-        through an HFScorer on the same weights (the scoring rules of crossknow.models.boundary)."""
+        through an HFScorer sharing this generator's model (the scoring rules of crossknow.models.boundary)."""
         if self._scorer is None:
             from crossknow.models.hf_scorer import HFScorer
 
             self._scorer = HFScorer(
                 self._path, name=self.name, model_id=self.model_id, revision=self._revision,
-                device=self.device, dtype=self.dtype, batch_size=self.batch_size,
+                device=self.device, dtype=self.dtype, batch_size=self.batch_size, loaded=(self.tokenizer, self.model),
             )
         scored = self._scorer.score(
             [ScoreRequest(self.prompt_text(r.messages) + r.answer_prefix, r.continuation) for r in requests]

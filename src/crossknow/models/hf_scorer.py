@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError, UnscorableRequest
 from crossknow.models.boundary import encode_pair
@@ -61,13 +62,16 @@ class HFScorer:
         device: str = "auto",
         dtype: str = "float32",
         batch_size: int = 8,
+        loaded: tuple[Any, Any] | None = None,
     ):
+        """`loaded` is a (tokenizer, model) pair already loaded from `path` on `device` in `dtype` (a
+        generator's), shared instead of loading the weights again."""
         self.name = name
         self.model_id = model_id or (f"{path}@{revision}" if revision else path)
         self.dtype = dtype
         self.device = resolve_device(device)
         self.batch_size = batch_size
-        self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
+        self.tokenizer, self.model = loaded or load_causal_lm(path, revision, self.model_id, self.device, dtype)
         self._body = self.model.get_decoder()
         self._head = LogitHead(self.model)
         check_against_forward(self.model, self._head, self.device, self.model_id)

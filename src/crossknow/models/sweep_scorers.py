@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from crossknow.models.protocol import Scorer
@@ -31,19 +32,28 @@ class SweepScorers:
         """Models loaded from disk so far (the rest were weight switches)."""
         self.tokenizer: str | None = None
         """Identity of the loaded checkpoint's tokenizer files; weights switch in only under the same."""
+        self._tokenizers: dict[Path, str] = {}
+
+    def _tokenizer_of(self, directory: Path) -> str:
+        """`tokenizer_identity(directory)`, hashed once per directory."""
+        from crossknow.models.checkpoint_switch import tokenizer_identity
+
+        if directory not in self._tokenizers:
+            self._tokenizers[directory] = tokenizer_identity(directory)
+        return self._tokenizers[directory]
 
     def scorer_for(self, spec: str) -> Scorer:
         """The scorer for `spec`: the loaded model with `spec`'s weights switched in, or a fresh load."""
-        from crossknow.models.checkpoint_switch import local_weights_dir, tokenizer_identity, unchanged_blocks
+        from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
 
         directory = local_weights_dir(spec) if self.reuse else None
-        tokenizer = tokenizer_identity(directory) if directory is not None else None
+        tokenizer = self._tokenizer_of(directory) if directory is not None else None
         if (self.scorer is not None and directory is not None and hasattr(self.scorer, "model")
                 and tokenizer == self.tokenizer):
             unchanged = unchanged_blocks(self.scorer.model, directory, load=True)
             if unchanged is not None:
                 if self.prefix is not None and unchanged < self.prefix.n_frozen:
-                    self._drop_prefix()
+                    self.drop_reuse()
                 self.scorer.model_id = str(directory)
                 return self.scorer
         self.close()
@@ -56,14 +66,14 @@ class SweepScorers:
 
     def _install_prefix(self, first: str) -> None:
         """Reuse the blocks that every later checkpoint of the sweep leaves as they are in `first`."""
-        from crossknow.models.checkpoint_switch import local_weights_dir, tokenizer_identity, unchanged_blocks
+        from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
         from crossknow.models.frozen_prefix import FrozenPrefix
 
         later = self.specs[self.specs.index(first) + 1 :] if first in self.specs else []
         counts = []
         for spec in later:
             directory = local_weights_dir(spec)
-            fits = directory is not None and tokenizer_identity(directory) == self.tokenizer
+            fits = directory is not None and self._tokenizer_of(directory) == self.tokenizer
             counts.append(unchanged_blocks(self.scorer.model, directory) if fits else None)
         if not counts or any(count is None for count in counts):
             return
@@ -73,16 +83,14 @@ class SweepScorers:
             self.prefix = FrozenPrefix(self.scorer.model, frozen)
 
     def drop_reuse(self) -> None:
-        """Stop reusing frozen blocks (after a `PrefixCacheMiss`); weights still switch in place."""
-        self._drop_prefix()
-
-    def _drop_prefix(self) -> None:
+        """Stop reusing frozen blocks (after a `PrefixCacheMiss`, or when a checkpoint changes one);
+        weights still switch in place."""
         if self.prefix is not None:
             self.prefix.remove()
             self.prefix = None
 
     def close(self) -> None:
         """Free the loaded model."""
-        self._drop_prefix()
+        self.drop_reuse()
         self.scorer = None
         gc.collect()

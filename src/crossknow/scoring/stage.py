@@ -14,12 +14,12 @@ try it again.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from crossknow.data.schemas import MCItem
+from crossknow.data.schemas import InvalidRecord, MCItem
 from crossknow.errors import UnscorableRequest
 from crossknow.models.protocol import Scorer, ScoreResult
 from crossknow.scoring.normalise import option_loss
@@ -143,6 +143,16 @@ class ScoringStage:
     def read_unscorable(self) -> list[dict]:
         """Every unscorable item with its reason, in commit order."""
         return self.unscorable.read(UNSCORABLE_SCHEMA).to_pylist()
+
+    def unscorable_records(self, set_paths: Mapping[str, str]) -> list[InvalidRecord]:
+        """The unscorable items as invalid.jsonl records (`set_paths`: set name -> its file)."""
+        return [
+            InvalidRecord(
+                path=set_paths[row["set"]], line=None, field=None, item_id=row["item_id"],
+                reason="unscorable" + ("" if row["step"] is None else f" at step {row['step']}") + f": {row['reason']}",
+            )
+            for row in self.read_unscorable()
+        ]
 
 
 def _score_chunk(
