@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Literal
 
 import pytest
@@ -210,14 +211,19 @@ def test_parse_structured():
     assert parse_structured("{'factuality': 'yes'}", Fact)[1].startswith("not valid JSON")
 
 
+def _local(name: str, model_id: str) -> SimpleNamespace:
+    """A local generator's identity: a name and a model id, no server."""
+    return SimpleNamespace(name=name, model_id=model_id)
+
+
 def test_cache_identity_covers_the_request():
     base = GenerateRequest(messages=(), max_tokens=5, temperature=0.0, seed=0, json_schema={"a": 1}, top_logprobs=0)
-    key = cache_key(request_identity("openai", "m", base))
+    key = cache_key(request_identity(_local("openai", "m"), base))
     changed = [
-        request_identity("hf", "m", base),
-        request_identity("openai", "m2", base),
+        request_identity(_local("hf", "m"), base),
+        request_identity(_local("openai", "m2"), base),
         *(
-            request_identity("openai", "m", GenerateRequest(**{**base.__dict__, field: value}))
+            request_identity(_local("openai", "m"), GenerateRequest(**{**base.__dict__, field: value}))
             for field, value in [("max_tokens", 6), ("temperature", 0.5), ("seed", 1), ("json_schema", {"a": 2}),
                                  ("top_logprobs", 5)]
         ),
@@ -230,9 +236,9 @@ def test_cache_identity_covers_the_request():
 
 def test_stop_strings_enter_the_cache_key_only_when_given():
     messages = (ChatMessage("user", "Hi"),)
-    plain = request_identity("b", "m", GenerateRequest(messages=messages))
+    plain = request_identity(_local("b", "m"), GenerateRequest(messages=messages))
     assert "stop" not in plain  # keys of requests without stop strings are unchanged
-    stopped = request_identity("b", "m", GenerateRequest(messages=messages, stop=("\n",)))
+    stopped = request_identity(_local("b", "m"), GenerateRequest(messages=messages, stop=("\n",)))
     assert stopped == plain | {"stop": ["\n"]} and cache_key(stopped) != cache_key(plain)
 
 

@@ -1,11 +1,14 @@
 """The generators a generation run talks to, built lazily, one StructuredClient per distinct spec.
 
 A spec is any generator spec (`default`, `hf:...`, `gguf:...`, `openai:MODEL`). An `openai:` spec
-may name its own server as `openai:MODEL@http://HOST:PORT/v1` (the paper's three detectors run on
-three servers); without one it uses --base-url. Keys come from environment variables, never from a
-spec: --api-key-env names the key of --base-url, --server-api-key-env (default VLLM_API_KEY, the
-variable `vllm serve` reads) the key of servers named in specs, so that an OpenAI key is never sent
-to another host.
+may name its own server as `openai:MODEL@http://HOST:PORT/v1` (for detectors served by different
+servers, e.g. one vLLM per model); without one it uses --base-url. The request cache keys each
+request by its server too (`crossknow.generation.structured.request_identity`), so detectors of one
+model name on different servers are different voters. Keys come from environment variables, never
+from a spec: --api-key-env names the key of --base-url, --server-api-key-env (default VLLM_API_KEY,
+the variable `vllm serve` reads) the key of servers named in specs, so that an OpenAI key is never
+sent to another host. --fold-system (auto, yes, no) decides per server whether system messages are
+folded into the first user message (see `crossknow.models.openai_generator`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ MakeGenerator = Callable[[str, GeneratorOptions], Generator]
 """Builds a generator from (spec, options); `load_generator` unless a test passes its own."""
 
 MODELS_FILE = "models.json"
+FOLD_SYSTEM = {"auto": "auto", "yes": True, "no": False}
+"""--fold-system -> the openai: generator's fold_system."""
 
 
 def split_server(spec: str, default_base_url: str | None) -> tuple[str, str | None]:
@@ -69,7 +74,8 @@ class Clients:
                 base_url=base_url,
                 api_key_env=self.config.server_api_key_env if own_server else self.config.api_key_env,
                 concurrency=self.config.concurrency,
-                timeout_s=self.config.timeout_s, json_mode=self.config.json_mode, fold_system=True,
+                timeout_s=self.config.timeout_s, json_mode=self.config.json_mode,
+                fold_system=FOLD_SYSTEM[self.config.fold_system],
             )
             generator = self.make_generator(bare, options)
             if self._cache is None:

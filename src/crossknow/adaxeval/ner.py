@@ -1,11 +1,13 @@
 """Stage 'ner': keep sentences with at least MIN_ENTITIES entities. NER is a backend, chosen per language:
 
-- `heuristic` (default): `crossknow.adaxeval.ner_heuristic` (Sudachi for Japanese, term heuristics
-  for English); no model.
+- `heuristic` (default, crossknow's: it needs no model, where the paper's two NER models may not
+  be installed): `crossknow.adaxeval.ner_heuristic` (Sudachi for Japanese, term heuristics for English).
 - `spacy:MODEL`: a spaCy or scispaCy pipeline the user has installed (the paper used scispaCy's
-  `en_ner_bionlp13cg_md` for English); its `doc.ents`.
-- `llm:SPEC`: a generator (any spec `--detector` takes) lists the entities; only those that occur
-  in the sentence count.
+  `en_ner_bionlp13cg_md` for English, Appendix A.1); its `doc.ents`.
+- `hf:DIR`: a Hugging Face token-classification model in a local directory (the form of the
+  paper's Japanese NER, MedNERN-CR-JA); see `crossknow.adaxeval.ner_hf`.
+- `llm:SPEC` (crossknow's): a generator (any spec `--detector` takes) lists the entities; only those
+  that occur in the sentence count.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Protocol
 
 from pydantic import Field
 
-from crossknow.adaxeval.ner_heuristic import heuristic_entities
+from crossknow.adaxeval.ner_heuristic import distinct_entities, heuristic_entities
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import CallInfo, EntityRecord, SentenceRecord
 from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
@@ -87,7 +89,7 @@ class SpacyNer:
         """The pipeline's entities (distinct, ignoring case)."""
         results = []
         for doc in self._nlp.pipe([s.text for s in sentences]):
-            results.append(Found(_distinct([ent.text for ent in doc.ents])))
+            results.append(Found(distinct_entities([ent.text for ent in doc.ents])))
         return results
 
 
@@ -112,15 +114,17 @@ class LlmNer:
                 continue
             text = sentence.text.lower()
             present = [e.strip() for e in outcome.value.entities if e.strip() and e.strip().lower() in text]
-            results.append(Found(_distinct(present), info))
+            results.append(Found(distinct_entities(present), info))
         return results
 
 
 def check_ner_spec(spec: str) -> None:
     """Fail now on a spec no NER backend takes."""
     kind, _, rest = spec.partition(":")
-    if spec != "heuristic" and not (kind in ("spacy", "llm") and rest):
-        raise CrossknowError(f"unknown NER backend {spec!r}; use heuristic, spacy:MODEL or llm:GENERATOR_SPEC")
+    if spec != "heuristic" and not (kind in ("spacy", "hf", "llm") and rest):
+        raise CrossknowError(
+            f"unknown NER backend {spec!r}; use heuristic, spacy:MODEL, hf:DIRECTORY or llm:GENERATOR_SPEC"
+        )
 
 
 def make_ner(spec: str, client_for: Callable[[str], StructuredClient], prompts: PromptTable) -> NerBackend:
@@ -131,6 +135,10 @@ def make_ner(spec: str, client_for: Callable[[str], StructuredClient], prompts: 
         return HeuristicNer()
     if kind == "spacy":
         return SpacyNer(rest)
+    if kind == "hf":
+        from crossknow.adaxeval.ner_hf import HfNer
+
+        return HfNer(rest)
     return LlmNer(rest, client_for(rest), prompts)
 
 
@@ -149,11 +157,4 @@ def ner_rows(backend: NerBackend, sentences: list[SentenceRecord]) -> list[Stage
             status, note = ("kept" if count >= MIN_ENTITIES else "dropped"), f"{count} entities"
         rows.append(StageRow(sentence.id, sentence.lang, status, note, record))
     return rows
-
-
-def _distinct(entities: list[str]) -> list[str]:
-    seen: dict[str, str] = {}
-    for entity in entities:
-        seen.setdefault(entity.lower(), entity)
-    return list(seen.values())
 

@@ -89,7 +89,7 @@ def japanese_entities(sentence: str) -> list[str]:
             current = []
     if current:
         runs.append(current)
-    return _distinct(["".join(m.surface() for m in run) for run in runs if _is_japanese_entity(run)])
+    return distinct_entities(["".join(m.surface() for m in run) for run in runs if _is_japanese_entity(run)])
 
 
 def _is_japanese_entity(run: list[Any]) -> bool:
@@ -122,7 +122,7 @@ def latin_entities(sentence: str) -> list[str]:
             start = end = None
     if start is not None:
         entities.append(sentence[start:end])
-    return _distinct([entity.rstrip("'’-/") for entity in entities])
+    return distinct_entities([entity.rstrip("'’-/") for entity in entities])
 
 
 def _is_latin_candidate(word: str, first: bool) -> bool:
@@ -145,7 +145,8 @@ def heuristic_entities(sentence: str, lang: str) -> list[str]:
     return japanese_entities(sentence) if lang == "ja" else latin_entities(sentence)
 
 
-def _distinct(entities: list[str]) -> list[str]:
+def distinct_entities(entities: list[str]) -> list[str]:
+    """`entities` stripped, without empty ones and repeats (ignoring case), each as it first appeared."""
     seen: dict[str, str] = {}
     for entity in entities:
         key = entity.strip().lower()

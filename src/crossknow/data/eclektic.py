@@ -4,12 +4,15 @@ Fields: `q_id`, `original_lang`, `title`, `url`, `content`, `question`, `answer`
 `{L}_q`, `{L}_a`, `{L}_c` (question, answer, context) for each language L in LANGUAGES. Each
 (question, language) whose question and answer are present and non-empty becomes a QAItem with
 id f"{q_id}:{L}"; the translations of one question share pair_id str(q_id).
+
+Which absent languages are reported is the caller's choice (`required`): ECLEKTIC's main set has
+every question in all 12 languages, its popular-pages variant only in some (section 5).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from crossknow.data.jsonl import iter_json_lines, require
 from crossknow.data.schemas import InvalidRecord, ItemSet, QAItem
@@ -19,20 +22,26 @@ FORMAT = "eclektic"
 LANGUAGES = ("de", "en", "es", "fr", "he", "hi", "id", "it", "ja", "ko", "pt", "zh")
 """The languages of ECLEKTIC, in the order of its columns."""
 
+Required = Literal["none", "source", "all"]
+"""Which absent languages `read_eclektic` reports: none, the row's source language, or all of LANGUAGES."""
+
 
 def is_eclektic(record: dict[str, Any]) -> bool:
     """Whether a record looks like an ECLEKTIC row (it has `q_id` and `original_lang`)."""
     return "q_id" in record and "original_lang" in record
 
 
-def read_eclektic(path: str | Path, limit: int | None = None) -> ItemSet:
+def read_eclektic(path: str | Path, limit: int | None = None, *, required: Required = "none") -> ItemSet:
     """Read ECLEKTIC's JSON lines: one QAItem per (question, language) present.
 
-    A language whose question and answer are both missing or empty is simply absent; one with a
-    question but no answer (or the reverse) is reported as an InvalidRecord, as are a row with no
-    language at all and a repeated q_id. A malformed row (a missing q_id or original_lang, a
-    field of the wrong type) raises InputError naming the line and field. `limit` keeps the first
-    N items.
+    A language whose question and answer are both missing or empty is absent, and reported as an
+    InvalidRecord (never filled in) when `required` asks for it: "all" reports every absent
+    language of LANGUAGES; "source" and "all" report a row whose source language (original_lang)
+    has no usable question and answer, and drop the row's items, since none can be scored without
+    it. One with a question but no answer (or the reverse) is reported as an InvalidRecord, as are
+    a row with no language at all and a repeated q_id. A malformed row (a missing q_id or
+    original_lang, a field of the wrong type) raises InputError naming the line and field.
+    `limit` keeps the first N items.
     """
     items: list[QAItem] = []
     invalid: list[InvalidRecord] = []
@@ -46,14 +55,14 @@ def read_eclektic(path: str | Path, limit: int | None = None) -> ItemSet:
             invalid.append(InvalidRecord(path=str(path), line=line_no, field="q_id", reason=reason))
             continue
         first_line[q_id] = line_no
-        new_items, problems = _row_items(record, path, line_no, q_id)
+        new_items, problems = _row_items(record, path, line_no, q_id, required)
         items.extend(new_items)
         invalid.extend(problems)
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items[:limit], invalid=invalid)
 
 
 def _row_items(
-    record: dict[str, Any], path: str | Path, line: int, q_id: str
+    record: dict[str, Any], path: str | Path, line: int, q_id: str, required: Required
 ) -> tuple[list[QAItem], list[InvalidRecord]]:
     original_lang = require(record, "original_lang", str, path, line)
     metadata = {
@@ -70,6 +79,9 @@ def _row_items(
             bool(answer and answer.strip()),
         )
         if not (has_question or has_answer):
+            if required == "all":
+                reason = f"the {lang} question and answer are missing (not filled in)"
+                invalid.append(InvalidRecord(path=str(path), line=line, field=f"{lang}_q", reason=reason))
             continue
         if has_question != has_answer:
             present, missing = ("question", "answer") if has_question else ("answer", "question")
@@ -97,4 +109,13 @@ def _row_items(
         invalid.append(
             InvalidRecord(path=str(path), line=line, field=f"{original_lang}_q", reason=reason)
         )
+    elif required != "none" and not any(item.lang == original_lang for item in items):
+        reason = (
+            f"the source language {original_lang!r} has no usable question and answer: "
+            "the question cannot be scored in any language"
+        )
+        invalid.append(
+            InvalidRecord(path=str(path), line=line, field=f"{original_lang}_q", reason=reason)
+        )
+        items = []
     return items, invalid

@@ -1,4 +1,5 @@
-"""Structured (JSON-schema) outputs from any Generator: validation, retries, cache, confidence, cost.
+"""Structured (JSON-schema) or parsed free-text outputs from any Generator: validation, retries, cache,
+confidence, cost.
 
 `StructuredClient.call_many` turns chat prompts into requests with `json_schema` set from a
 pydantic model, sends every pending prompt in one `generate` call (so a server backend keeps its
@@ -8,6 +9,12 @@ that a malformed answer replayed from the cache is not replayed forever. What is
 after `max_attempts`, and every request whose transport failed after the backend's own retries, is
 returned as an outcome with `value=None` and the reason in `error`: never raised, never dropped.
 
+Free text goes through the same loop: pass a `TextOutput` instead of a pydantic model and the
+requests carry no `json_schema`; the output is judged by the TextOutput's parser `(text) -> (value,
+error)` and retried, cached and metered exactly as JSON is (the retry note is the TextOutput's own,
+empty by default, so that only the seed changes). `seeds` gives each prompt its own base seed (n
+samples of one prompt); attempt k of a prompt uses its seed + k.
+
 The yes/no confidence of a `confidence_field`: from a generator that can score continuations of
 its answers (`AnswerScorer`: the local backends), P(yes) is exact, p("yes") / (p("yes") + p("no"))
 over the two values scored after the answer's own text up to that field (see
@@ -15,9 +22,10 @@ over the two values scored after the answer's own text up to that field (see
 backend, it is read from the top log-probabilities of the generated tokens.
 
 Every successful model call is cached (see `crossknow.store.request_cache`) under the hash of
-(backend, model id, messages, max_tokens, temperature, seed, top_logprobs, schema, and stop strings
-where there are any), and so is every pair of scored yes/no values; failed calls are not, so a
-re-run retries them and pays for nothing it already has.
+(backend, server for a server backend, model id, messages, max_tokens, temperature, seed,
+top_logprobs, schema, and stop strings where there are any; see `request_identity`), and so is every
+pair of scored yes/no values; failed calls are not, so a re-run retries them and pays for nothing it
+already has.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -43,6 +51,7 @@ from crossknow.models.generator import (
     GenerateResult,
     GenerationFailed,
     Generator,
+    ServerGenerator,
     TokenAlternatives,
     Usage,
 )
@@ -65,12 +74,29 @@ class ChatPrompt:
     user: str
 
 
+TextParser = Callable[[str], tuple[Any, "str | None"]]
+"""(raw output) -> (value, None) when the output is valid, else (None, why not); None is never a
+valid value."""
+
+
+@dataclass(frozen=True)
+class TextOutput:
+    """Ask for free text rather than JSON: no `json_schema` in the request, `parse` decides validity."""
+
+    parse: TextParser
+    """(raw output) -> (value, None), or (None, why the output is invalid)."""
+    retry_note: str = ""
+    """Appended to the user message from the second attempt on; '' resends the prompt unchanged
+    (only the seed differs)."""
+
+
 @dataclass(frozen=True)
 class StructuredOutcome(Generic[T]):
     """The result of one prompt after validation and retries."""
 
     value: T | None
-    """The validated pydantic object; None when the output was invalid after all attempts."""
+    """The validated pydantic object (a TextOutput parser's value for free text); None when the output
+    was invalid after all attempts."""
     raw_text: str
     """The last raw output ('' when no attempt produced any)."""
     error: str | None
@@ -108,6 +134,15 @@ class CostMeter:
     cost_usd: float = 0.0
     seconds: float = 0.0
     """Wall-clock time spent in `call_many`."""
+
+
+def sum_meters(meters: Iterable[CostMeter]) -> CostMeter:
+    """One meter holding the totals of several (the clients of several models)."""
+    total = CostMeter()
+    for meter in meters:
+        for name, value in dataclasses.asdict(meter).items():
+            setattr(total, name, getattr(total, name) + value)
+    return total
 
 
 @dataclass
@@ -153,22 +188,22 @@ class StructuredClient:
     def call_many(
         self,
         prompts: Sequence[ChatPrompt],
-        schema: type[BaseModel],
+        schema: type[BaseModel] | TextOutput,
         *,
         confidence_field: str | None = None,
         top_logprobs: int = 5,
+        seeds: Sequence[int] | None = None,
     ) -> list[StructuredOutcome]:
-        """One outcome per prompt, in order. `confidence_field` names a yes/no field of `schema` whose
-        P(yes) is wanted (see the module docstring); top log-probabilities are asked for only then,
-        and only from a backend that cannot score continuations."""
-        if confidence_field is not None and confidence_field not in schema.model_fields:
-            raise CrossknowError(
-                f"confidence field {confidence_field!r} is not a field of {schema.__name__} "
-                f"(fields: {', '.join(schema.model_fields)})"
-            )
+        """One outcome per prompt, in order. `schema` is a pydantic model (JSON output validated
+        against it) or a TextOutput (free text and its parser). `confidence_field` names a yes/no
+        field of a pydantic `schema` whose P(yes) is wanted (see the module docstring); top
+        log-probabilities are asked for only then, and only from a backend that cannot score
+        continuations. `seeds`: one base seed per prompt (default: the client's seed for all)."""
+        if seeds is not None and len(seeds) != len(prompts):
+            raise CrossknowError(f"{len(seeds)} seeds for {len(prompts)} prompts")
+        json_schema, note, parse = self._output_form(schema, confidence_field)
+        base_seeds = list(seeds) if seeds is not None else [self.seed] * len(prompts)
         started = time.monotonic()
-        json_schema = schema.model_json_schema()
-        note = RETRY_NOTE.format(schema=json.dumps(json_schema, ensure_ascii=False, separators=(",", ":")))
         scores = confidence_field is not None and isinstance(self.generator, AnswerScorer)
         top = top_logprobs if confidence_field and not scores else 0
         progress = [_Progress() for _ in prompts]
@@ -178,13 +213,15 @@ class StructuredClient:
             for attempt in range(self.max_attempts):
                 if not pending:
                     break
-                requests = [self._request(prompts[i], attempt, json_schema, note, top) for i in pending]
+                requests = [
+                    self._request(prompts[i], base_seeds[i] + attempt, attempt, json_schema, note, top) for i in pending
+                ]
                 retry = []
                 answers = self._answer(requests)
                 for i, request, (result, cached, failure) in zip(pending, requests, answers, strict=True):
                     progress[i].messages = request.messages
                     done = self._record(
-                        progress[i], result, cached, failure, schema, None if scores else confidence_field
+                        progress[i], result, cached, failure, parse, None if scores else confidence_field
                     )
                     if isinstance(done, StructuredOutcome):
                         outcomes[i] = done
@@ -201,8 +238,26 @@ class StructuredClient:
 
     # ---- one attempt ------------------------------------------------------------------------
 
+    @staticmethod
+    def _output_form(
+        schema: type[BaseModel] | TextOutput, confidence_field: str | None
+    ) -> tuple[dict | None, str, TextParser]:
+        """(JSON schema of the request or None for free text, retry note, parser) of `schema`."""
+        if isinstance(schema, TextOutput):
+            if confidence_field is not None:
+                raise CrossknowError("a confidence field needs a JSON schema; free text (TextOutput) has none")
+            return None, schema.retry_note, schema.parse
+        if confidence_field is not None and confidence_field not in schema.model_fields:
+            raise CrossknowError(
+                f"confidence field {confidence_field!r} is not a field of {schema.__name__} "
+                f"(fields: {', '.join(schema.model_fields)})"
+            )
+        json_schema = schema.model_json_schema()
+        note = RETRY_NOTE.format(schema=json.dumps(json_schema, ensure_ascii=False, separators=(",", ":")))
+        return json_schema, note, lambda text: parse_structured(text, schema)
+
     def _request(
-        self, prompt: ChatPrompt, attempt: int, json_schema: dict, note: str, top: int
+        self, prompt: ChatPrompt, seed: int, attempt: int, json_schema: dict | None, note: str, top: int
     ) -> GenerateRequest:
         messages = [ChatMessage("system", prompt.system)] if prompt.system else []
         messages.append(ChatMessage("user", prompt.user + (note if attempt else "")))
@@ -210,7 +265,7 @@ class StructuredClient:
             messages=tuple(messages),
             max_tokens=self.max_tokens,
             temperature=self.temperature,
-            seed=self.seed + attempt,
+            seed=seed,
             json_schema=json_schema,
             top_logprobs=top,
         )
@@ -221,7 +276,7 @@ class StructuredClient:
         result: GenerateResult | None,
         cached: bool,
         failure: str | None,
-        schema: type[BaseModel],
+        parse: TextParser,
         confidence_field: str | None,
     ) -> StructuredOutcome | str:
         """Account one attempt: the final outcome when the output is valid or the request failed in
@@ -234,7 +289,7 @@ class StructuredClient:
         progress.completion_tokens += result.usage.completion_tokens
         progress.cost_usd += self.prices.cost(self.generator.name, self.generator.model_id, result.usage)
         progress.raw_text = result.text
-        value, error = parse_structured(result.text, schema)
+        value, error = parse(result.text)
         if value is None:
             if result.finish_reason == "length":
                 error = f"{error} (the output stopped at max_tokens={self.max_tokens})"
@@ -309,7 +364,7 @@ class StructuredClient:
         """(result, from cache, failure) per request: cache first, then one generate call for the rest
         (identical requests are sent once)."""
         backend, model_id = self.generator.name, self.generator.model_id
-        identities = [request_identity(backend, model_id, r) for r in requests]
+        identities = [request_identity(self.generator, r) for r in requests]
         keys = [cache_key(identity) for identity in identities]
         stored = self.cache.get_many(keys) if self.cache is not None else [None] * len(requests)
         answers: list[tuple[GenerateResult | None, bool, str | None] | None] = [None] * len(requests)
@@ -392,11 +447,17 @@ def _describe(error: ValidationError, limit: int = 3) -> str:
 # ---- cache entries ------------------------------------------------------------------------------
 
 
-def request_identity(backend: str, model_id: str, request: GenerateRequest) -> dict[str, Any]:
-    """What a request's cache key hashes: backend, model id, messages, settings and schema."""
+def request_identity(generator: Generator, request: GenerateRequest) -> dict[str, Any]:
+    """What a request's cache key hashes: backend, server, model id, messages, settings and schema.
+
+    The server is a `ServerGenerator`'s `server_identity()` (base URL and the settings that shape what
+    the server receives); local backends have none. Keying by server is new: cache entries of server
+    requests written before it are no longer found (asked again once), those of local models still are."""
+    server = {"server": generator.server_identity()} if isinstance(generator, ServerGenerator) else {}
     return {
-        "backend": backend,
-        "model_id": model_id,
+        "backend": generator.name,
+        "model_id": generator.model_id,
+        **server,
         "messages": [[m.role, m.content] for m in request.messages],
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,

@@ -108,6 +108,16 @@ class Generator(Protocol):
         ...
 
 
+@runtime_checkable
+class ServerGenerator(Protocol):
+    """A generator whose answers come from a server: the same model name on two servers is two
+    models, so the request cache keys its requests by `server_identity()` too."""
+
+    def server_identity(self) -> dict[str, Any]:
+        """The server's base URL and the backend's settings that change what the server receives."""
+        ...
+
+
 @dataclass(frozen=True)
 class AnswerContinuation:
     """Text that could follow a chat prompt and the start of the model's answer to it."""

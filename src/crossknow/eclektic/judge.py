@@ -1,0 +1,180 @@
+"""Judging: the paper's judge prompt (Appendix A.2), a strict YES/NO parser, several judges, majority vote.
+
+Each valid answer is judged by every judge (a generator spec with its StructuredClient) with the
+judge prompt filled in the TARGET language: that language's translated context and question, and
+the model's answer. Calls go through the one StructuredClient (free text, `TextOutput`), so they
+are cached, retried and metered like every other call: a re-run, or a run resumed after a kill,
+pays for nothing twice.
+
+The verdict is parsed strictly (`parse_verdict`): an output that is not the single word YES or NO
+is invalid, retried (from the second attempt on, with a note asking for one word: crossknow's
+choice, the first attempt is the paper's prompt verbatim), then recorded with `verdict` null. An
+invalid verdict is never a NO. A judge request that failed in transport is recorded null the same
+way; it is not cached, so the next run asks it again. An answer that is itself invalid is not sent
+to the judges; its judgement rows say why, with `verdict` null.
+
+`majority_vote` makes the correctness table: correct when more valid verdicts say YES than NO,
+incorrect when more say NO; a tie, or no valid verdict at all, is null (undecided) - crossknow's
+choice, so that an undecided example is excluded as invalid rather than counted either way. The
+judges' agreement on a judgements table is `crossknow.eclektic.agreement.judge_agreement`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pyarrow as pa
+from pydantic import Field
+
+from crossknow.data.schemas import Record
+from crossknow.eclektic.answer import Progress, rows_table
+from crossknow.eclektic.examples import EclekticSet
+from crossknow.eclektic.prompts import judge_prompt
+from crossknow.errors import CrossknowError
+from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput, sum_meters
+
+JUDGE_MAX_TOKENS = 16
+"""Default output budget of a judge: one word, with room for stray markup (crossknow's choice)."""
+JUDGE_RETRY_NOTE = "\n\nAnswer with a single word: YES or NO."
+"""Appended to the judge prompt from the second attempt on (crossknow's choice)."""
+_WRAPPERS = "*_`\"'“”‘’ \t\r\n"
+"""Markdown emphasis, code ticks, quotes and whitespace tolerated around the verdict."""
+
+
+def parse_verdict(text: str) -> tuple[bool | None, str | None]:
+    """(True for YES, None) or (False for NO, None); (None, why) for anything else.
+
+    Tolerated: any case, surrounding whitespace, quotes, markdown emphasis or code ticks, and one
+    trailing period ('Yes.', '**NO**', '"yes"'). Not tolerated: anything besides the one word, so
+    'NO - because ...' and 'I think yes' are invalid - the prompt asks for a single word, and a
+    parser that took the first or any YES/NO in a sentence would misread 'No doubt: YES'."""
+    word = text.strip(_WRAPPERS)
+    if word.endswith("."):
+        word = word[:-1].strip(_WRAPPERS)
+    verdict = {"yes": True, "no": False}.get(word.casefold())
+    if verdict is not None:
+        return verdict, None
+    if not text.strip():
+        return None, "empty output"
+    shown = text.strip() if len(text.strip()) <= 80 else text.strip()[:80] + "..."
+    return None, f"not a single YES or NO: {shown!r}"
+
+
+VERDICT_OUTPUT = TextOutput(parse_verdict, retry_note=JUDGE_RETRY_NOTE)
+"""Free text parsed by `parse_verdict`."""
+
+
+class JudgementRow(Record):
+    """One judge's verdict on one sampled answer: a row of the judgements table."""
+
+    q_id: str = Field(description="The question's id.")
+    lang: str = Field(description="The language the question was asked and judged in.")
+    source_lang: str = Field(description="The language whose Wikipedia holds the fact.")
+    sample: int = Field(ge=0, description="The answer's sample index.")
+    judge: str = Field(description="The judge: a generator spec, or 'recall' / 'gold-loss' for the judge-free ones.")
+    verdict: bool | None = Field(description="True = correct (YES), False = wrong (NO), null = invalid.")
+    raw: str = Field(description="The judge's last raw output ('' when it was not asked); the measured value "
+                                 "of a judge-free judge.")
+    error: str | None = Field(description="Why the verdict is invalid; null when valid.")
+    attempts: int = Field(ge=0, description="Judge calls made, cached ones included (0 for judge-free judges).")
+    cached: bool = Field(description="True when every call came from the request cache.")
+    cost_usd: float = Field(description="Cost of the judge's calls at the run's prices, cached or not.")
+
+
+JUDGEMENT_SCHEMA = pa.schema(
+    [
+        ("q_id", pa.string()), ("lang", pa.string()), ("source_lang", pa.string()), ("sample", pa.int64()),
+        ("judge", pa.string()), ("verdict", pa.bool_()), ("raw", pa.string()), ("error", pa.string()),
+        ("attempts", pa.int64()), ("cached", pa.bool_()), ("cost_usd", pa.float64()),
+    ]
+)
+"""The judgements table: one JudgementRow per (q_id, lang, sample, judge)."""
+
+CORRECTNESS_SCHEMA = pa.schema(
+    [
+        ("q_id", pa.string()), ("source_lang", pa.string()), ("lang", pa.string()), ("sample", pa.int64()),
+        ("correct", pa.bool_()), ("n_judges", pa.int64()), ("n_valid", pa.int64()),
+    ]
+)
+"""The correctness table: per (q_id, lang, sample), the majority verdict (null = undecided), how many
+judges judged and how many of them validly."""
+
+
+def judge_answers(
+    answers: pa.Table,
+    eclektic_set: EclekticSet,
+    judges: Mapping[str, StructuredClient],
+    *,
+    batch_size: int = 64,
+    on_progress: Progress | None = None,
+) -> pa.Table:
+    """The judgements table: every answer row judged by every judge (spec -> its client), the judge
+    prompt filled in the answer's language. A question row without a context is an error before any
+    call (the paper's judge needs the text; the judge-free judges do not). `on_progress` hears after
+    each batch, with the judges' meters summed."""
+    if not judges:
+        raise CrossknowError("no judges: give at least one judge spec")
+    if batch_size < 1:
+        raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
+    rows = answers.to_pylist()
+    to_ask = [k for k, row in enumerate(rows) if row["text"] is not None]
+    questions = {k: eclektic_set.question(rows[k]["q_id"], rows[k]["lang"]) for k in to_ask}
+    missing = sorted({f"{q.q_id} ({q.lang})" for q in questions.values() if not q.context})
+    if missing:
+        raise CrossknowError(f"{len(missing)} question rows have no context to judge against, e.g. {missing[0]}; "
+                             "the LLM judge needs one (the judge-free judges 'recall' and 'gold-loss' do not)")
+    prompts = [
+        ChatPrompt(None, judge_prompt(rows[k]["lang"], questions[k].context or "", questions[k].question,
+                                      rows[k]["text"]))
+        for k in to_ask
+    ]
+    total, done = len(to_ask) * len(judges), 0
+    clients = list(judges.values())
+    judged: dict[tuple[str, int], JudgementRow] = {}
+    if on_progress:
+        on_progress(0, total, sum_meters(c.meter for c in clients))
+    for spec, client in judges.items():
+        for start in range(0, len(to_ask), batch_size):
+            chunk = to_ask[start : start + batch_size]
+            outcomes = client.call_many(prompts[start : start + batch_size], VERDICT_OUTPUT)
+            for k, outcome in zip(chunk, outcomes, strict=True):
+                judged[spec, k] = judgement_row(rows[k], spec, outcome.value, outcome.raw_text, outcome.error,
+                                                outcome.attempts, outcome.cached, outcome.cost_usd)
+            done += len(chunk)
+            if on_progress:
+                on_progress(done, total, sum_meters(c.meter for c in clients))
+    out = []
+    for k, row in enumerate(rows):
+        for spec in judges:
+            found = judged.get((spec, k))
+            invalid = f"the answer is invalid: {row['error']}"
+            out.append(found if found is not None else judgement_row(row, spec, None, "", invalid))
+    return rows_table(out, JUDGEMENT_SCHEMA)
+
+
+def judgement_row(answer: dict, judge: str, verdict: bool | None, raw: str, error: str | None, attempts: int = 0,
+                  cached: bool = False, cost_usd: float = 0.0) -> JudgementRow:
+    """A JudgementRow for the answer row (or example) `answer` (q_id, lang, source_lang, sample); the
+    defaults are those of a judgement that made no model call."""
+    return JudgementRow(
+        q_id=answer["q_id"], lang=answer["lang"], source_lang=answer["source_lang"], sample=answer["sample"],
+        judge=judge, verdict=verdict, raw=raw, error=error, attempts=attempts, cached=cached, cost_usd=cost_usd,
+    )
+
+
+def majority_vote(judgements: pa.Table) -> pa.Table:
+    """The correctness table of `judgements` (see the module docstring for ties and invalid verdicts),
+    one row per (q_id, lang, sample) in first-seen order."""
+    groups: dict[tuple[str, str, str, int], list[bool | None]] = {}
+    for row in judgements.to_pylist():
+        groups.setdefault((row["q_id"], row["source_lang"], row["lang"], row["sample"]), []).append(row["verdict"])
+    out = []
+    for (q_id, source_lang, lang, sample), verdicts in groups.items():
+        yes = sum(v is True for v in verdicts)
+        no = sum(v is False for v in verdicts)
+        out.append({
+            "q_id": q_id, "source_lang": source_lang, "lang": lang, "sample": sample,
+            "correct": True if yes > no else False if no > yes else None,
+            "n_judges": len(verdicts), "n_valid": yes + no,
+        })
+    return pa.Table.from_pylist(out, schema=CORRECTNESS_SCHEMA)

@@ -1,0 +1,181 @@
+"""The review sheet of a built set: a CSV for the human verification the paper made, and its import.
+
+`export_sheet(questions, path)` writes one row per question and language, the source language first:
+the question, answer and context in that language, the back-translation and chrF scores of the pivot
+check (empty on the source row), `flagged` (the check asks for a look), `problems` (outputs that were
+invalid), and three columns for the reviewer, left empty: `approved`, `fixed_question`,
+`fixed_answer`. UTF-8 with a byte-order mark, so that spreadsheet programs read every script.
+
+The reviewer fills `approved` on every row (yes/no; y/n, true/false, 1/0 are read too), may type a
+corrected question or answer into `fixed_question` / `fixed_answer`, and may correct the `question`,
+`answer` or `context` cells in place. `import_sheet(path, out)` then writes the released wide format
+(`crossknow.data.eclektic`: q_id, original_lang, title, url, content, question, answer, and {L}_q,
+{L}_a, {L}_c per kept language, which `read_eclektic` reads):
+
+- a rejected source-language row drops the whole question (the paper's first review discards
+  questions; the translations of a discarded question are of no use);
+- a rejected translated row drops that language: its columns are left out, not filled;
+- an approved row takes `fixed_question` / `fixed_answer` where they are not empty, else the sheet's
+  own cells; an approved row without a question, answer or context is an error.
+
+Any malformed record is an InputError naming the sheet, the record's first line and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crossknow.data.eclektic import LANGUAGES
+from crossknow.errors import InputError
+from crossknow.store.atomic import atomic_write, atomic_write_text
+
+if TYPE_CHECKING:
+    from crossknow.eclektic.build import BuiltQuestion
+
+SHEET_COLUMNS = (
+    "q_id", "original_lang", "lang", "title", "url", "question", "answer", "context",
+    "pivot_lang", "back_question", "back_answer", "back_context", "chrf_question", "chrf_answer", "chrf_context",
+    "flagged", "problems", "approved", "fixed_question", "fixed_answer",
+)
+"""The sheet's columns, in order."""
+REQUIRED_COLUMNS = ("q_id", "original_lang", "lang", "title", "url", "question", "answer", "context",
+                    "approved", "fixed_question", "fixed_answer")
+"""The columns `import_sheet` reads (the others are there for the reviewer and may be deleted)."""
+YES, NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
+ENCODING = "utf-8-sig"
+"""How the sheet is read: UTF-8, with or without the byte-order mark the export writes."""
+BOM = "\ufeff"
+
+
+def export_sheet(questions: Iterable[BuiltQuestion], path: str | Path) -> Path:
+    """Write the review sheet of `questions` to `path`, atomically; returns the path."""
+    rows: list[dict[str, Any]] = []
+    for q in questions:
+        common = {"q_id": q.q_id, "original_lang": q.original_lang, "title": q.title, "url": q.url or ""}
+        rows.append(common | {"lang": q.original_lang, **q.source.model_dump()})
+        for lang in sorted(q.translations, key=LANGUAGES.index):
+            translation = q.translations[lang]
+            texts, pivot = translation.texts, translation.pivot
+            missing = [f"translation of the {f}" for f, v in texts.model_dump().items() if v is None]
+            missing += [f"back-translation of the {f}" for f, v in pivot.back.model_dump().items()
+                        if v is None and getattr(texts, f) is not None]
+            rows.append(common | {
+                "lang": lang, **{k: v or "" for k, v in texts.model_dump().items()},
+                "pivot_lang": pivot.pivot_lang, **{f"back_{k}": v or "" for k, v in pivot.back.model_dump().items()},
+                **{f"chrf_{k}": "" if v is None else f"{v:.4f}" for k, v in pivot.scores.items()},
+                "flagged": "yes" if pivot.flagged else "no",
+                "problems": "; ".join(f"no valid {m}" for m in missing),
+            })
+
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=SHEET_COLUMNS, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return atomic_write_text(path, BOM + text.getvalue())
+
+
+@dataclass
+class ImportSummary:
+    """What `import_sheet` kept and dropped."""
+
+    out: Path
+    """The released-format file written."""
+    questions: int = 0
+    """Questions written."""
+    rows: int = 0
+    """(question, language) rows written, source rows included."""
+    dropped_questions: list[str] = field(default_factory=list)
+    """q_ids whose source-language row was rejected."""
+    dropped_rows: list[tuple[str, str]] = field(default_factory=list)
+    """(q_id, lang) of rejected translated rows."""
+
+
+def import_sheet(path: str | Path, out: str | Path) -> ImportSummary:
+    """Read a reviewed sheet and write the released wide JSON lines to `out`, atomically."""
+    summary = ImportSummary(out=Path(out))
+    records: dict[str, dict[str, Any]] = {}
+    rows = list(_rows(path))
+    sources = {row["q_id"]: (line, row) for line, row in rows if row["lang"] == row["original_lang"]}
+    for line, row in rows:
+        q_id = row["q_id"]
+        if q_id not in sources:
+            raise InputError(path, f"question {q_id!r} has no row in its source language {row['original_lang']!r}",
+                             line=line, field="lang")
+        source_line, source = sources[q_id]
+        for name in ("original_lang", "title", "url"):
+            if row[name] != source[name]:
+                raise InputError(path, f"{row[name]!r} differs from {source[name]!r} on the source row (line "
+                                       f"{source_line})", line=line, field=name)
+    for line, row in rows:
+        q_id, lang = row["q_id"], row["lang"]
+        if not _approved(sources[q_id][1], path, sources[q_id][0]):
+            if lang == row["original_lang"]:
+                summary.dropped_questions.append(q_id)
+            continue
+        if not _approved(row, path, line):
+            summary.dropped_rows.append((q_id, lang))
+            continue
+        question, answer = row["fixed_question"] or row["question"], row["fixed_answer"] or row["answer"]
+        for name, value in (("question", question), ("answer", answer), ("context", row["context"])):
+            if not value.strip():
+                raise InputError(path, f"an approved row needs a {name}", line=line, field=name)
+        record = records.setdefault(q_id, {key: None for key in ("q_id", "original_lang", "title", "url", "content",
+                                                                  "question", "answer")})
+        if lang == row["original_lang"]:
+            record.update(q_id=q_id, original_lang=lang, title=row["title"], url=row["url"] or None,
+                          content=row["context"], question=question, answer=answer)
+        record.update({f"{lang}_q": question, f"{lang}_a": answer, f"{lang}_c": row["context"]})
+        summary.rows += 1
+    summary.questions = len(records)
+    lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in records.values()]
+    atomic_write(out, lambda handle: handle.writelines(lines))
+    return summary
+
+
+def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """(first line of the record, its cells) for every record of the sheet, checked for shape."""
+    try:
+        with open(path, encoding=ENCODING, newline="") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise InputError(path, "the header lacks this column", line=1, field=missing[0])
+            seen: dict[tuple[str, str], int] = {}
+            start = reader.line_num + 1
+            for row in reader:
+                cells = {c: (row.get(c) or "").strip() for c in REQUIRED_COLUMNS}
+                _check_row(cells, path, start, seen)
+                yield start, cells
+                start = reader.line_num + 1
+    except OSError as error:
+        raise InputError(path, f"cannot read the sheet: {error.strerror}") from error
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise InputError(path, f"not a readable UTF-8 CSV file: {error}") from error
+
+
+def _check_row(cells: dict[str, str], path: str | Path, line: int, seen: dict[tuple[str, str], int]) -> None:
+    for name in ("q_id", "original_lang", "lang"):
+        if not cells[name]:
+            raise InputError(path, "missing (required)", line=line, field=name)
+    for name in ("original_lang", "lang"):
+        if cells[name] not in LANGUAGES:
+            raise InputError(path, f"{cells[name]!r} is not one of {', '.join(LANGUAGES)}", line=line, field=name)
+    key = (cells["q_id"], cells["lang"])
+    if key in seen:
+        raise InputError(path, f"a second {key[1]!r} row for question {key[0]!r} (the first is on line "
+                               f"{seen[key]})", line=line, field="lang")
+    seen[key] = line
+
+
+def _approved(row: dict[str, str], path: str | Path, line: int) -> bool:
+    value = row["approved"].lower()
+    if value in YES or value in NO:
+        return value in YES
+    shown = f"found {row['approved']!r}" if value else "the row is not reviewed yet"
+    raise InputError(path, f"must be yes or no ({shown})", line=line, field="approved")
