@@ -13,12 +13,13 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width:
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th { background: #f3f3f3; } td.text, th.text { text-align: left; }
+th { background: #f3f3f3; } td.text, th.text { text-align: left; } td:not(.text) { white-space: nowrap; }
 caption { caption-side: top; text-align: left; font-weight: 600; padding-bottom: 0.3em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #555; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.85em; white-space: pre-wrap; }
-.note { color: #8a5a00; }
+.note { color: #8a5a00; } .lead { font-size: 1.1em; }
+details { margin: 1.5em 0; } summary { cursor: pointer; font-weight: 600; font-size: 1.1em; }
 """
 
 
@@ -64,7 +65,12 @@ def preformatted(text: str) -> str:
     return f"<pre>{escape(text)}</pre>"
 
 
-def meta_table(meta: Mapping[str, object]) -> str:
+def details(summary: str, parts: Sequence[str]) -> str:
+    """A collapsed <details> section: `summary` (escaped) as its title, `parts` (HTML) inside."""
+    return f"<details>\n<summary>{escape(summary)}</summary>\n" + "\n".join(parts) + "\n</details>"
+
+
+def meta_table(meta: Mapping[str, object], table_id: str = "table-meta", caption: str = "Run") -> str:
     """Run metadata as a two-column table; nested values (config, hashes) as indented JSON."""
     rows = []
     for key, value in meta.items():
@@ -73,7 +79,19 @@ def meta_table(meta: Mapping[str, object]) -> str:
         else:
             shown = escape(cell(value))
         rows.append(f'<tr><th class="text">{escape(str(key))}</th><td class="text">{shown}</td></tr>')
-    return '<table id="table-meta">\n<caption>Run</caption>\n<tbody>\n' + "\n".join(rows) + "\n</tbody>\n</table>"
+    return (f'<table id="{escape(table_id)}">\n<caption>{escape(caption)}</caption>\n<tbody>\n' + "\n".join(rows)
+            + "\n</tbody>\n</table>")
+
+
+def report_page(title: str, lead: str, findings: Sequence[str], collapsed: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """A complete report that leads with its finding: the `title` as <h1>, the `lead` (plain text: what was
+    found, in a sentence or two) as a lead paragraph, then `findings` (HTML parts shown open: the summary
+    table first, then the key figures), then each (heading, HTML parts) of `collapsed` as a closed
+    <details> section at the end (numbers behind the figures, config and inputs, definitions)."""
+    body = [f"<h1>{escape(title)}</h1>", paragraph(lead, "lead"), '<main>', *findings, "</main>"]
+    if collapsed:
+        body += ['<section class="details">', *(details(heading, parts) for heading, parts in collapsed), "</section>"]
+    return page(title, body)
 
 
 def page(title: str, body: Sequence[str]) -> str:

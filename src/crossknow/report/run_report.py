@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
 from crossknow.report.build import DYNAMICS_FILE, build_report
 from crossknow.store.run_dir import CONFIG_FILE, INPUTS_FILE
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TRACE_FILE = "trace.parquet"
 """The scores table `crossknow trace` writes into its run directory."""
@@ -59,15 +62,24 @@ def _read_parquet(path: Path):
         raise CrossknowError(f"{path}: cannot be read as Parquet ({error})") from error
 
 
+def read_trace(run: Path) -> pd.DataFrame:
+    """The trace table (trace.parquet) of trace run directory `run`, as a pandas DataFrame; a clear error when
+    `run` is not a directory or holds no trace."""
+    run = Path(run)
+    if not run.is_dir():
+        raise CrossknowError(f"{run}: no such directory (expected the run directory of `crossknow trace`)")
+    trace_path = run / TRACE_FILE
+    if not trace_path.is_file():
+        raise CrossknowError(f"{run} has no {TRACE_FILE}: is it the run directory of `crossknow trace`?")
+    return _read_parquet(trace_path)
+
+
 def rebuild_report(run: Path, first_step: int | None = None, last_step: int | None = None,
                    out: Path | None = None) -> Path:
     """Rebuild report.html, dynamics.json and figures/ of trace run directory `run` (into `out`, default
     `run`) from run/trace.parquet and, when present, run/train_log.parquet; returns the report's path."""
     run = Path(run)
-    trace_path = run / TRACE_FILE
-    if not trace_path.is_file():
-        raise CrossknowError(f"{run} has no {TRACE_FILE}: is it the run directory of `crossknow trace`?")
-    trace = _read_parquet(trace_path)
+    trace = read_trace(run)
     log_path = run / TRAIN_LOG_FILE
     train_log = _read_parquet(log_path) if log_path.is_file() else None
     return build_report(trace, out or run, train_log=train_log, meta=run_meta(run), first_step=first_step,
