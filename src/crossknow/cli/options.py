@@ -122,7 +122,7 @@ def field_option(
         if origin is not list:
             raise TypeError(f"{config_cls.__name__}.{field}: only a list field can be a comma-separated option")
         cli_type = str
-        default = default if default is ... or default is None else ",".join(default)
+        default = default if default is ... or default is None else ",".join(str(value) for value in default)
     elif origin is list or annotation in (str, int, float, bool):
         cli_type = annotation
     else:

@@ -1,0 +1,208 @@
+"""`crossknow perturb`: perturbed variants of sampled training sequences (full paper, section 5.1).
+
+The run directory holds config.yaml and inputs.json (the corpus's and dictionaries' hashes), the rewrite
+stage's shards (stages/rewrites/, resumable: `crossknow.perturb.rewrites`), and, written atomically at the
+end, variants.jsonl (`SequenceVariant` a line: each sampled sequence's original, then its token-level and
+sentence-level variants), failures.jsonl (`PerturbationFailure` a line) and summary.json (`PerturbSummary`).
+Token-level and partial variants are recomputed on every run: they are deterministic and quick. Run again on
+the same directory, only rewrites no shard holds are asked, and those the request cache has cost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from crossknow.errors import CrossknowError
+from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.models.generator import Generator
+from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.perturb.prompts import language_name
+from crossknow.perturb.records import (
+    REWRITE_STYLES,
+    SYNONYM_METHODS,
+    TOKEN_METHODS,
+    PerturbationFailure,
+    PerturbConfig,
+    PerturbSummary,
+    SequenceVariant,
+    SummaryRow,
+    variant_label,
+)
+from crossknow.perturb.rewrites import RewriteRequest, run_rewrites
+from crossknow.perturb.sampling import Source, sample_documents
+from crossknow.perturb.sentence_level import (
+    RewriteResult,
+    Segmented,
+    partial_variants,
+    rewrite_variants,
+    rewritten_sentences,
+    segment,
+)
+from crossknow.perturb.synonym_dictionary import load_synonyms
+from crossknow.perturb.synonyms import read_stop_words
+from crossknow.perturb.token_level import TokenSettings, original_variant, token_variants
+from crossknow.perturb.tokenizers import ModelTokens, Vocabulary, load_spec_tokenizer
+from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.hashing import file_sha256
+from crossknow.store.request_cache import RequestCache
+from crossknow.store.run_dir import RunDir
+
+Progress = Callable[[str, int, int], None]
+"""on_progress(stage, done, total): stage 'rewrites' or 'variants'."""
+MakeGenerator = Callable[[str, GeneratorOptions], Generator]
+"""Builds the rewrite generator from (spec, options); `load_generator` unless a test passes its own."""
+VOLATILE = ("batch_size", "concurrency", "timeout_s", "api_key_env", "cache")
+"""Settings that change no variant: they may differ when a run resumes."""
+PATHS = ("corpus", "synonyms", "stop_words", "cache")
+"""Settings that hold a path."""
+METHOD_RANK = {m: k for k, m in enumerate(("original", *TOKEN_METHODS, "partial", *REWRITE_STYLES))}
+
+
+def _inputs(config: PerturbConfig) -> dict[str, str]:
+    files = [config.corpus, config.synonyms, config.stop_words]
+    for path in files:
+        if path is not None and not Path(path).is_file():
+            raise CrossknowError(f"file not found: {path}")
+    return {path: file_sha256(path) for path in files if path is not None}
+
+
+def _token_settings(config: PerturbConfig, model: ModelTokens) -> TokenSettings:
+    vocabulary = None
+    if "random" in config.methods:
+        if config.random_tokenizer is None:
+            vocabulary = Vocabulary(model.tokenizer, model.name, own=True)
+        else:
+            tokenizer, name = load_spec_tokenizer(config.random_tokenizer)
+            vocabulary = Vocabulary(tokenizer, name, own=False)
+    synonyms = any(m in SYNONYM_METHODS for m in config.methods)
+    return TokenSettings(
+        seed=config.seed, x=config.x, y=config.y, vocabulary=vocabulary,
+        dictionary=load_synonyms(config.synonyms) if synonyms and config.synonyms else None,
+        stop_words=read_stop_words(config.stop_words), cross_lang=config.cross_lang,
+    )
+
+
+def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, Segmented], run: RunDir,
+             make_generator: MakeGenerator, on_progress: Progress | None) -> tuple[dict, CostMeter]:
+    """The rewrite stage's outcomes (module docstring) and what this invocation spent."""
+    styles = [m for m in config.methods if m in REWRITE_STYLES]
+    requests = []
+    for source in sources:
+        sentences = segments[source.doc.id].sentences
+        for x in config.sentence_x:
+            for index in rewritten_sentences(source.doc.id, len(sentences), x, config.seed) or []:
+                requests += [RewriteRequest(source.doc.id, index, style, sentences[index], config.lang,
+                                            config.cross_lang) for style in styles]
+    options = GeneratorOptions(base_url=config.base_url, api_key_env=config.api_key_env,
+                               concurrency=config.concurrency, timeout_s=config.timeout_s)
+    assert config.generator is not None  # the config requires one for rewrites
+    cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
+    try:
+        client = StructuredClient(make_generator(config.generator, options), cache, max_attempts=config.max_attempts,
+                                  max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
+        progress = (lambda done, total, _meter: on_progress("rewrites", done, total)) if on_progress else None
+        results = run_rewrites(requests, client, run.stage("rewrites"), config.batch_size, progress)
+    finally:
+        cache.close()
+    return results, client.meter
+
+
+class _Tally:
+    """Counts and summed edit distances per setting, as variants and failures go by."""
+
+    def __init__(self, lengths: dict[str, int]):
+        self.lengths = lengths
+        """source_id -> the original's token count."""
+        self.stats: dict[tuple, list] = {}
+        self.failures: list[PerturbationFailure] = []
+        self.variants = 0
+
+    def add(self, line: SequenceVariant | PerturbationFailure) -> None:
+        """Count one variant or failure."""
+        entry = self.stats.setdefault((line.method, line.x, line.y, line.a), [0, 0, 0, 0.0])
+        if isinstance(line, PerturbationFailure):
+            entry[1] += 1
+            self.failures.append(line)
+            return
+        self.variants += 1
+        entry[0] += 1
+        entry[2] += line.edit_distance
+        entry[3] += line.edit_distance / max(1, self.lengths[line.source_id])
+
+    def rows(self) -> list[SummaryRow]:
+        """One row per setting, methods in the paper's order, then x, y and a ascending."""
+        ordered = sorted(self.stats.items(), key=lambda item: (METHOD_RANK[item[0][0]], *(v or 0 for v in item[0][1:])))
+        return [
+            SummaryRow(method=method, label=variant_label(method, x, y, a), x=x, y=y, a=a, variants=n, failed=failed,
+                       mean_edit_distance=round(total / n, 4) if n else None,
+                       mean_edit_fraction=round(fraction / n, 4) if n else None)
+            for (method, x, y, a), (n, failed, total, fraction) in ordered
+        ]
+
+
+def _variants_of(source: Source, config: PerturbConfig, settings: TokenSettings, segmented: Segmented | None,
+                 results: dict[tuple[str, int, str], RewriteResult]) -> list[SequenceVariant | PerturbationFailure]:
+    """Every asked variant of one sequence (or its failure), its original first."""
+    token_methods = [m for m in config.methods if m in TOKEN_METHODS]
+    styles = [m for m in config.methods if m in REWRITE_STYLES]
+    made = [original_variant(source, config.seed), *token_variants(source, token_methods, settings)]
+    if "partial" in config.methods:
+        made += partial_variants(source, segmented, config.partial_unit, config.seed)
+    if styles:
+        assert segmented is not None  # rewrites always segment
+        made += rewrite_variants(source, segmented, styles, config.sentence_x, config.seed, results)
+    return made
+
+
+def run_perturb(
+    config: PerturbConfig, out: str | Path, on_progress: Progress | None = None,
+    make_generator: MakeGenerator = load_generator,
+) -> PerturbSummary:
+    """Make (or resume making) every asked variant into the run directory `out`; return the summary."""
+    started, out = time.monotonic(), Path(out)
+    inputs = _inputs(config)
+    styles = [m for m in config.methods if m in REWRITE_STYLES]
+    if styles and config.generator is not None:
+        check_spec(config.generator, config.base_url, "generator")
+        for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language
+            language_name(lang)
+    tokenizer, name = load_spec_tokenizer(config.model)
+    model = ModelTokens(tokenizer, name, config.mask_token)
+    mask = model.decode([model.mask_id]) if "mask" in config.methods else None
+    settings = _token_settings(config, model)
+    sources = [Source(doc, model) for doc in sample_documents(config.corpus, config.lang, config.n, config.seed)]
+    needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
+    segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
+    with RunDir(out) as run:
+        run.open(config.model_dump(), inputs, volatile=VOLATILE, paths=PATHS)
+        results: dict[tuple[str, int, str], RewriteResult] = {}
+        meter = CostMeter()
+        if styles:
+            results, meter = _rewrite(config, sources, segments, run, make_generator, on_progress)
+        tally = _Tally({s.doc.id: len(s.ids) for s in sources})
+
+        def write(handle) -> None:
+            for done, source in enumerate(sources, start=1):
+                for line in _variants_of(source, config, settings, segments.get(source.doc.id), results):
+                    tally.add(line)
+                    if isinstance(line, SequenceVariant):
+                        handle.write(line.model_dump_json() + "\n")
+                if on_progress:
+                    on_progress("variants", done, len(sources))
+
+        atomic_write(out / "variants.jsonl", write)
+        atomic_write(out / "failures.jsonl", lambda handle: handle.writelines(
+            failure.model_dump_json() + "\n" for failure in tally.failures))
+        summary = PerturbSummary(
+            sequences_asked=config.n, sequences=len(sources), tokenizer=model.name, mask_token=mask,
+            random_vocabulary=settings.vocabulary.name if settings.vocabulary else None, synonyms=config.synonyms,
+            variants=tally.variants, failures=len(tally.failures), rewrite_calls=meter.calls,
+            rewrite_cached_calls=meter.cached_calls, rewrite_cost_usd=round(meter.cost_usd, 6),
+            seconds=round(time.monotonic() - started, 2), rows=tally.rows(),
+        )
+        atomic_write_json(out / "summary.json", json.loads(summary.model_dump_json()))
+    return summary

@@ -1,0 +1,239 @@
+"""The records of `crossknow perturb`: its config, one line of variants.jsonl, one failed perturbation, and one
+row of the summary table.
+
+variants.jsonl holds one `SequenceVariant` a line: every sampled training sequence as itself (method
+"original") and each of its perturbations (full paper, section 5.1). `crossknow trace-sequences` reads it.
+A perturbation that cannot be made (a sequence too short for the asked edit distance, too few synonyms, too
+few sentences, an invalid rewrite) is a `PerturbationFailure` in failures.jsonl, counted in the summary, and
+never emitted at a smaller distance.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from crossknow.data.schemas import LanguageTag, Record
+
+Method = Literal[
+    "mask", "random", "delete", "reorder", "monosyn", "mltsyn", "partial", "syntax", "lexicon", "semantic",
+    "translation",
+]
+"""The perturbations of section 5.1, in the paper's order."""
+TOKEN_METHODS: tuple[str, ...] = ("mask", "random", "delete", "reorder", "monosyn", "mltsyn")
+"""Token-level perturbations (section 5.1.1), made on the model's token ids."""
+SYNONYM_METHODS: tuple[str, ...] = ("monosyn", "mltsyn")
+"""Token-level perturbations that need a synonym dictionary."""
+REWRITE_STYLES: tuple[str, ...] = ("syntax", "lexicon", "semantic", "translation")
+"""Sentence rewrites by a generator (section 5.1.2)."""
+DEFAULT_METHODS: tuple[str, ...] = ("mask", "random", "delete", "reorder", "partial")
+"""What `crossknow perturb` makes unless told: every method that needs neither a dictionary nor a generator."""
+PARTIAL_SEGMENTS = 4
+"""partial-a splits a sequence into this many segments (section 5.1.2)."""
+
+
+def variant_label(method: str, x: int | None = None, y: int | None = None, a: int | None = None) -> str:
+    """A setting's name as the paper writes it: original, mask-8, reorder-4@2, partial-3, syntax-40."""
+    label = method
+    if a is not None:
+        label += f"-{a}"
+    if x is not None:
+        label += f"-{x}"
+    if y is not None:
+        label += f"@{y}"
+    return label
+
+
+class SequenceVariant(Record):
+    """One line of variants.jsonl: a sampled training sequence or one perturbation of it."""
+
+    id: str = Field(min_length=1, description="Unique id: '{source_id}:{label}', e.g. 'd17:mask-8', 'd17:original'.")
+    source_id: str = Field(min_length=1, description="The id of the original training sequence (a corpus document).")
+    lang: LanguageTag = Field(description="Language of the original sequence.")
+    method: Literal["original"] | Method = Field(
+        description="'original' or the perturbation: mask, random, delete, reorder, monosyn, mltsyn (token level), "
+        "partial, syntax, lexicon, semantic, translation (sentence level)."
+    )
+    level: Literal["token", "sentence", "none"] = Field(
+        description="'token' (made on token ids, section 5.1.1), 'sentence' (section 5.1.2) or 'none' (the original)."
+    )
+    x: int | None = Field(
+        ge=1, le=100,
+        description="Percent perturbed: of the original's tokens (token level: the target token edit distance) or of "
+        "its sentences (rewrites); null for original and partial.",
+    )
+    y: int | None = Field(ge=1, description="reorder's window: no token moves farther than y positions; else null.")
+    a: int | None = Field(ge=1, le=PARTIAL_SEGMENTS, description="partial's segment, 1 to 4 (1-based); else null.")
+    text: str = Field(description="The variant as text; for token-level variants, token_ids decoded (special tokens "
+                      "kept, so a mask shows as '<unk>').")
+    token_ids: list[int] | None = Field(
+        description="The exact token ids of a token-level variant (or of a token-unit partial segment), without BOS, "
+        "to be scored as they are; null where the text is to be tokenised."
+    )
+    tokenizer: str = Field(description="The tokenizer that token_ids belong to and edit_distance was counted in.")
+    edit_distance: int = Field(
+        ge=0,
+        description="Levenshtein distance between the original's token ids and the variant's (token_ids, else the "
+        "text's tokens after BOS), each insertion, deletion and substitution of one token counting 1.",
+    )
+    seed: int = Field(description="The run's seed; the variant's random draws are seeded by (seed, source_id, label).")
+
+
+class PerturbationFailure(Record):
+    """A perturbation that could not be made for one sequence (failures.jsonl): reported, counted, not emitted."""
+
+    source_id: str = Field(description="The original training sequence's id.")
+    method: Method = Field(description="The perturbation.")
+    x: int | None = Field(description="Percent asked (tokens or sentences); null for partial.")
+    y: int | None = Field(description="reorder's window; else null.")
+    a: int | None = Field(description="partial's segment; else null.")
+    reason: str = Field(description="Why it could not be made, naming the value at fault.")
+    raw_output: str | None = Field(
+        default=None, description="For an invalid rewrite: the generator's last raw output; else null."
+    )
+
+
+class SummaryRow(Record):
+    """One row of summary.json: a setting's counts and mean edit distance."""
+
+    method: str = Field(description="'original' or the perturbation.")
+    label: str = Field(description="The setting's name: mask-8, reorder-4@2, partial-3, syntax-40, original.")
+    x: int | None = Field(description="Percent perturbed, as in SequenceVariant.x.")
+    y: int | None = Field(description="reorder's window.")
+    a: int | None = Field(description="partial's segment.")
+    variants: int = Field(ge=0, description="Variants written to variants.jsonl.")
+    failed: int = Field(ge=0, description="Sequences for which this perturbation could not be made (failures.jsonl).")
+    mean_edit_distance: float | None = Field(description="Mean token edit distance of the variants; null when none.")
+    mean_edit_fraction: float | None = Field(
+        description="Mean of edit_distance / the original's token count; null when no variant."
+    )
+
+
+def _percent(values: list[int], what: str) -> list[int]:
+    for value in values:
+        if not 1 <= value <= 100:
+            raise ValueError(f"{what} {value} is outside 1-100 (a percent)")
+    return sorted(set(values))
+
+
+class PerturbConfig(Record):
+    """Everything that decides the variants of `crossknow perturb` (config.yaml of its run directory)."""
+
+    corpus: str = Field(description="Corpus JSONL (id, lang, text): each document of --lang is a training sequence.")
+    lang: LanguageTag = Field(default="ja", description="Language of the sequences to sample.")
+    n: int = Field(
+        default=2000, ge=1, description="Sequences to sample (all when the corpus has fewer; the paper: 2000)."
+    )
+    methods: list[Method] = Field(
+        default_factory=lambda: list(DEFAULT_METHODS), min_length=1,
+        description="Perturbations: mask, random, delete, reorder, monosyn, mltsyn (need --synonyms), partial, syntax, "
+        "lexicon, semantic, translation (need --generator).",
+    )
+    x: list[int] = Field(
+        default_factory=lambda: [2, 4, 8, 16, 32], min_length=1,
+        description="Token-level X: percent of the original's tokens to edit (the target token edit distance).",
+    )
+    y: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16], min_length=1, description="reorder windows Y.")
+    sentence_x: list[int] = Field(
+        default_factory=lambda: [40], min_length=1,
+        description="Rewrite X: percent of a sequence's sentences rewritten (the paper's Fig. 9: 40).",
+    )
+    partial_unit: Literal["sentences", "tokens"] = Field(
+        default="sentences",
+        description="partial-a's four segments: contiguous groups of whole sentences (needs 4 or more sentences) or "
+        "four equal runs of tokens.",
+    )
+    model: str = Field(
+        default="default",
+        description="The model whose tokenizer makes and measures the variants: default, hf:PATH_OR_ID[@REV] or "
+        "gguf:FILE.",
+    )
+    random_tokenizer: str | None = Field(
+        default=None,
+        description="random-X draws from this tokenizer's vocabulary (default, hf:PATH_OR_ID, gguf:FILE; unset: the "
+        "model's own; the paper: llm-jp's).",
+    )
+    mask_token: str | None = Field(
+        default=None, description="mask-X's token (unset: the tokenizer's unknown token, else its mask or pad token)."
+    )
+    synonyms: str | None = Field(
+        default=None, description="Synonym dictionary: a TSV (lemma_lang, lemma, synonym_lang, synonym) or a Japanese "
+        "WordNet SQLite file (wnjpn.db)."
+    )
+    stop_words: str | None = Field(
+        default=None,
+        description="Stop words kept from synonym replacement, one a line (unset: crossknow's short list).",
+    )
+    cross_lang: LanguageTag = Field(
+        default="en", description="The other language: mltsyn's synonyms and translation's target."
+    )
+    generator: str | None = Field(
+        default=None, description="Generator spec that rewrites sentences (default, hf:..., gguf:..., openai:MODEL)."
+    )
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: generator.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight at once to a server generator.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
+    max_tokens: int = Field(default=512, ge=16, description="Most tokens of one rewrite.")
+    max_attempts: int = Field(default=3, ge=1, description="Generator calls per sentence before it counts as invalid.")
+    temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the rewrites.")
+    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
+    seed: int = Field(default=0, description="Seed of the sample and of every perturbation.")
+    batch_size: int = Field(default=32, ge=1, description="Rewrite requests per committed shard; changes no output.")
+
+    @field_validator("methods")
+    @classmethod
+    def _distinct_methods(cls, methods: list[str]) -> list[str]:
+        return list(dict.fromkeys(methods))
+
+    @field_validator("x")
+    @classmethod
+    def _token_percent(cls, values: list[int]) -> list[int]:
+        return _percent(values, "X")
+
+    @field_validator("sentence_x")
+    @classmethod
+    def _sentence_percent(cls, values: list[int]) -> list[int]:
+        return _percent(values, "sentence X")
+
+    @field_validator("y")
+    @classmethod
+    def _windows(cls, values: list[int]) -> list[int]:
+        for value in values:
+            if value < 1:
+                raise ValueError(f"window Y {value} is below 1 (a swap moves a token at least one position)")
+        return sorted(set(values))
+
+    @model_validator(mode="after")
+    def _needs(self) -> PerturbConfig:
+        synonym = [m for m in self.methods if m in SYNONYM_METHODS]
+        rewrite = [m for m in self.methods if m in REWRITE_STYLES]
+        if synonym and self.synonyms is None:
+            raise ValueError(f"{', '.join(synonym)} need a synonym dictionary (--synonyms FILE)")
+        if synonym and self.lang != "ja":
+            raise ValueError(f"{', '.join(synonym)} take Japanese sequences only (--lang ja): candidates are Sudachi "
+                             f"morphemes filtered as the paper's Appendix A.3.1; got --lang {self.lang}")
+        if rewrite and self.generator is None:
+            raise ValueError(f"{', '.join(rewrite)} need a generator (--generator SPEC)")
+        if self.cross_lang == self.lang:
+            raise ValueError(f"--cross-lang {self.cross_lang} is the sequences' own language")
+        return self
+
+
+class PerturbSummary(Record):
+    """summary.json of a `crossknow perturb` run."""
+
+    sequences_asked: int = Field(description="--n: sequences asked for.")
+    sequences: int = Field(description="Sequences sampled (fewer than asked when the corpus has fewer of --lang).")
+    tokenizer: str = Field(description="The model tokenizer that made and measured the variants.")
+    mask_token: str | None = Field(description="mask-X's token as text; null when mask was not asked for.")
+    random_vocabulary: str | None = Field(description="random-X's vocabulary; null when random was not asked for.")
+    synonyms: str | None = Field(description="The synonym dictionary file; null when none was used.")
+    variants: int = Field(description="Lines of variants.jsonl, originals included.")
+    failures: int = Field(description="Lines of failures.jsonl: perturbations that could not be made.")
+    rewrite_calls: int = Field(description="Generator calls this invocation sent (cache hits not included).")
+    rewrite_cached_calls: int = Field(description="Generator calls this invocation answered from the request cache.")
+    rewrite_cost_usd: float = Field(description="Cost of the calls this invocation sent, at the run's prices.")
+    seconds: float = Field(description="Wall-clock time of this invocation.")
+    rows: list[SummaryRow] = Field(description="Counts and mean edit distance per setting (method, x, y, a).")
