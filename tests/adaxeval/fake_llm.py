@@ -18,8 +18,10 @@ Answer = Callable[[str, GenerateRequest], "str | GenerateResult | None"]
 EXAMPLES = frozenset(
     {
         "Blood sugar level can be controlled by insulin.",
+        "Blood sugar level can be controlled by [BLANK].",
         "In this study, we examined the role of insulin in 40 patients.",
         "血糖値はインスリンによって調節される。",
+        "血糖値は[BLANK]によって調節される。",
         "本研究では、40例の患者でインスリンの役割を検討した。",
         "insulin",
         "インスリン",
@@ -43,6 +45,13 @@ def sentence_of(user: str) -> str:
     return _line(user, "Sentence: ", "文: ")
 
 
+def object_of(user: str) -> str:
+    """The object of the fact a 'cloze' prompt gives (the first one: the examples come after it)."""
+    found = re.search(r'object "(.*)"$|目的語「(.*)」$', user, re.M)
+    assert found, user
+    return next(group for group in found.groups() if group)
+
+
 def default_answer(schema: str, user: str) -> str:
     """A valid answer of the kind `schema` names."""
     if schema == "EntityList":
@@ -56,21 +65,19 @@ def default_answer(schema: str, user: str) -> str:
         triple = {"subject": words[0], "relation": " ".join(words[1:-2]) or words[1], "object": " ".join(words[-2:])}
         if len(words) == 3:
             triple = {"subject": words[0], "relation": words[1], "object": words[2]}
-        return json.dumps({"factuality": "yes", "triple": triple, "reason": "It states a fact."}, ensure_ascii=False)
-    if schema == "QueryAnswer":
-        sentence = sentence_of(user)
-        obj = re.search(r'object "(.*)"$|目的語「(.*)」$', user, re.M)
-        answer = next(group for group in obj.groups() if group) if obj else sentence.split()[-1]
-        cloze = sentence.replace(answer, "[BLANK]", 1) if answer in sentence else sentence + " [BLANK]"
-        return json.dumps(
-            {"cloze": cloze, "blanked": "object", "question": "Which thing completes the fact?", "answer": answer},
-            ensure_ascii=False,
-        )
+        answer = {"reasoning": "It states a fact.", "factuality": "yes", "triple": triple}
+        return json.dumps(answer, ensure_ascii=False)
+    if schema == "ClozeAnswer":
+        sentence, obj = sentence_of(user), object_of(user)
+        cloze = sentence.replace(obj, "[BLANK]", 1) if obj in sentence else sentence + " [BLANK]"
+        return json.dumps({"reasoning": "Blank the object.", "cloze": cloze}, ensure_ascii=False)
+    if schema == "ParaphraseAnswer":
+        return json.dumps({"reasoning": "Ask for the blank.", "question": "Which thing completes the fact?"})
     if schema == "DistractorAnswer":
         answer = _line(user, "Correct answer: ", "正答: ")
         return json.dumps({"distractors": [f"{answer} (variant {k})" for k in "ABC"]}, ensure_ascii=False)
     if schema == "InLanguageJudgement":
-        return json.dumps({"cloze": "Good", "paraphrase": "Good", "options": "Good"})
+        return json.dumps({"cloze": "Good", "paraphrase": "Good", "options_cloze": "Good", "options_question": "Good"})
     if schema == "CrossLanguageJudgement":
         return json.dumps({"support": 2})
     raise AssertionError(f"unexpected schema {schema}")

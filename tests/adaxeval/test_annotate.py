@@ -59,14 +59,35 @@ def test_scores_are_averaged_per_language_and_rubric(sheet):
     assert table.means["cloze_faithfulness"] == {"en": 3.0, "ja": 0.67}
     assert table.means["triple_in_language"]["en"] == 2.0
     assert table.counts["paraphrase_diversity"] == {"en": 2, "ja": 3}
-    assert table.counts["distractor_plausibility"] == {"en": 9, "ja": 9}  # three per item
+    assert table.counts["distractor_plausibility_cloze"] == {"en": 9, "ja": 9}  # three per item
+    assert table.counts["distractor_plausibility"] == {"en": 18, "ja": 18}  # both prompts together
+
+
+def test_distractors_are_scored_for_the_cloze_and_for_the_question(sheet):
+    header = list(_rows(sheet)[0])
+    for aspect in ("plausibility", "incorrectness"):
+        for prompt in ("cloze", "question"):
+            assert [f"distractor_{k}_{aspect}_{prompt}" for k in (1, 2, 3)] == [
+                c for c in header if c.startswith("distractor_") and c.endswith(f"{aspect}_{prompt}")]
+    rows = _rows(sheet)
+    for row in rows:  # in the cloze every distractor is convincing (3), as an answer to the question barely (1)
+        for k in (1, 2, 3):
+            row[f"distractor_{k}_plausibility_cloze"] = "3"
+            row[f"distractor_{k}_plausibility_question"] = "1"
+    rows[0]["distractor_1_plausibility_question"] = ""  # en: 3 x 3 cloze scores of 3, 8 question scores of 1
+    _save(sheet, rows)
+    table = score_sheet(sheet)
+    assert table.means["distractor_plausibility_cloze"] == {"en": 3.0, "ja": 3.0}
+    assert table.means["distractor_plausibility_question"] == {"en": 1.0, "ja": 1.0}
+    assert table.means["distractor_plausibility"] == {"en": round((9 * 3 + 8 * 1) / 17, 2), "ja": 2.0}
+    assert table.means["distractor_incorrectness"] == {"en": None, "ja": None}
 
 
 def test_bad_scores_name_the_row_and_column(sheet):
     rows = _rows(sheet)
     rows[1]["cloze_faithfulness"] = "4"
     rows[4]["triple_cross_language"] = "3"
-    rows[5]["distractor_2_incorrectness"] = "2.5"
+    rows[5]["distractor_2_incorrectness_question"] = "2.5"
     _save(sheet, rows)
     with pytest.raises(InputError) as caught:
         score_sheet(sheet)

@@ -11,7 +11,14 @@ from crossknow.adaxeval.assemble import option_seed, shuffled_options, write_dat
 from crossknow.adaxeval.distractors import DistractorAnswer, distractor_rows, length_cues, screen_options
 from crossknow.adaxeval.filters import quality_rows
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.queries import QueryAnswer, cloze_similarity, query_rows
+from crossknow.adaxeval.queries import (
+    ClozeAnswer,
+    ParaphraseAnswer,
+    blank_problem,
+    cloze_rows,
+    cloze_similarity,
+    paraphrase_rows,
+)
 from crossknow.adaxeval.records import CallInfo, FactRecord, SentenceRecord, Triple
 from crossknow.data.formats import load_item_set
 from crossknow.generation.structured import StructuredClient
@@ -27,53 +34,121 @@ def fact(text: str = "Insulin lowers the blood glucose level.", obj: str = "the 
     doc_id, _, index = key.partition("#")
     sentence = SentenceRecord(id=key, doc_id=doc_id, pair_id="p", lang=lang, index=int(index), text=text)
     triple = Triple(subject="Insulin", relation="lowers", object=obj)
-    return FactRecord(sentence=sentence, votes=[], confidence_sum=3.0, yes_votes=3, triple=triple, chosen=0)
+    return FactRecord(sentence=sentence, votes=[], confidence_sum=3.0, yes_votes=3, passes_sum=True,
+                      passes_votes=True, triple=triple, chosen=0)
 
 
-def writer(**answers) -> tuple[str, StructuredClient]:
-    return ("w", StructuredClient(FakeLLM(answers=answers), max_attempts=2))
+def writer(max_attempts: int = 2, **answers) -> tuple[str, StructuredClient]:
+    return ("w", StructuredClient(FakeLLM(answers=answers), max_attempts=max_attempts))
+
+
+def cloze_json(cloze: str) -> str:
+    return json.dumps({"reasoning": "The object ends the sentence.", "cloze": cloze})
+
+
+OBJECT_BLANK = cloze_json("Insulin lowers [BLANK].")
+SUBJECT_BLANK = cloze_json("[BLANK] lowers the blood glucose level.")
 
 
 @pytest.mark.parametrize(
-    ("fields", "words"),
+    ("schema", "fields", "words"),
     [
-        ({"cloze": "Insulin lowers [BLANK] and [BLANK]."}, "exactly one [BLANK], found 2"),
-        ({"cloze": "Insulin lowers it."}, "exactly one [BLANK], found 0"),
-        ({"question": "What does insulin lower, [BLANK]?"}, "must not hold [BLANK]"),
-        ({"question": "Does insulin lower the blood glucose level?"}, "gives the answer away"),
-        ({"answer": "  "}, "must not be empty"),
-        ({"blanked": "verb"}, "blanked"),
+        (ClozeAnswer, {"cloze": "Insulin lowers [BLANK] and [BLANK]."}, "exactly one [BLANK], found 2"),
+        (ClozeAnswer, {"cloze": "Insulin lowers it."}, "exactly one [BLANK], found 0"),
+        (ClozeAnswer, {"cloze": " [BLANK] "}, "nothing but the blank"),
+        (ParaphraseAnswer, {"question": "What does insulin lower, [BLANK]?"}, "must not hold [BLANK]"),
+        (ParaphraseAnswer, {"question": "  "}, "must not be empty"),
     ],
 )
-def test_query_output_is_validated(fields, words):
-    good = {"cloze": "Insulin lowers [BLANK].", "blanked": "object", "question": "What does insulin reduce?",
-            "answer": "the blood glucose level"}
+def test_cloze_and_paraphrase_output_is_validated(schema, fields, words):
     with pytest.raises(ValidationError, match=words.replace("[", r"\[").replace("]", r"\]")):
-        QueryAnswer.model_validate(good | fields)
+        schema.model_validate({"reasoning": "r"} | fields)
 
 
-VALID_QUERY = json.dumps({"cloze": "Insulin lowers [BLANK].", "blanked": "object",
-                          "question": "What does insulin reduce?", "answer": "the blood glucose level"})
+def test_reasoning_comes_before_the_answer_in_the_schemas():
+    assert list(ClozeAnswer.model_json_schema()["properties"]) == ["reasoning", "cloze"]
+    assert list(ParaphraseAnswer.model_json_schema()["properties"]) == ["reasoning", "question"]
 
 
-def test_queries_stage_keeps_valid_answers_and_measures_closeness():
-    rows = query_rows([fact()], writer(QueryAnswer=lambda user, request: VALID_QUERY), PROMPTS)
-    assert rows[0].status == "kept" and rows[0].record.answer == "the blood glucose level"
-    assert rows[0].record.cloze_similarity == cloze_similarity(
-        "Insulin lowers [BLANK].", "the blood glucose level", "Insulin lowers the blood glucose level.")
-    assert rows[0].record.cloze_similarity == 1.0  # the filled cloze is the sentence
+def test_cloze_stage_blanks_the_object_keeps_the_reasoning_and_measures_closeness():
+    spec, client = writer(ClozeAnswer=lambda user, request: OBJECT_BLANK)
+    row = cloze_rows([fact()], (spec, client), PROMPTS)[0]
+    assert row.status == "kept" and row.record.answer == "the blood glucose level"  # the answer is the object
+    assert row.record.reasoning == "The object ends the sentence." and row.record.rejected == []
+    assert row.record.cloze_similarity == 1.0  # filled with the object, the cloze is the sentence
+    assert cloze_similarity("Insulin lowers [BLANK].", "glucose", "Insulin lowers the blood glucose level.") < 1
+    asked = client.generator.requests[0].messages[-1].content
+    assert 'object "the blood glucose level"' in asked and "only the object" in asked
 
 
-def test_queries_stage_retries_then_records_invalid_output():
-    no_blank = json.loads(VALID_QUERY) | {"cloze": "Insulin lowers it."}
-    answers = {"QueryAnswer": lambda user, request: json.dumps(no_blank)}
-    rows = query_rows([fact()], ("w", StructuredClient(FakeLLM(answers=answers), max_attempts=3)), PROMPTS)
+def test_a_cloze_that_blanks_the_subject_is_rejected_and_asked_for_again():
+    def blanks_the_subject_first(user, request):
+        return OBJECT_BLANK if "could not be used" in user else SUBJECT_BLANK
+
+    spec, client = writer(ClozeAnswer=blanks_the_subject_first)
+    row = cloze_rows([fact()], (spec, client), PROMPTS)[0]
+    assert row.status == "kept" and row.record.cloze == "Insulin lowers [BLANK]." and "1 cloze(s) rejected" in row.note
+    rejected = row.record.rejected
+    assert [(r.text, r.round) for r in rejected] == [("[BLANK] lowers the blood glucose level.", 0)]
+    assert "the object 'the blood glucose level' is still in the cloze" in rejected[0].reason
+    second = client.generator.requests[-1].messages[-1].content
+    assert 'still contains the object "the blood glucose level"' in second and row.record.call.attempts == 2
+    # a writer that always blanks the subject: the fact is invalid, with its last output
+    row = cloze_rows([fact()], writer(ClozeAnswer=lambda user, request: SUBJECT_BLANK), PROMPTS)[0]
+    assert row.status == "invalid" and "rejected in 2 round(s)" in row.note and "still in the cloze" in row.note
+    assert row.record.call.raw_text == SUBJECT_BLANK and len(row.record.rejected) == 2
+
+
+def test_cloze_object_check_ignores_case_and_spacing_and_japanese_works():
+    assert blank_problem("[BLANK] lowers The  Blood glucose level.", "the blood glucose level") is not None
+    assert blank_problem("Insulin lowers [BLANK].", "the blood glucose level") is None
+    assert blank_problem("[BLANK]は血糖値を下げる。", "血糖値") is not None
+    assert blank_problem("インスリンは[BLANK]を下げる。", "血糖値") is None
+
+
+def test_cloze_stage_retries_then_records_invalid_output():
+    no_blank = cloze_json("Insulin lowers it.")
+    rows = cloze_rows([fact()], writer(3, ClozeAnswer=lambda user, request: no_blank), PROMPTS)
     assert rows[0].status == "invalid" and rows[0].record.call.attempts == 3
-    assert "exactly one [BLANK]" in rows[0].note and rows[0].record.call.raw_text == json.dumps(no_blank)
+    assert "exactly one [BLANK]" in rows[0].note and rows[0].record.call.raw_text == no_blank
     # a retry that succeeds is kept
-    flaky = {"QueryAnswer": lambda user, request: VALID_QUERY if request.seed == 1 else json.dumps(no_blank)}
-    row = query_rows([fact()], ("w", StructuredClient(FakeLLM(answers=flaky), max_attempts=3)), PROMPTS)[0]
+    flaky = {"ClozeAnswer": lambda user, request: OBJECT_BLANK if request.seed == 1 else no_blank}
+    row = cloze_rows([fact()], writer(3, **flaky), PROMPTS)[0]
     assert row.status == "kept" and row.record.call.attempts == 2
+
+
+def _cloze(answer: str = "the blood glucose level"):
+    from crossknow.adaxeval.records import ClozeRecord
+
+    return ClozeRecord(fact=fact(obj=answer), reasoning="r", cloze="Insulin lowers [BLANK].", answer=answer,
+                       cloze_similarity=1.0, call=CALL)
+
+
+def test_the_paraphrase_is_written_from_the_cloze_in_its_own_call():
+    question = json.dumps({"reasoning": "It asks what insulin reduces.", "question": "What does insulin reduce?"})
+    spec, client = writer(ParaphraseAnswer=lambda user, request: question)
+    row = paraphrase_rows([_cloze()], (spec, client), PROMPTS)[0]
+    assert row.status == "kept" and row.record.question == "What does insulin reduce?"
+    assert row.record.reasoning == "It asks what insulin reduces."
+    assert (row.record.cloze, row.record.answer, row.record.fact.sentence.id) == (
+        "Insulin lowers [BLANK].", "the blood glucose level", "d-en#0")
+    [request] = client.generator.requests
+    asked = request.messages[-1].content
+    assert request.json_schema["title"] == "ParaphraseAnswer"
+    assert "Cloze: Insulin lowers [BLANK]." in asked and "Answer: the blood glucose level" in asked
+    assert "Insulin lowers the blood glucose level." not in asked  # from the cloze, not from the sentence
+
+
+def test_a_question_that_gives_the_answer_away_is_asked_for_again():
+    leaks = json.dumps({"reasoning": "r", "question": "Does insulin lower the Blood Glucose level?"})
+    good = json.dumps({"reasoning": "r", "question": "What does insulin reduce?"})
+    spec, client = writer(ParaphraseAnswer=lambda user, request: good if "could not be used" in user else leaks)
+    row = paraphrase_rows([_cloze()], (spec, client), PROMPTS)[0]
+    assert row.status == "kept" and row.record.question == "What does insulin reduce?"
+    assert [(r.text, r.reason) for r in row.record.rejected] == [
+        ("Does insulin lower the Blood Glucose level?", "the question gives the answer away (it contains it)")]
+    row = paraphrase_rows([_cloze()], writer(ParaphraseAnswer=lambda user, request: leaks), PROMPTS)[0]
+    assert row.status == "invalid" and "gives the answer away" in row.note
 
 
 def test_distractor_validation_and_length_cues():
@@ -94,11 +169,12 @@ def test_options_equal_to_the_answer_empty_or_repeated_are_dropped_with_the_reas
     ]
 
 
-def _query():
-    from crossknow.adaxeval.records import QueryRecord
+def _query(lang: str = "en", key: str = "d-en#0"):
+    from crossknow.adaxeval.records import ClozeRecord, QueryRecord
 
-    return QueryRecord(fact=fact(), cloze="Insulin lowers [BLANK].", question="What does insulin reduce?",
-                       answer="blood glucose", blanked="object", cloze_similarity=0.9, call=CALL)
+    cloze = ClozeRecord(fact=fact(obj="blood glucose", lang=lang, key=key), reasoning="r",
+                        cloze="Insulin lowers [BLANK].", answer="blood glucose", cloze_similarity=0.9, call=CALL)
+    return QueryRecord(cloze_record=cloze, reasoning="r", question="What does insulin reduce?", call=CALL)
 
 
 def test_dropped_distractors_are_asked_for_again_and_the_item_still_comes_out():
@@ -123,7 +199,7 @@ def test_dropped_distractors_are_asked_for_again_and_the_item_still_comes_out():
 def test_distractors_that_stay_bad_make_the_item_invalid_with_the_models_output():
     same = writer(DistractorAnswer=lambda u, r: json.dumps({"distractors": ["Blood glucose.", "b", "c"]}))
     row = distractor_rows([_query()], same, PROMPTS)[0]
-    assert row.status == "invalid" and "2 of 3 distractors after 2 round(s)" in row.note
+    assert row.status == "invalid" and "rejected in 2 round(s): 2 of 3 distractors" in row.note
     assert row.record.distractors == ["b", "c"] and row.record.call.raw_text.startswith('{"distractors"')
     assert row.record.call.error == row.note
     row = distractor_rows([_query()], writer(), PROMPTS)[0]
@@ -132,12 +208,9 @@ def test_distractors_that_stay_bad_make_the_item_invalid_with_the_models_output(
 
 
 def _item(lang: str = "en", key: str = "d-en#0"):
-    from crossknow.adaxeval.records import DistractorRecord, QueryRecord
+    from crossknow.adaxeval.records import DistractorRecord
 
-    query = QueryRecord(fact=fact(lang=lang, key=key), cloze="Insulin lowers [BLANK].",
-                        question="What does insulin reduce?", answer="blood glucose", blanked="object",
-                        cloze_similarity=0.9, call=CALL)
-    return DistractorRecord(query=query, distractors=["blood pressure", "heart rate", "body weight"],
+    return DistractorRecord(query=_query(lang, key), distractors=["blood pressure", "heart rate", "body weight"],
                             length_ratio=0.9, answer_longest=False, call=CALL)
 
 
@@ -148,6 +221,15 @@ def test_quality_filter_keeps_all_good_with_support_2_unless_turned_off():
     row = quality_rows([_item()], poor, PROMPTS, partner, True)[0]
     assert row.status == "dropped" and "support 1" in row.note
     assert quality_rows([_item()], poor, PROMPTS, partner, False)[0].status == "kept"
+    # the options are judged twice (A.6.4): in the cloze and as answers to the question; either Poor drops
+    grades = {"cloze": "Good", "paraphrase": "Good", "options_cloze": "Good", "options_question": "Good"}
+    for field in ("options_cloze", "options_question"):
+        judge = writer(InLanguageJudgement=lambda u, r, f=field: json.dumps(grades | {f: "Poor"}))
+        row = quality_rows([_item()], judge, PROMPTS, partner, True)[0]
+        assert row.status == "dropped" and getattr(row.record, field) == "Poor"
+    asked = judge[1].generator.requests[0].messages[-1].content
+    assert "Cloze: Insulin lowers [BLANK]." in asked and "Question: What does insulin reduce?" in asked
+    assert '"options_cloze"' in asked and '"options_question"' in asked
     prompt = PROMPTS.render("quality_cross_language", "en", other_language="Japanese", document="D", question="Q",
                             answer="A").user
     assert "Japanese document: D" in prompt
@@ -166,8 +248,8 @@ def test_assembled_sets_are_read_by_evaluate(tmp_path):
     from crossknow.adaxeval.records import QualityRecord
 
     records = [
-        QualityRecord(item=_item(lang, f"d-{lang}#0"), cloze="Good", paraphrase="Good", options="Good", support=2,
-                      in_language_call=CALL, cross_language_call=CALL)
+        QualityRecord(item=_item(lang, f"d-{lang}#0"), cloze="Good", paraphrase="Good", options_cloze="Good",
+                      options_question="Good", support=2, in_language_call=CALL, cross_language_call=CALL)
         for lang in ("en", "ja")
     ]
     files = write_dataset(tmp_path, records, ["en", "ja"], 7, {"p": {"en": "d-en", "ja": "d-ja"}})

@@ -14,8 +14,8 @@ from crossknow.errors import CrossknowError
 from .fake_llm import FakeLLM, default_answer
 
 TABLE = {  # stage -> (en, ja) on the mini corpus with the fake LLM, which keeps everything it sees
-    "documents": (4, 4), "split": (11, 11), "ner": (8, 7), "facts": (8, 7), "queries": (8, 7),
-    "distractors": (8, 7), "quality": (8, 7),
+    "documents": (4, 4), "split": (11, 11), "ner": (8, 7), "facts": (8, 7), "facts_dropped_sum": (0, 0),
+    "cloze": (8, 7), "paraphrase": (8, 7), "distractors": (8, 7), "quality": (8, 7),
 }
 
 
@@ -55,8 +55,10 @@ def test_full_run_writes_sets_pairing_and_the_stage_table(run_fake, tmp_path):
     assert summary.length_ratio["en"] > 1 and summary.answer_longest["en"] == 0.0
     config = (out / "config.yaml").read_text()
     assert "seed: 0" in config and "threshold: 2.0" in config and "prompts_digest:" in config
-    # three detectors with one model id: the second and third ask what the first asked (cache hits)
-    assert summary.calls_this_run == 8 + 7 + 3 * 15 + 15 and summary.cached_calls_this_run == 2 * 15
+    # 15 sentences; three detectors with one model id: the second and third ask what the first asked (cache
+    # hits); then one call each for cloze, paraphrase and distractors, and two quality judgements
+    assert summary.calls_this_run == 15 + 15 + 15 + 15 + 2 * 15 and summary.cached_calls_this_run == 2 * 15
+    assert summary.binary_confidence is True  # the fake gives no log-probabilities
     assert all(len(set(keys)) == len(keys) for keys in committed_keys(out).values())
 
 
@@ -161,7 +163,7 @@ def test_costs_follow_the_price_file_and_survive_resume(run_fake, tmp_path):
     summary, _ = run_fake(prices=str(prices))
     per_call = (100 * 1.0 + 20 * 10.0) / 1e6
     # every call behind the records: three votes per sentence count, cached or not
-    assert summary.cost_usd == pytest.approx(per_call * (3 * 15 + 15 + 15 + 2 * 15))
+    assert summary.cost_usd == pytest.approx(per_call * (3 * 15 + 15 + 15 + 15 + 2 * 15))
     again, _ = run_fake(prices=str(prices))
     assert again.cost_usd == summary.cost_usd and again.calls_this_run == 0
 
@@ -220,3 +222,30 @@ def test_llm_ner_backend_and_its_failures_stop_before_sampling(run_fake, tmp_pat
     ner = next(row for row in summary.counts if row.stage == "ner")
     assert ner.counts == {"en": 5, "ja": 7}  # capitalised words the fake lists, >= 2 of them
     assert counts(summary)["sample"] == (2, 2)
+
+
+def test_the_stage_table_counts_the_sentences_each_applied_rule_dropped(tmp_path, mini_corpus):
+    from crossknow.adaxeval.pipeline import run_generate
+    from crossknow.adaxeval.records import GenerateConfig
+
+    def says_no(user, request):
+        return json.dumps({"reasoning": "r", "factuality": "no", "triple": None})
+
+    # three detectors with their own model ids; the third says no to everything, and there are no
+    # log-probabilities: each sentence has 2 yes votes and a summed confidence of exactly 2
+    fakes = {"hf:d1": FakeLLM("m1"), "hf:d2": FakeLLM("m2"), "hf:d3": FakeLLM("m3", {"FactAnswer": says_no}),
+             "hf:w": FakeLLM("w")}
+    tables = {}
+    for rule in ("sum", "votes", "both"):
+        config = GenerateConfig(corpus=str(mini_corpus), detectors=["hf:d1", "hf:d2", "hf:d3"], writer="hf:w",
+                                cache=str(tmp_path / "cache.sqlite"), fact_rule=rule)
+        summary = run_generate(config, tmp_path / rule, make_generator=lambda spec, options: fakes[spec])
+        tables[rule] = counts(summary)
+        assert summary.binary_confidence is True
+    assert tables["sum"]["facts"] == (0, 0) and tables["sum"]["facts_dropped_sum"] == (8, 7)
+    assert "facts_dropped_votes" not in tables["sum"]
+    assert tables["votes"]["facts"] == tables["votes"]["quality"] == (8, 7)
+    assert tables["votes"]["facts_dropped_votes"] == (0, 0) and "facts_dropped_sum" not in tables["votes"]
+    assert tables["both"]["facts_dropped_sum"] == (8, 7) and tables["both"]["facts_dropped_votes"] == (0, 0)
+    config = (tmp_path / "votes" / "config.yaml").read_text()
+    assert "fact_rule: votes" in config and "threshold: 2.0" in config and "min_yes: 2" in config

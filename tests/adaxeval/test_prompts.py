@@ -18,7 +18,7 @@ def test_english_and_japanese_have_every_task():
     table.check(["en", "ja"])
     prompt = table.render("facts", "ja", sentence="インスリンは血糖値を下げる。")
     assert prompt.system is None and prompt.user.endswith("文: インスリンは血糖値を下げる。")
-    assert '{"factuality": "yes"' in prompt.user  # JSON examples need no escaping
+    assert '"factuality": "yes"' in prompt.user and '{"reasoning": "' in prompt.user  # JSON needs no escaping
     assert table.language_name("ja", "en") == "英語"
 
 
@@ -68,7 +68,7 @@ def test_malformed_prompt_files_name_the_file_and_field(tmp_path, content, words
 def test_a_replaced_language_changes_the_digest(tmp_path):
     base = PromptTable.load()
     (tmp_path / "en.yaml").write_text(
-        (PACKAGED / "en.yaml").read_text(encoding="utf-8").replace("Think about", "Consider"), encoding="utf-8"
+        (PACKAGED / "en.yaml").read_text(encoding="utf-8").replace("Decide whether", "Judge whether"), encoding="utf-8"
     )
     changed = PromptTable.load(tmp_path)
     assert base.digest(["en", "ja"]) != changed.digest(["en", "ja"])
@@ -77,4 +77,13 @@ def test_a_replaced_language_changes_the_digest(tmp_path):
 
 def test_render_needs_every_value():
     with pytest.raises(CrossknowError, match="needs values for: object, relation"):
-        PromptTable.load().render("queries", "en", sentence="s", subject="x")
+        PromptTable.load().render("cloze", "en", sentence="s", subject="x")
+
+
+def test_the_chain_of_thought_prompts_ask_for_the_reasoning_first_in_their_examples():
+    table = PromptTable.load()
+    for lang in ("en", "ja"):
+        for task in ("facts", "cloze", "paraphrase"):
+            text = table.template(task, lang)
+            examples = [line for line in text.splitlines() if line.startswith("{")]
+            assert examples and all(line.startswith('{"reasoning": "') for line in examples), (lang, task)

@@ -75,6 +75,14 @@ def test_annotate_score_names_row_and_column(tmp_path):
     assert "row 1 (item d#0), column 'paraphrase_fluency': '5'" in stderr
 
 
+def test_annotate_export_draws_the_papers_100_items_per_language_by_default():
+    import inspect
+
+    from crossknow.cli.annotate_cmd import export
+
+    assert inspect.signature(export).parameters["n"].default.default == 100  # the full paper's section 3.4
+
+
 # ---- against the real llama.cpp server (the embedded Gemma 3 270M) ---------------------------------
 
 SMALL = ("--docs", "1", "--sample", "1", "--threshold", "0", "--no-quality-filter", "--concurrency", "1",
@@ -116,7 +124,7 @@ def test_generate_end_to_end_on_llama_cpp(reference_run):
     assert table["documents"]["counts"] == {"en": 1, "ja": 1}
     assert table["sample"]["counts"] == {"en": 1, "ja": 1}
     # each stage keeps at most what it was given; invalid outputs are counted, not dropped
-    order = ["sample", "facts", "queries", "distractors", "quality"]
+    order = ["sample", "facts", "cloze", "paraphrase", "distractors", "quality"]
     for before, after in zip(order, order[1:], strict=False):
         for lang in ("en", "ja"):
             given = table[before]["counts"][lang]

@@ -57,14 +57,31 @@ RUBRICS: tuple[Rubric, ...] = (
     Rubric("paraphrase_diversity", "Paraphrase (diversity)", 3,
            "3 different vocabulary and structure; 2 some rewording, similar structure; 1 mostly the blank replaced by "
            "a question word; 0 the cloze with a question mark."),
-    Rubric("distractor_plausibility", "Distractor (plausibility)", 3,
-           "Per distractor: 3 convincing even to experts; 2 fits the domain, ruled out by basic domain knowledge; "
-           "1 ruled out by surface cues or common sense; 0 irrelevant, nonsensical or ungrammatical."),
-    Rubric("distractor_incorrectness", "Distractor (incorrectness)", 3,
-           "Per distractor: 3 contradicted or unsupported by the sentence; 2 likely wrong but could be partly true; "
-           "1 possibly true; 0 actually correct (the answer)."),
+    *(
+        Rubric(f"distractor_plausibility_{prompt}", f"Distractor (plausibility, {prompt})", 3,
+               f"Per distractor, as an answer to the {prompt}: 3 convincing even to experts; 2 fits the domain, ruled "
+               "out by basic domain knowledge; 1 ruled out by surface cues or common sense; 0 irrelevant, nonsensical "
+               "or ungrammatical.")
+        for prompt in ("cloze", "question")
+    ),
+    *(
+        Rubric(f"distractor_incorrectness_{prompt}", f"Distractor (incorrectness, {prompt})", 3,
+               f"Per distractor, as an answer to the {prompt}: 3 contradicted or unsupported by the sentence; "
+               "2 likely wrong but could be partly true; 1 possibly true; 0 actually correct (the answer).")
+        for prompt in ("cloze", "question")
+    ),
 )
-"""The rubrics of Appendix A.6, in the order of the paper's Table 2; distractor scores are per distractor."""
+"""The rubrics of Appendix A.6, in the order of the paper's Table 2. Distractor scores are per distractor
+and per prompt: A.6.4 asks for "evaluations for both the cloze prompt and the paraphrased question"."""
+
+COMBINED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "distractor_plausibility": ("Distractor (plausibility), both prompts",
+                                ("distractor_plausibility_cloze", "distractor_plausibility_question")),
+    "distractor_incorrectness": ("Distractor (incorrectness), both prompts",
+                                 ("distractor_incorrectness_cloze", "distractor_incorrectness_question")),
+}
+"""Rows of one number per distractor aspect, as in the paper's Table 2: the mean over every distractor
+score of both prompts (crossknow's choice; the paper does not say how it combined the two)."""
 
 N_DISTRACTORS = 3
 MATERIAL = ("item_id", "lang", "sentence", "triple", "partner_document", "cloze", "answer", "question",
@@ -87,7 +104,9 @@ def score_columns() -> list[tuple[str, Rubric]]:
 def rubric_markdown() -> str:
     """The rubrics as Markdown, written beside the sheet."""
     lines = ["# AdaXEval human evaluation rubrics (after the paper's Appendix A.6)", "",
-             "Fill each score column with a whole number in its range; leave a cell empty to skip it.", ""]
+             "Fill each score column with a whole number in its range; leave a cell empty to skip it.",
+             "Score every distractor twice: in the cloze's [BLANK] (`..._cloze`) and as an answer to the "
+             "paraphrased question (`..._question`).", ""]
     for rubric in RUBRICS:
         lines += [f"## {rubric.label}: `{rubric.column}` (0-{rubric.maximum})", "", rubric.guide, ""]
     return "\n".join(lines)
@@ -146,9 +165,9 @@ class ScoreTable:
 
     langs: list[str]
     means: dict[str, dict[str, float | None]]
-    """means[rubric column][lang]; None where nothing was scored."""
+    """means[rubric or COMBINED column][lang]; None where nothing was scored."""
     counts: dict[str, dict[str, int]]
-    """counts[rubric column][lang]: scores averaged (per distractor for distractor rubrics)."""
+    """counts[rubric or COMBINED column][lang]: scores averaged (per distractor for distractor rubrics)."""
     items: dict[str, int]
     """Rows of the sheet per language."""
 
@@ -192,11 +211,13 @@ def score_sheet(sheet: Path) -> ScoreTable:
     if problems:
         more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
         raise InputError(sheet, "; ".join(problems[:10]) + more)
+    for column, (_, parts) in COMBINED.items():
+        values[column] = {lang: [v for part in parts for v in values[part].get(lang, [])] for lang in items}
     langs = list(items)
     return ScoreTable(
         langs=langs,
-        means={r.column: {lang: _mean(values[r.column].get(lang, [])) for lang in langs} for r in RUBRICS},
-        counts={r.column: {lang: len(values[r.column].get(lang, [])) for lang in langs} for r in RUBRICS},
+        means={column: {lang: _mean(scores.get(lang, [])) for lang in langs} for column, scores in values.items()},
+        counts={column: {lang: len(scores.get(lang, [])) for lang in langs} for column, scores in values.items()},
         items=items,
     )
 

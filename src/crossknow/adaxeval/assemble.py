@@ -22,28 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from crossknow.adaxeval.records import QualityRecord
-from crossknow.data.schemas import Record
+from crossknow.data.pairing import INTERLINGUAL_FILE, InterlingualLink
 from crossknow.store.atomic import atomic_write_text
 
 DATASET_DIR = "dataset"
 SET_FILES = {"cloze": "memorization.jsonl", "question": "generalization.jsonl"}
 """Item kind -> file name in dataset/{lang}/."""
-INTERLINGUAL_FILE = "interlingual.jsonl"
-
-
-class InterlingualLink(Record):
-    """One line of interlingual.jsonl."""
-
-    item_id: str = Field(description="Id of the item in its language's sets.")
-    lang: str = Field(description="Language X of the item (and of the document its fact was taken from).")
-    doc_id: str = Field(description="The document in X the item was generated from.")
-    pair_id: str = Field(description="The pair both documents belong to.")
-    partner_lang: str = Field(description="Language Y of the paired document.")
-    partner_doc_id: str = Field(description="The paired document in Y.")
-    support: int | None = Field(description="Cross-language judgement: 2 stated, 1 inferable, 0 not supported.")
 
 
 def option_seed(seed: int, item_id: str) -> int:
@@ -76,13 +61,12 @@ def release_lines(record: QualityRecord, seed: int, partner_doc_id: str) -> dict
         "sentence": sentence.text,
         "pair_id": sentence.pair_id,
         "partner_docid": partner_doc_id,
-        "blanked": query.blanked,
         "fact_confidence": fact.confidence_sum,
         "cloze_similarity": query.cloze_similarity,
         "length_ratio": item.length_ratio,
         "quality": {
-            "cloze": record.cloze, "paraphrase": record.paraphrase, "options": record.options,
-            "cross_language": record.support,
+            "cloze": record.cloze, "paraphrase": record.paraphrase, "options_cloze": record.options_cloze,
+            "options_question": record.options_question, "cross_language": record.support,
         },
     }
     base = {"id": sentence.id, "lang": sentence.lang, "options": options, "answer_idx": answer_idx}

@@ -9,8 +9,8 @@ The writer's JSON is validated (and retried when malformed) as exactly three str
 are not distractors, empty ones, one equal to the answer (ignoring case, spaces and a final period)
 or a repeat of another, are dropped and recorded with why (`DistractorRecord.dropped`), the good
 ones are kept, and the writer is asked again for the rest, with a note naming what was dropped and
-what is kept (the 'distractors_again' prompt: a new prompt, so greedy decoding gives a new answer),
-up to the client's `max_attempts` rounds; the row is invalid only when three good ones never come.
+what is kept (the 'distractors_again' note, through `stages.ask_in_rounds`), up to the client's
+`max_attempts` rounds; the row is invalid only when three good ones never come.
 """
 
 from __future__ import annotations
@@ -20,17 +20,12 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.records import CallInfo, DistractorRecord, DroppedOption, QueryRecord
-from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
+from crossknow.adaxeval.records import DistractorRecord, DroppedOption, QueryRecord
+from crossknow.adaxeval.stages import StageRow, ask_in_rounds, normalise
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import ChatPrompt, StructuredClient, StructuredOutcome
+from crossknow.generation.structured import StructuredClient
 
 N_DISTRACTORS = 3
-
-
-def normalise_option(text: str) -> str:
-    """An option compared for equality: case folded, spaces collapsed, trailing period dropped."""
-    return " ".join(text.casefold().split()).rstrip("。.")
 
 
 class DistractorAnswer(Record):
@@ -46,13 +41,13 @@ def screen_options(
 ) -> tuple[list[str], list[DroppedOption]]:
     """(the options that are distractors, stripped; those dropped, with why), given the answer and the
     distractors already kept; an option is dropped when empty, equal to the answer, or a repeat."""
-    seen = {normalise_option(k) for k in kept}
+    seen = {normalise(k) for k in kept}
     good: list[str] = []
     dropped: list[DroppedOption] = []
     for option in options:
-        key = normalise_option(option)
+        key = normalise(option)
         reason = (
-            "empty" if not key else "equals the answer" if key == normalise_option(answer) else
+            "empty" if not key else "equals the answer" if key == normalise(answer) else
             "duplicate" if key in seen else None
         )
         if reason is None:
@@ -74,27 +69,6 @@ def _quoted(texts: Sequence[str]) -> str:
     return ", ".join(f'"{text}"' for text in texts) or "(none)"
 
 
-def _again(prompts: PromptTable, query: QueryRecord, first: ChatPrompt, kept: list[str],
-           dropped: list[DroppedOption]) -> ChatPrompt:
-    """The first prompt with the 'distractors_again' note: what was dropped and why, what is kept."""
-    rejected = ", ".join(f'"{d.text}" ({d.reason})' for d in dropped)
-    note = prompts.render(
-        "distractors_again", query.fact.sentence.lang, answer=query.answer, rejected=rejected, kept=_quoted(kept)
-    )
-    return ChatPrompt(system=first.system, user=f"{first.user}\n\n{note.user}")
-
-
-def _merged_call(infos: Sequence[CallInfo], error: str | None, raw_text: str) -> CallInfo:
-    """One CallInfo for all rounds of a query: summed accounting, the last raw output kept when invalid."""
-    last = infos[-1]
-    return CallInfo(
-        model=last.model, attempts=sum(i.attempts for i in infos), cached=all(i.cached for i in infos),
-        prompt_tokens=sum(i.prompt_tokens for i in infos), completion_tokens=sum(i.completion_tokens for i in infos),
-        cost_usd=sum(i.cost_usd for i in infos), error=error,
-        raw_text=raw_text if error is not None else None,
-    )
-
-
 def distractor_rows(
     queries: Sequence[QueryRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
 ) -> list[StageRow[DistractorRecord] | None]:
@@ -110,50 +84,37 @@ def distractor_rows(
     ]
     kept: list[list[str]] = [[] for _ in queries]
     dropped: list[list[DroppedOption]] = [[] for _ in queries]
-    calls: list[list[CallInfo]] = [[] for _ in queries]
-    last: list[StructuredOutcome | None] = [None] * len(queries)
-    pending = list(range(len(queries)))
-    for round_ in range(client.max_attempts):
-        if not pending:
-            break
-        chat = [
-            first[i] if round_ == 0 else _again(prompts, queries[i], first[i], kept[i], dropped[i]) for i in pending
-        ]
-        retry = []
-        for i, outcome in zip(pending, client.call_many(chat, DistractorAnswer), strict=True):
-            last[i] = outcome
-            if transport_failed(outcome):
-                continue
-            calls[i].append(call_info(outcome, spec))
-            if outcome.value is None:
-                continue
-            good, bad = screen_options(queries[i].answer, outcome.value.distractors, kept[i], round_)
-            kept[i].extend(good[: N_DISTRACTORS - len(kept[i])])
-            dropped[i].extend(bad)
-            if len(kept[i]) < N_DISTRACTORS:
-                retry.append(i)
-        pending = retry
-    return [_row(q, spec, kept[i], dropped[i], calls[i], last[i]) for i, q in enumerate(queries)]
 
+    def review(i: int, answer: DistractorAnswer, round_: int) -> str | None:
+        good, bad = screen_options(queries[i].answer, answer.distractors, kept[i], round_)
+        kept[i].extend(good[: N_DISTRACTORS - len(kept[i])])
+        dropped[i].extend(bad)
+        if len(kept[i]) == N_DISTRACTORS:
+            return None
+        reasons = ", ".join(sorted({d.reason for d in dropped[i]}))
+        return f"{len(kept[i])} of {N_DISTRACTORS} distractors; dropped options: {reasons}"
 
-def _row(query: QueryRecord, spec: str, kept: list[str], dropped: list[DroppedOption], calls: list[CallInfo],
-         last: StructuredOutcome | None) -> StageRow[DistractorRecord] | None:
-    """The row of one query after all its rounds."""
-    if last is None or transport_failed(last):
-        return None
-    sentence = query.fact.sentence
-    error = None
-    if last.value is None:
-        error = last.error or "invalid output"
-    elif len(kept) < N_DISTRACTORS:
-        reasons = ", ".join(sorted({d.reason for d in dropped}))
-        error = f"{len(kept)} of {N_DISTRACTORS} distractors after {len(calls)} round(s); dropped options: {reasons}"
-    ratio, longest = length_cues(query.answer, kept) if kept else (0.0, False)
-    record = DistractorRecord(
-        query=query, distractors=kept, dropped=dropped, length_ratio=ratio, answer_longest=longest,
-        call=_merged_call(calls, error, last.raw_text),
-    )
-    if error is not None:
-        return StageRow(sentence.id, sentence.lang, "invalid", error, record)
-    note = f"length ratio {ratio}" + (f", {len(dropped)} option(s) dropped" if dropped else "")
-    return StageRow(sentence.id, sentence.lang, "kept", note, record)
+    def again(i: int, answer: DistractorAnswer, problem: str) -> str:
+        rejected = ", ".join(f'"{d.text}" ({d.reason})' for d in dropped[i])
+        lang = queries[i].fact.sentence.lang
+        return prompts.render(
+            "distractors_again", lang, answer=queries[i].answer, rejected=rejected, kept=_quoted(kept[i])
+        ).user
+
+    rows: list[StageRow[DistractorRecord] | None] = []
+    for i, rounds in enumerate(ask_in_rounds(client, spec, first, DistractorAnswer, review, again)):
+        if rounds.transport_failed:
+            rows.append(None)
+            continue
+        query, sentence = queries[i], queries[i].fact.sentence
+        ratio, longest = length_cues(query.answer, kept[i]) if kept[i] else (0.0, False)
+        record = DistractorRecord(
+            query=query, distractors=kept[i], dropped=dropped[i], length_ratio=ratio, answer_longest=longest,
+            call=rounds.merged_call(),
+        )
+        if rounds.error is not None:
+            rows.append(StageRow(sentence.id, sentence.lang, "invalid", rounds.error, record))
+            continue
+        note = f"length ratio {ratio}" + (f", {len(dropped[i])} option(s) dropped" if dropped[i] else "")
+        rows.append(StageRow(sentence.id, sentence.lang, "kept", note, record))
+    return rows

@@ -1,29 +1,42 @@
 """Stage 'facts': multi-LLM fact detection and triple extraction (the paper's section 3.1.1, Appendix A.1).
 
-Each detector answers {factuality, triple, reason} about a sentence; its confidence is P("yes") of
-the factuality answer, read from the top log-probabilities where the backend gives them (else 1 or
-0 from the answer). A sentence is kept when the summed confidence of the valid votes exceeds the
-threshold (the paper: more than 2 of 3 detectors' worth) and at least `min_yes` detectors said yes
-(the paper: two), and some yes vote carries a triple.
+Each detector answers {reasoning, factuality, triple} about a sentence: Appendix A.1's three fields
+(its "reason" is our `reasoning`), with the reasoning first so that the model reasons before it
+answers (crossknow's order; A.1 lists the explanation last). Its confidence is P("yes") of the
+factuality answer: exact where the backend scores continuations, else from the top log-probabilities,
+else 1 or 0 from the answer (see crossknow.generation.confidence; the reasoning before the answer is
+part of the text the yes/no value is scored after).
 
-The final triple (`choose_triple`), among the yes votes with a triple, is the one that ranks first by:
-1. grounding: how many of its subject and object occur in the sentence (ignoring case), since the
-   cloze is written by blanking one of them;
-2. the detector's confidence;
-3. agreement: its mean character-bigram Jaccard similarity (subject and object) to the other
+Which sentences are kept: the paper states two rules, separately.
+- 'sum' (section 3.2): the summed confidence of the valid votes exceeds the threshold, 2 of a maximum
+  of 3 (scaled to 2/3 of the detectors). This is the default. When every detector's label agrees with
+  its confidence (yes exactly when P(yes) > 0.5), a sum above 2 of 3 implies at least two yes votes,
+  so this rule satisfies Appendix A.1's sentence too. Without log-probabilities every confidence is
+  0 or 1, and "sum > 2 of 3" means that all three detectors said yes.
+- 'votes' (Appendix A.1): at least `min_yes` (two) detectors said yes, whatever their confidences.
+- 'both': crossknow's stricter combination (both rules must hold).
+Both rules are evaluated and recorded for every sentence (`FactRecord.passes_sum`, `passes_votes`);
+a dropped sentence records the applied rules it failed (`dropped_by`), and the stage table counts them.
+
+The final triple (`choose_triple`) is "the top-confident extraction result" (section 3.1.1): among the
+yes votes with a triple, the one whose detector is most confident. Ties (always, when confidences are
+0 or 1) are broken by crossknow's heuristic (A.1 mentions "a heuristic method" without saying which):
+1. grounding: how many of its subject and object occur in the sentence (ignoring case);
+2. agreement: its mean character-bigram Jaccard similarity (subject and object) to the other
    candidates, so that the reading most detectors share wins;
-4. the detector's position in --detector (first wins).
+3. the detector's position in --detector (first wins).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.records import DetectorVote, FactRecord, SentenceRecord, Triple
+from crossknow.adaxeval.records import DetectorVote, DropReason, FactRecord, FactRule, SentenceRecord, Triple
 from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
 from crossknow.data.schemas import Record
 from crossknow.generation.structured import StructuredClient
@@ -32,17 +45,17 @@ CONFIDENCE_FIELD = "factuality"
 
 
 def _yes_needs_a_triple(schema: dict[str, Any]) -> None:
-    """Rewrite FactAnswer's JSON schema as two alternatives, {"factuality": "yes", "triple": {...}} and
-    {"factuality": "no", "triple": null}, so that a decoder constrained to it cannot write a yes
-    without a triple (fields in the same order, so the confidence is still scored after the answer)."""
+    """Rewrite FactAnswer's JSON schema as two alternatives, {..., "factuality": "yes", "triple": {...}} and
+    {..., "factuality": "no", "triple": null}, so that a decoder constrained to it cannot write a yes
+    without a triple (fields in the same order: the reasoning first, the confidence scored after it)."""
     properties, required = schema.pop("properties"), schema.pop("required")
     triple_ref = next(option for option in properties["triple"]["anyOf"] if "$ref" in option)
 
     def variant(answer: str, triple: dict[str, Any]) -> dict[str, Any]:
         fields = {
+            "reasoning": properties["reasoning"],
             "factuality": {**properties["factuality"], "enum": [answer]},
             "triple": {**triple, "description": properties["triple"].get("description", "")},
-            "reason": properties["reason"],
         }
         return {"type": "object", "properties": fields, "required": required, "additionalProperties": False}
 
@@ -52,15 +65,15 @@ def _yes_needs_a_triple(schema: dict[str, Any]) -> None:
 
 
 class FactAnswer(Record):
-    """A detector's answer to the 'facts' prompt (Appendix A.1's three fields). A "yes" must carry a
-    triple (its JSON schema and its validation both say so): a yes without content cannot make an item.
-    A triple given with a "no" is ignored."""
+    """A detector's answer to the 'facts' prompt (Appendix A.1's fields, the reasoning first). A "yes" must
+    carry a triple (its JSON schema and its validation both say so): a yes without content cannot make
+    an item. A triple given with a "no" is ignored."""
 
     model_config = ConfigDict(json_schema_extra=_yes_needs_a_triple)
 
+    reasoning: str = Field(description="Step-by-step reasoning about the criteria, written before the answer.")
     factuality: Literal["yes", "no"] = Field(description="Whether the sentence states a domain fact.")
     triple: Triple | None = Field(description="The fact as subject, relation, object; null when factuality is no.")
-    reason: str = Field(description="A brief explanation of the decision.")
 
     @model_validator(mode="after")
     def _triple_when_yes(self) -> FactAnswer:
@@ -70,13 +83,30 @@ class FactAnswer(Record):
 
 
 def default_threshold(n_detectors: int) -> float:
-    """The paper's rule scaled to any number of detectors: more than 2/3 of the maximum sum."""
+    """The paper's sum rule scaled to any number of detectors: more than 2/3 of the maximum sum."""
     return 2.0 * n_detectors / 3.0
 
 
-def required_yes(min_yes: int, n_detectors: int) -> int:
-    """Yes votes a sentence needs: `min_yes`, but never more than there are detectors."""
-    return min(min_yes, n_detectors)
+@dataclass(frozen=True)
+class KeepRule:
+    """Which sentences fact detection keeps (see the module docstring)."""
+
+    name: FactRule
+    """'sum', 'votes' or 'both'."""
+    threshold: float
+    """The sum rule: summed P(yes) must exceed this."""
+    min_yes: int
+    """The votes rule: yes votes needed (capped at the number of detectors by `needed`)."""
+
+    def needed(self, n_detectors: int) -> int:
+        """Yes votes a sentence needs: `min_yes`, but never more than there are detectors."""
+        return min(self.min_yes, n_detectors)
+
+    def failed(self, passes_sum: bool, passes_votes: bool) -> list[DropReason]:
+        """The rules this setting applies that a sentence failed (empty: it is kept)."""
+        applied: list[DropReason] = ["sum", "votes"] if self.name == "both" else [self.name]
+        passed = {"sum": passes_sum, "votes": passes_votes}
+        return [rule for rule in applied if not passed[rule]]
 
 
 def _bigrams(text: str) -> set[str]:
@@ -96,47 +126,51 @@ def choose_triple(sentence: str, votes: Sequence[DetectorVote]) -> int | None:
         return None
     text = sentence.lower()
 
-    def rank(i: int) -> tuple[int, float, float, int]:
+    def rank(i: int) -> tuple[float, int, float, int]:
         triple = votes[i].triple
         assert triple is not None
         grounding = (triple.subject.strip().lower() in text) + (triple.object.strip().lower() in text)
         others = [_jaccard(triple, votes[j].triple) for j in candidates if j != i]  # type: ignore[arg-type]
         agreement = sum(others) / len(others) if others else 0.0
-        return (-grounding, -(votes[i].confidence or 0.0), -agreement, i)
+        return (-(votes[i].confidence or 0.0), -grounding, -agreement, i)
 
     return min(candidates, key=rank)
 
 
-def decide(
-    sentence: SentenceRecord, votes: list[DetectorVote], threshold: float, min_yes: int
-) -> StageRow[FactRecord]:
+def decide(sentence: SentenceRecord, votes: list[DetectorVote], rule: KeepRule) -> StageRow[FactRecord]:
     """The stage row of one sentence from its detectors' votes."""
     valid = [vote for vote in votes if vote.factuality is not None]
     confidence = sum(vote.confidence or 0.0 for vote in valid)
     yes = sum(vote.factuality == "yes" for vote in valid)
-    needed = required_yes(min_yes, len(votes))
-    chosen = choose_triple(sentence.text, votes) if confidence > threshold and yes >= needed else None
+    needed = rule.needed(len(votes))
+    passes_sum, passes_votes = confidence > rule.threshold, yes >= needed
+    failed = rule.failed(passes_sum, passes_votes)
+    chosen = None if failed else choose_triple(sentence.text, votes)
+    dropped_by: list[DropReason] = [] if not valid else failed or ([] if chosen is not None else ["no_triple"])
     record = FactRecord(
         sentence=sentence, votes=votes, confidence_sum=round(confidence, 6), yes_votes=yes,
+        passes_sum=passes_sum, passes_votes=passes_votes, dropped_by=dropped_by,
         triple=votes[chosen].triple if chosen is not None else None, chosen=chosen,
     )
-    note = f"P(yes) sum {confidence:.3f} (> {threshold:.3f}?), {yes}/{len(votes)} yes"
+    note = (
+        f"P(yes) sum {confidence:.3f} (> {rule.threshold:.3f}: {'yes' if passes_sum else 'no'}), "
+        f"{yes}/{len(votes)} yes (>= {needed}: {'yes' if passes_votes else 'no'}), rule {rule.name}"
+    )
     if not valid:
         errors = "; ".join(sorted({vote.call.error or "invalid" for vote in votes}))
         return StageRow(sentence.id, sentence.lang, "invalid", f"no valid vote: {errors}", record)
     if len(valid) < len(votes):
         note += f", {len(votes) - len(valid)} invalid vote(s)"
-    if chosen is None and confidence > threshold and yes >= needed:
-        note += ", no yes vote gave a triple"
-    return StageRow(sentence.id, sentence.lang, "kept" if chosen is not None else "dropped", note, record)
+    if dropped_by:
+        note += f"; dropped by {' and '.join(dropped_by)}"
+    return StageRow(sentence.id, sentence.lang, "dropped" if dropped_by else "kept", note, record)
 
 
 def fact_rows(
     sentences: list[SentenceRecord],
     detectors: Sequence[tuple[str, StructuredClient]],
     prompts: PromptTable,
-    threshold: float,
-    min_yes: int,
+    rule: KeepRule,
 ) -> list[StageRow[FactRecord] | None]:
     """Ask every detector about every sentence of the chunk; one row per sentence (None when some
     detector's request failed in transport, to be retried by a later run)."""
@@ -159,9 +193,9 @@ def fact_rows(
                     factuality=answer.factuality if answer else None,
                     confidence=outcome.yes_probability if answer else None,
                     triple=answer.triple if answer and answer.factuality == "yes" else None,
-                    reason=answer.reason if answer else None,
+                    reasoning=answer.reasoning if answer else None,
                     call=call_info(outcome, spec),
                 )
             )
-        rows.append(decide(sentence, votes, threshold, min_yes))
+        rows.append(decide(sentence, votes, rule))
     return rows

@@ -1,11 +1,13 @@
 """Stage 'quality': the writer judges each item (the short paper's quality filtering, section 2.1).
 
-- In-language: cloze, paraphrase and options, each Good or Poor, against the source sentence.
+- In-language: cloze, paraphrase, and the wrong options twice, once as fillers of the cloze's [BLANK]
+  and once as answers to the paraphrased question (Appendix A.6.4 asks for distractor "evaluations for
+  both the cloze prompt and the paraphrased question"), each Good or Poor, against the source sentence.
 - Cross-language: does the paired document in the other language support the question and its
   answer: 2 (stated in one or consecutive sentences), 1 (inferable from the whole without outside
   knowledge), 0 (not supported). This is what makes an item usable for interlingual generalisation.
 
-By default an item is kept only when all three in-language judgements are Good and the
+By default an item is kept only when all four in-language judgements are Good and the
 cross-language score is 2; with the filter off, every item with valid judgements is kept (the
 judgements are recorded either way). The judge gives no reasons: it is the most frequent call of the
 pipeline, and the human evaluation (`crossknow annotate`) is where items are explained.
@@ -32,7 +34,10 @@ class InLanguageJudgement(Record):
 
     cloze: Grade = Field(description="Is the cloze faithful to the sentence and factually consistent?")
     paraphrase: Grade = Field(description="Is the question fluent, equivalent and reworded?")
-    options: Grade = Field(description="Are the wrong options plausible and clearly wrong?")
+    options_cloze: Grade = Field(description="Are the wrong options plausible and clearly wrong in the cloze?")
+    options_question: Grade = Field(
+        description="Are the wrong options plausible and clearly wrong as answers to the question?"
+    )
 
 
 class CrossLanguageJudgement(Record):
@@ -43,7 +48,8 @@ class CrossLanguageJudgement(Record):
 
 def passes(judged: InLanguageJudgement, crossed: CrossLanguageJudgement) -> bool:
     """The default filter: all Good and cross-language support 2."""
-    return (judged.cloze, judged.paraphrase, judged.options) == ("Good", "Good", "Good") and crossed.support == 2
+    grades = (judged.cloze, judged.paraphrase, judged.options_cloze, judged.options_question)
+    return all(grade == "Good" for grade in grades) and crossed.support == 2
 
 
 def quality_rows(
@@ -89,7 +95,8 @@ def quality_rows(
         c: CrossLanguageJudgement | None = crossed.value
         record = QualityRecord(
             item=item,
-            cloze=j.cloze if j else None, paraphrase=j.paraphrase if j else None, options=j.options if j else None,
+            cloze=j.cloze if j else None, paraphrase=j.paraphrase if j else None,
+            options_cloze=j.options_cloze if j else None, options_question=j.options_question if j else None,
             support=c.support if c else None,
             in_language_call=call_info(judged, spec), cross_language_call=call_info(crossed, spec),
         )
@@ -98,7 +105,10 @@ def quality_rows(
             error = "; ".join(o.error or "" for o in (judged, crossed) if not o.valid)
             rows.append(StageRow(sentence.id, sentence.lang, "invalid", error or "invalid output", record))
             continue
-        note = f"cloze {j.cloze}, paraphrase {j.paraphrase}, options {j.options}, support {c.support}"
+        note = (
+            f"cloze {j.cloze}, paraphrase {j.paraphrase}, options in the cloze {j.options_cloze}, "
+            f"options for the question {j.options_question}, support {c.support}"
+        )
         kept = passes(j, c) or not apply_filter
         rows.append(StageRow(sentence.id, sentence.lang, "kept" if kept else "dropped", note, record))
     return rows

@@ -1,7 +1,7 @@
 """`crossknow generate`: the AdaXEval pipeline over a bilingual corpus, resumable at every stage.
 
 Stages, each a table of shards under the run directory's `stages/` (see `stages.py`):
-split -> ner -> (sample) -> facts -> queries -> distractors -> quality -> assembly (`dataset/`).
+split -> ner -> (sample) -> facts -> cloze -> paraphrase -> distractors -> quality -> assembly (`dataset/`).
 The run directory also holds config.yaml (the resolved config, seeds included), inputs.json (the
 corpus hash), models.json, summary.json (the stage table, surface cues, cost) and invalid.jsonl
 (every input whose LLM output stayed invalid, with the error and the raw output).
@@ -20,13 +20,14 @@ import crossknow
 from crossknow.adaxeval.assemble import write_dataset
 from crossknow.adaxeval.clients import Clients, MakeGenerator, check_spec
 from crossknow.adaxeval.distractors import distractor_rows
-from crossknow.adaxeval.facts import default_threshold, fact_rows
+from crossknow.adaxeval.facts import KeepRule, default_threshold, fact_rows
 from crossknow.adaxeval.filters import quality_rows
 from crossknow.adaxeval.ner import NerBackend, check_ner_spec, make_ner, ner_rows
 from crossknow.adaxeval.prompts import TASKS, PromptTable
-from crossknow.adaxeval.queries import query_rows
+from crossknow.adaxeval.queries import cloze_rows, paraphrase_rows
 from crossknow.adaxeval.records import (
     VOLATILE,
+    ClozeRecord,
     DistractorRecord,
     EntityRecord,
     FactRecord,
@@ -39,7 +40,7 @@ from crossknow.adaxeval.records import (
 )
 from crossknow.adaxeval.split import split_document
 from crossknow.adaxeval.stages import StageRow, StageStore, meter_total, run_chunks
-from crossknow.adaxeval.summary import invalid_lines, stage_counts, total_cost
+from crossknow.adaxeval.summary import binary_confidence, invalid_lines, stage_counts, total_cost
 from crossknow.data.corpus import Document, pair_documents, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter
@@ -164,11 +165,12 @@ def run_generate(
             candidates = _sample(candidates, config.sample, config.seed, config.langs)
 
         detectors = None
+        rule = KeepRule(config.fact_rule, resolved["threshold"], config.min_yes)
 
         def facts_for(chunk: list[SentenceRecord]) -> list:
             nonlocal detectors
             detectors = detectors or [(spec, clients.get(spec)) for spec in config.detectors]
-            return fact_rows(chunk, detectors, prompts, resolved["threshold"], config.min_yes)
+            return fact_rows(chunk, detectors, prompts, rule)
 
         facts = StageStore("facts", run.stage("facts"), FactRecord)
         result = run_chunks(facts, [(s.id, s) for s in candidates], facts_for, config.batch_size, progress)
@@ -178,12 +180,19 @@ def run_generate(
             return (config.writer, clients.get(config.writer))
 
         chosen_ids = {s.id for s in candidates}
-        queries = StageStore("queries", run.stage("queries"), QueryRecord)
+        clozes = StageStore("cloze", run.stage("cloze"), ClozeRecord)
         result = run_chunks(
-            queries, [(f.sentence.id, f) for f in _kept(facts, order) if f.sentence.id in chosen_ids],
-            lambda chunk: query_rows(chunk, writer(), prompts), config.batch_size, progress,
+            clozes, [(f.sentence.id, f) for f in _kept(facts, order) if f.sentence.id in chosen_ids],
+            lambda chunk: cloze_rows(chunk, writer(), prompts), config.batch_size, progress,
         )
-        pending["queries"] = len(result.pending)
+        pending["cloze"] = len(result.pending)
+
+        queries = StageStore("paraphrase", run.stage("paraphrase"), QueryRecord)
+        result = run_chunks(
+            queries, [(c.fact.sentence.id, c) for c in _kept(clozes, order)],
+            lambda chunk: paraphrase_rows(chunk, writer(), prompts), config.batch_size, progress,
+        )
+        pending["paraphrase"] = len(result.pending)
 
         distractors = StageStore("distractors", run.stage("distractors"), DistractorRecord)
         result = run_chunks(
@@ -204,7 +213,7 @@ def run_generate(
         )
         pending["quality"] = len(result.pending)
 
-        stores = [split, ner, facts, queries, distractors, quality]
+        stores = [split, ner, facts, clozes, queries, distractors, quality]
         if any(pending.values()):
             _incomplete(pending)
         kept = _kept(quality, order)
@@ -215,10 +224,13 @@ def run_generate(
         meter = meter_total(clients.meters())
         lengths = {lang: [r.item for r in kept if r.item.query.fact.sentence.lang == lang] for lang in config.langs}
         summary = GenerateSummary(
-            counts=stage_counts(stores, config.langs, len(pair_ids), candidates if config.sample else None),
+            counts=stage_counts(
+                stores, config.langs, len(pair_ids), candidates if config.sample else None, config.fact_rule
+            ),
             unpaired_documents=len(pairs.unpaired),
             length_ratio={lang: _mean([i.length_ratio for i in items]) for lang, items in lengths.items()},
             answer_longest={lang: _mean([float(i.answer_longest) for i in items]) for lang, items in lengths.items()},
+            binary_confidence=binary_confidence(facts),
             cost_usd=round(total_cost(stores), 6),
             calls_this_run=meter.calls,
             cached_calls_this_run=meter.cached_calls,

@@ -32,7 +32,10 @@ from crossknow.generation.structured import ChatPrompt
 TASKS: dict[str, frozenset[str]] = {
     "ner": frozenset({"sentence"}),
     "facts": frozenset({"sentence"}),
-    "queries": frozenset({"sentence", "subject", "relation", "object"}),
+    "cloze": frozenset({"sentence", "subject", "relation", "object"}),
+    "cloze_again": frozenset({"object", "cloze"}),
+    "paraphrase": frozenset({"cloze", "answer"}),
+    "paraphrase_again": frozenset({"answer", "question"}),
     "distractors": frozenset({"sentence", "cloze", "question", "answer"}),
     "distractors_again": frozenset({"answer", "rejected", "kept"}),
     "quality_in_language": frozenset(

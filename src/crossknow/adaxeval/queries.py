@@ -1,52 +1,65 @@
-"""Stage 'queries': one generator writes, per fact, a cloze with exactly one [BLANK] in place of the object
-(the subject when the object is vague), kept close to the original sentence; a paraphrased question
-in other words; and the answer (the paper's section 3.1.2).
+"""Question crafting (the paper's section 3.1.2): stage 'cloze', then stage 'paraphrase', one call each.
 
-The output is validated (and retried when malformed): one [BLANK] in the cloze, none in the
-question, a non-empty answer that the question does not give away. How close the cloze stays to the
-sentence is measured, not enforced: `cloze_similarity` is difflib's ratio between the cloze with
-the answer filled in and the sentence.
+Stage 'cloze': per fact, the writer reasons, then writes a fill-in-the-blank query "with [BLANK] as
+the placeholder for the object", "using the original sentence as a reference" (section 3.1.2; A.6.2:
+"each prompt removes the object from the triple and replaces it with a blank"). The answer is the
+triple's object. A cloze must hold exactly one [BLANK] (checked by its schema), and it must not
+still contain the object (checked by the stage): a writer that blanked the subject, or something else,
+leaves the object written out, so its cloze is rejected and the writer is asked again with a note
+naming the object, up to --max-attempts rounds; the fact is invalid when no round gives an object
+blank. The check is textual: it does not catch a cloze that blanks the subject and rewords the object.
+How close the cloze stays to the sentence is measured, not enforced (`cloze_similarity`).
+
+Stage 'paraphrase': per cloze, a separate chain-of-thought call rewrites the cloze "into question-like
+style questions where different vocabulary is encouraged" (section 3.1.2). The writer sees the
+cloze and its answer, not the sentence (crossknow's choice: the paraphrase is written from the cloze,
+as the paper says, and the answer tells it what the question must ask for). A question that contains
+the answer gives it away: it is rejected and asked for again the same way.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Literal
 
 from pydantic import Field, model_validator
 
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.records import FactRecord, QueryRecord
-from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
+from crossknow.adaxeval.records import ClozeRecord, FactRecord, QueryRecord, RejectedAnswer, Triple
+from crossknow.adaxeval.stages import Rounds, StageRow, ask_in_rounds, contains
 from crossknow.data.schemas import BLANK, Record
 from crossknow.generation.structured import StructuredClient
 
-MIN_LEAK_CHARS = 3
-"""An answer at least this long must not appear in the question."""
+REASONING = "Brief step-by-step reasoning, written before the answer."
 
 
-class QueryAnswer(Record):
-    """The writer's answer to the 'queries' prompt."""
+class ClozeAnswer(Record):
+    """The writer's answer to the 'cloze' prompt: reasoning first, then the cloze."""
 
-    cloze: str = Field(description="The sentence with exactly one [BLANK] in place of the answer.")
-    blanked: Literal["object", "subject"] = Field(description="Which part of the triple [BLANK] replaces.")
-    question: str = Field(description="A question asking for the blanked part in other words.")
-    answer: str = Field(description="The exact text that [BLANK] replaced.")
+    reasoning: str = Field(description=REASONING)
+    cloze: str = Field(description="The sentence with the object of the fact replaced by exactly one [BLANK].")
 
     @model_validator(mode="after")
-    def _check(self) -> QueryAnswer:
+    def _check(self) -> ClozeAnswer:
         if self.cloze.count(BLANK) != 1:
             raise ValueError(f"the cloze must hold exactly one {BLANK}, found {self.cloze.count(BLANK)}")
         if not self.cloze.replace(BLANK, "").strip():
             raise ValueError("the cloze holds nothing but the blank")
+        return self
+
+
+class ParaphraseAnswer(Record):
+    """The writer's answer to the 'paraphrase' prompt: reasoning first, then the question."""
+
+    reasoning: str = Field(description=REASONING)
+    question: str = Field(description="A question asking for what [BLANK] stands for, in other words.")
+
+    @model_validator(mode="after")
+    def _check(self) -> ParaphraseAnswer:
         if BLANK in self.question:
             raise ValueError(f"the question must not hold {BLANK}")
-        if not self.question.strip() or not self.answer.strip():
-            raise ValueError("the question and the answer must not be empty")
-        answer = self.answer.strip().lower()
-        if len(answer) >= MIN_LEAK_CHARS and answer in self.question.lower():
-            raise ValueError("the question gives the answer away (it contains it)")
+        if not self.question.strip():
+            raise ValueError("the question must not be empty")
         return self
 
 
@@ -56,40 +69,108 @@ def cloze_similarity(cloze: str, answer: str, sentence: str) -> float:
     return round(difflib.SequenceMatcher(None, filled, sentence, autojunk=False).ratio(), 4)
 
 
-def query_rows(
+def blank_problem(cloze: str, obj: str) -> str | None:
+    """Why `cloze` does not blank the object `obj` (it still contains it); None when it may."""
+    if contains(cloze.replace(BLANK, " "), obj):
+        return f"the object {obj!r} is still in the cloze: [BLANK] must replace the object"
+    return None
+
+
+def _rejected(rounds: Rounds, given: Sequence[str]) -> list[RejectedAnswer]:
+    """The rejected answers, in round order: `given` holds the text of every reviewed answer, and the
+    rounds before an accepted one (or all of them) are the rejected ones."""
+    return [RejectedAnswer(text=given[k], reason=problem, round=k) for k, problem in enumerate(rounds.problems)]
+
+
+def _triple(fact: FactRecord) -> Triple:
+    if fact.triple is None:
+        raise AssertionError(f"fact {fact.sentence.id} was kept without a triple")
+    return fact.triple
+
+
+def cloze_rows(
     facts: Sequence[FactRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
-) -> list[StageRow[QueryRecord] | None]:
-    """One row per fact: kept with its queries, invalid when the writer's output stayed malformed,
-    None when the request failed in transport."""
+) -> list[StageRow[ClozeRecord] | None]:
+    """One row per fact: kept with its cloze, invalid when the writer's output stayed malformed or never
+    blanked the object, None when the request failed in transport."""
     spec, client = writer
-    chat = []
-    for fact in facts:
-        assert fact.triple is not None
-        chat.append(
-            prompts.render(
-                "queries", fact.sentence.lang, sentence=fact.sentence.text,
-                subject=fact.triple.subject, relation=fact.triple.relation, object=fact.triple.object,
-            )
+    triples = [_triple(fact) for fact in facts]
+    first = [
+        prompts.render(
+            "cloze", fact.sentence.lang, sentence=fact.sentence.text,
+            subject=triple.subject, relation=triple.relation, object=triple.object,
         )
-    rows: list[StageRow[QueryRecord] | None] = []
-    for fact, outcome in zip(facts, client.call_many(chat, QueryAnswer), strict=True):
-        if transport_failed(outcome):
+        for fact, triple in zip(facts, triples, strict=True)
+    ]
+    given: list[list[str]] = [[] for _ in facts]
+
+    def review(i: int, answer: ClozeAnswer, round_: int) -> str | None:
+        given[i].append(answer.cloze)
+        return blank_problem(answer.cloze, triples[i].object)
+
+    def again(i: int, answer: ClozeAnswer, problem: str) -> str:
+        lang = facts[i].sentence.lang
+        return prompts.render("cloze_again", lang, object=triples[i].object, cloze=answer.cloze).user
+
+    rows: list[StageRow[ClozeRecord] | None] = []
+    for i, (fact, rounds) in enumerate(zip(facts, ask_in_rounds(client, spec, first, ClozeAnswer, review, again),
+                                           strict=True)):
+        if rounds.transport_failed:
             rows.append(None)
             continue
-        answer: QueryAnswer | None = outcome.value
-        record = QueryRecord(
-            fact=fact,
-            cloze=answer.cloze.strip() if answer else "",
-            question=answer.question.strip() if answer else "",
-            answer=answer.answer.strip() if answer else "",
-            blanked=answer.blanked if answer else "object",
-            cloze_similarity=cloze_similarity(answer.cloze, answer.answer, fact.sentence.text) if answer else 0.0,
-            call=call_info(outcome, spec),
+        answer: ClozeAnswer | None = rounds.value
+        obj = triples[i].object.strip()
+        record = ClozeRecord(
+            fact=fact, reasoning=answer.reasoning if answer else "", cloze=answer.cloze.strip() if answer else "",
+            answer=obj, cloze_similarity=cloze_similarity(answer.cloze, obj, fact.sentence.text) if answer else 0.0,
+            rejected=_rejected(rounds, given[i]), call=rounds.merged_call(),
         )
         sentence = fact.sentence
         if answer is None:
-            rows.append(StageRow(sentence.id, sentence.lang, "invalid", outcome.error or "invalid output", record))
-        else:
-            note = f"cloze similarity {record.cloze_similarity}"
-            rows.append(StageRow(sentence.id, sentence.lang, "kept", note, record))
+            rows.append(StageRow(sentence.id, sentence.lang, "invalid", rounds.error or "invalid output", record))
+            continue
+        note = f"cloze similarity {record.cloze_similarity}"
+        if record.rejected:
+            note += f", {len(record.rejected)} cloze(s) rejected"
+        rows.append(StageRow(sentence.id, sentence.lang, "kept", note, record))
+    return rows
+
+
+def paraphrase_rows(
+    clozes: Sequence[ClozeRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
+) -> list[StageRow[QueryRecord] | None]:
+    """One row per cloze: kept with its paraphrased question, invalid when the writer's output stayed
+    malformed or kept giving the answer away, None when the request failed in transport."""
+    spec, client = writer
+    first = [prompts.render("paraphrase", c.fact.sentence.lang, cloze=c.cloze, answer=c.answer) for c in clozes]
+    given: list[list[str]] = [[] for _ in clozes]
+
+    def review(i: int, answer: ParaphraseAnswer, round_: int) -> str | None:
+        given[i].append(answer.question)
+        if contains(answer.question, clozes[i].answer):
+            return "the question gives the answer away (it contains it)"
+        return None
+
+    def again(i: int, answer: ParaphraseAnswer, problem: str) -> str:
+        lang = clozes[i].fact.sentence.lang
+        return prompts.render("paraphrase_again", lang, answer=clozes[i].answer, question=answer.question).user
+
+    rows: list[StageRow[QueryRecord] | None] = []
+    outcomes = ask_in_rounds(client, spec, first, ParaphraseAnswer, review, again)
+    for i, (cloze, rounds) in enumerate(zip(clozes, outcomes, strict=True)):
+        if rounds.transport_failed:
+            rows.append(None)
+            continue
+        answer: ParaphraseAnswer | None = rounds.value
+        record = QueryRecord(
+            cloze_record=cloze, reasoning=answer.reasoning if answer else "",
+            question=answer.question.strip() if answer else "",
+            rejected=_rejected(rounds, given[i]), call=rounds.merged_call(),
+        )
+        sentence = cloze.fact.sentence
+        if answer is None:
+            rows.append(StageRow(sentence.id, sentence.lang, "invalid", rounds.error or "invalid output", record))
+            continue
+        note = f"{len(record.rejected)} question(s) rejected" if record.rejected else "question written"
+        rows.append(StageRow(sentence.id, sentence.lang, "kept", note, record))
     return rows

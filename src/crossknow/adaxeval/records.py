@@ -11,6 +11,13 @@ from crossknow.data.schemas import Record
 Status = Literal["kept", "dropped", "invalid"]
 """What a stage did with one input: passed it on, filtered it out, or could not get a valid LLM answer."""
 
+FactRule = Literal["sum", "votes", "both"]
+"""Which rule of fact detection keeps a sentence (see crossknow.adaxeval.facts)."""
+
+DropReason = Literal["sum", "votes", "no_triple"]
+"""Why fact detection dropped a sentence: it failed the sum rule, the votes rule, or passed but no detector
+that said yes gave a triple."""
+
 
 class GenerateConfig(Record):
     """Everything that decides a generation run's output (config.yaml holds it, resolved)."""
@@ -24,15 +31,28 @@ class GenerateConfig(Record):
         description="Generator specs of the fact detectors (the paper: three); an openai: spec may name its own "
         "server as openai:MODEL@URL.",
     )
-    writer: str = Field(description="Generator spec that writes queries and distractors and judges quality.")
+    writer: str = Field(
+        description="Generator spec that writes clozes, paraphrases and distractors and judges quality (the paper: "
+        "GPT-4.1)."
+    )
     ner: dict[str, str] = Field(
         default_factory=dict,
-        description="NER backend per language: 'heuristic', 'spacy:MODEL' or 'llm:SPEC' (unset: heuristic).",
+        description="NER backend per language: 'heuristic', 'spacy:MODEL', 'hf:DIR' or 'llm:SPEC' (unset: heuristic).",
+    )
+    fact_rule: FactRule = Field(
+        default="sum",
+        description="Which rule keeps a factual sentence: 'sum' (summed P(yes) above the threshold; the paper's "
+        "section 3.2), 'votes' (at least min-yes detectors say yes; its Appendix A.1) or 'both' (crossknow's "
+        "stricter combination). See crossknow.adaxeval.facts.",
     )
     threshold: float | None = Field(
-        default=None, description="Keep a sentence when its summed P(yes) exceeds this (unset: 2/3 of the detectors)."
+        default=None,
+        description="The sum rule: keep a sentence when its summed P(yes) exceeds this (unset: 2/3 of the detectors, "
+        "the paper's 2 of 3).",
     )
-    min_yes: int = Field(default=2, ge=0, description="Detectors that must answer yes (capped at their number).")
+    min_yes: int = Field(
+        default=2, ge=0, description="The votes rule: detectors that must answer yes (capped at their number)."
+    )
     sample: int | None = Field(
         default=None, ge=1, description="Sentences per language, drawn with `seed` from those that pass the NER filter."
     )
@@ -42,10 +62,19 @@ class GenerateConfig(Record):
         default=True, description="Keep only items judged Good on cloze, paraphrase and options, with cross-language 2."
     )
     max_tokens: int = Field(default=512, ge=16, description="Most tokens per LLM answer.")
-    max_attempts: int = Field(default=3, ge=1, description="LLM calls per prompt before its output counts as invalid.")
+    max_attempts: int = Field(
+        default=3, ge=1,
+        description="LLM calls per prompt before its output counts as invalid; also the rounds of asking again for "
+        "a cloze, question or distractors that a stage's check rejected.",
+    )
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of every LLM call.")
     json_mode: Literal["auto", "json_schema", "json_object", "none"] = Field(
         default="auto", description="How openai: servers are asked for JSON (see crossknow.models.openai_generator)."
+    )
+    fold_system: Literal["auto", "yes", "no"] = Field(
+        default="auto",
+        description="Fold system messages into the first user message of openai: requests: 'auto' only on a "
+        "llama-cpp-python server (asked at /v1/models), 'yes' always, 'no' never.",
     )
     prompts: str | None = Field(default=None, description="Directory of extra or replacing prompt files (LANG.yaml).")
     base_url: str | None = Field(default=None, description="OpenAI-compatible server for openai: specs without @URL.")
@@ -142,7 +171,7 @@ class DetectorVote(Record):
     factuality: Literal["yes", "no"] | None = Field(description="Its answer; None when its output was invalid.")
     confidence: float | None = Field(description="P('yes') of the factuality answer; None when invalid.")
     triple: Triple | None = Field(description="The triple it extracted (None when it said no or was invalid).")
-    reason: str | None = Field(description="Its brief explanation.")
+    reasoning: str | None = Field(description="Its reasoning, written before its answer; None when invalid.")
     call: CallInfo = Field(description="The call.")
 
 
@@ -153,22 +182,71 @@ class FactRecord(Record):
     votes: list[DetectorVote] = Field(description="One vote per detector, in the order of --detector.")
     confidence_sum: float = Field(description="Sum of the valid votes' P('yes').")
     yes_votes: int = Field(description="Valid votes that said yes.")
+    passes_sum: bool = Field(description="Whether confidence_sum exceeds the threshold (the sum rule), applied or not.")
+    passes_votes: bool = Field(description="Whether yes_votes reaches --min-yes (the votes rule), applied or not.")
+    dropped_by: list[DropReason] = Field(
+        default_factory=list,
+        description="Why the sentence was dropped: the applied rules it failed ('sum', 'votes'), or 'no_triple' "
+        "when it passed but no yes vote gave a triple; empty when kept or when no vote was valid.",
+    )
     triple: Triple | None = Field(description="The final triple (see facts.choose_triple); None when not kept.")
     chosen: int | None = Field(description="Index of the vote whose triple was chosen.")
 
 
-class QueryRecord(Record):
-    """The cloze, question and answer written for one fact (stage 'queries')."""
+class RejectedAnswer(Record):
+    """A valid answer of the writer that a stage's check rejected, and why; the writer was asked again."""
+
+    text: str = Field(description="The rejected cloze or question.")
+    reason: str = Field(description="Why it was rejected.")
+    round: int = Field(ge=0, description="0-based round of asking in which the writer gave it.")
+
+
+class ClozeRecord(Record):
+    """The cloze written for one fact: its object replaced by [BLANK] (stage 'cloze')."""
 
     fact: FactRecord = Field(description="The fact it was written from.")
-    cloze: str = Field(description="The sentence with exactly one [BLANK] in place of the answer.")
-    question: str = Field(description="The paraphrased question asking for the answer.")
-    answer: str = Field(description="The text that fills [BLANK].")
-    blanked: Literal["object", "subject"] = Field(description="Which part of the triple was blanked.")
+    reasoning: str = Field(description="The writer's reasoning, written before the cloze ('' when invalid).")
+    cloze: str = Field(description="The sentence with exactly one [BLANK] in place of the triple's object.")
+    answer: str = Field(description="The text that fills [BLANK]: the triple's object.")
     cloze_similarity: float = Field(
         description="difflib ratio of the filled cloze to the sentence (1 = the same text): how close it stays."
     )
-    call: CallInfo = Field(description="The call.")
+    rejected: list[RejectedAnswer] = Field(
+        default_factory=list, description="Clozes rejected because the object was not what [BLANK] replaced."
+    )
+    call: CallInfo = Field(description="The call (all rounds).")
+
+
+class QueryRecord(Record):
+    """The paraphrased question written from one cloze (stage 'paraphrase'), with the cloze it came from."""
+
+    cloze_record: ClozeRecord = Field(description="The cloze it paraphrases.")
+    reasoning: str = Field(description="The writer's reasoning, written before the question ('' when invalid).")
+    question: str = Field(description="The paraphrased question asking for the answer.")
+    rejected: list[RejectedAnswer] = Field(
+        default_factory=list, description="Questions rejected because they contained the answer."
+    )
+    call: CallInfo = Field(description="The call (all rounds).")
+
+    @property
+    def fact(self) -> FactRecord:
+        """The fact the cloze was written from."""
+        return self.cloze_record.fact
+
+    @property
+    def cloze(self) -> str:
+        """The cloze."""
+        return self.cloze_record.cloze
+
+    @property
+    def answer(self) -> str:
+        """The answer: the triple's object."""
+        return self.cloze_record.answer
+
+    @property
+    def cloze_similarity(self) -> float:
+        """How close the cloze stays to the sentence."""
+        return self.cloze_record.cloze_similarity
 
 
 class DroppedOption(Record):
@@ -200,7 +278,12 @@ class QualityRecord(Record):
     item: DistractorRecord = Field(description="The item judged.")
     cloze: Literal["Good", "Poor"] | None = Field(description="In-language judgement of the cloze.")
     paraphrase: Literal["Good", "Poor"] | None = Field(description="In-language judgement of the question.")
-    options: Literal["Good", "Poor"] | None = Field(description="In-language judgement of the options.")
+    options_cloze: Literal["Good", "Poor"] | None = Field(
+        description="In-language judgement of the wrong options as fillers of the cloze's [BLANK]."
+    )
+    options_question: Literal["Good", "Poor"] | None = Field(
+        description="In-language judgement of the wrong options as answers to the paraphrased question."
+    )
     support: Literal[0, 1, 2] | None = Field(
         description="Does the paired document in the other language support question and answer (0, 1, 2)."
     )
@@ -227,6 +310,11 @@ class GenerateSummary(Record):
     )
     answer_longest: dict[str, float | None] = Field(
         description="Per language, share of final items whose answer is the longest option (chance: 0.25)."
+    )
+    binary_confidence: bool | None = Field(
+        description="True when every valid detector confidence was exactly 0 or 1 (no log-probabilities to read), "
+        "so that the sum rule kept only sentences more than 2/3 of the detectors (with three: all three) said yes "
+        "to; None when there was no valid vote."
     )
     cost_usd: float = Field(description="USD of every call behind the run's records, cached ones at their price.")
     calls_this_run: int = Field(description="Model calls sent by this invocation (cache misses).")

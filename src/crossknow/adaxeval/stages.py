@@ -1,4 +1,5 @@
-"""What every stage shares: its committed rows in the run directory, the chunked runner, call accounting.
+"""What every stage shares: its committed rows in the run directory, the chunked runner, call accounting,
+and asking the writer again when a valid answer fails a stage's own check (`ask_in_rounds`).
 
 A stage reads its inputs (the kept rows of the stage before), skips those a committed shard already
 holds, and works through the rest in chunks of `batch_size`: one shard per chunk, holding one row
@@ -18,10 +19,11 @@ import pyarrow as pa
 
 from crossknow.adaxeval.records import CallInfo, Status
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import CostMeter, StructuredOutcome
+from crossknow.generation.structured import ChatPrompt, CostMeter, StructuredClient, StructuredOutcome
 from crossknow.store.run_dir import ShardedTable
 
 R = TypeVar("R", bound=Record)
+T = TypeVar("T", bound=Record)
 I = TypeVar("I")  # noqa: E741 - the input of a stage
 
 ROW_SCHEMA = pa.schema(
@@ -165,3 +167,107 @@ def meter_total(meters: Sequence[CostMeter]) -> CostMeter:
         total.cost_usd += meter.cost_usd
         total.seconds += meter.seconds
     return total
+
+
+def merged_call(infos: Sequence[CallInfo], error: str | None, raw_text: str) -> CallInfo:
+    """One CallInfo for all rounds of one input: summed accounting, the last raw output kept when invalid."""
+    last = infos[-1]
+    return CallInfo(
+        model=last.model, attempts=sum(i.attempts for i in infos), cached=all(i.cached for i in infos),
+        prompt_tokens=sum(i.prompt_tokens for i in infos), completion_tokens=sum(i.completion_tokens for i in infos),
+        cost_usd=sum(i.cost_usd for i in infos), error=error,
+        raw_text=raw_text if error is not None else None,
+    )
+
+
+def normalise(text: str) -> str:
+    """Text as compared for equality or containment: case folded, spaces collapsed, final period dropped."""
+    return " ".join(text.casefold().split()).rstrip("。.")
+
+
+MIN_MATCH_CHARS = 2
+"""A text shorter than this (normalised) is never looked for inside another (one letter matches anywhere)."""
+
+
+def contains(text: str, part: str) -> bool:
+    """True when `part`, normalised and at least MIN_MATCH_CHARS long, occurs in normalised `text`."""
+    needle = normalise(part)
+    return len(needle) >= MIN_MATCH_CHARS and needle in normalise(text)
+
+
+@dataclass
+class Rounds(Generic[T]):
+    """How asking one prompt in rounds ended (see `ask_in_rounds`)."""
+
+    value: T | None = None
+    """The accepted answer; None when none was accepted."""
+    calls: list[CallInfo] = field(default_factory=list)
+    """One CallInfo per round that got an answer."""
+    last: StructuredOutcome | None = None
+    """The last outcome."""
+    problems: list[str] = field(default_factory=list)
+    """Why each rejected answer was rejected, in round order."""
+
+    @property
+    def transport_failed(self) -> bool:
+        """True when the last request got no answer: the input is left for a later run."""
+        return self.last is None or transport_failed(self.last)
+
+    @property
+    def error(self) -> str | None:
+        """Why no answer was accepted (the last invalid output, or the last rejection); None when one was."""
+        if self.value is not None:
+            return None
+        if self.last is not None and not self.last.valid:
+            return self.last.error or "invalid output"
+        rounds = len(self.calls)
+        return f"rejected in {rounds} round(s): {self.problems[-1] if self.problems else 'no answer'}"
+
+    def merged_call(self) -> CallInfo:
+        """The accounting of every round as one CallInfo."""
+        return merged_call(self.calls, self.error, self.last.raw_text if self.last else "")
+
+
+Review = Callable[[int, T, int], "str | None"]
+"""review(input index, valid answer, round) -> None to accept it, else why it is rejected."""
+Again = Callable[[int, T, str], str]
+"""again(input index, rejected answer, why) -> the note appended to the input's first prompt."""
+
+
+def ask_in_rounds(
+    client: StructuredClient,
+    spec: str,
+    first: Sequence[ChatPrompt],
+    schema: type[T],
+    review: Review,
+    again: Again,
+) -> list[Rounds[T]]:
+    """Ask every prompt; an answer that is valid but that `review` rejects is asked for again, with the note
+    `again` writes appended to the first prompt (a new prompt, so greedy decoding gives a new answer), up
+    to `client.max_attempts` rounds. Malformed output is retried inside the client and ends the rounds; a
+    transport failure too (`Rounds.transport_failed`)."""
+    results: list[Rounds[T]] = [Rounds() for _ in first]
+    prompts = list(first)
+    pending = list(range(len(first)))
+    for round_ in range(client.max_attempts):
+        if not pending:
+            break
+        retry = []
+        for i, outcome in zip(pending, client.call_many([prompts[i] for i in pending], schema), strict=True):
+            result = results[i]
+            result.last = outcome
+            if transport_failed(outcome):
+                continue
+            result.calls.append(call_info(outcome, spec))
+            if outcome.value is None:
+                continue
+            problem = review(i, outcome.value, round_)
+            if problem is None:
+                result.value = outcome.value
+                continue
+            result.problems.append(problem)
+            note = again(i, outcome.value, problem)
+            prompts[i] = ChatPrompt(system=first[i].system, user=f"{first[i].user}\n\n{note}")
+            retry.append(i)
+        pending = retry
+    return results

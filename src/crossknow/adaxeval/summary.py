@@ -9,16 +9,19 @@ from collections.abc import Sequence
 
 from crossknow.adaxeval.records import (
     CallInfo,
+    ClozeRecord,
     DistractorRecord,
+    DropReason,
     EntityRecord,
     FactRecord,
+    FactRule,
     QualityRecord,
     QueryRecord,
     SentenceRecord,
     SplitRecord,
     StageCount,
 )
-from crossknow.adaxeval.stages import StageStore
+from crossknow.adaxeval.stages import StageRow, StageStore
 from crossknow.data.schemas import Record
 
 LABELS = {
@@ -27,11 +30,18 @@ LABELS = {
     "ner": "Sentences with >= 2 entities",
     "sample": "Sampled sentences",
     "facts": "Factual sentences (triple extracted)",
-    "queries": "Cloze queries / paraphrases",
+    "facts_dropped_sum": "  dropped: summed P(yes) not above the threshold",
+    "facts_dropped_votes": "  dropped: fewer yes votes than --min-yes",
+    "facts_dropped_no_triple": "  dropped: kept by the rule, but no yes vote gave a triple",
+    "cloze": "Cloze queries",
+    "paraphrase": "Paraphrases",
     "distractors": "Items with 3 distractors",
     "quality": "After quality filtering",
 }
 """Row labels of the stage table, in pipeline order."""
+
+RULE_ROWS: dict[str, tuple[DropReason, ...]] = {"sum": ("sum",), "votes": ("votes",), "both": ("sum", "votes")}
+"""The drop rows the stage table shows under 'facts' for each --fact-rule (plus 'no_triple' when it occurs)."""
 
 
 def own_calls(record: Record) -> list[CallInfo]:
@@ -40,7 +50,7 @@ def own_calls(record: Record) -> list[CallInfo]:
         return [record.call] if record.call else []
     if isinstance(record, FactRecord):
         return [vote.call for vote in record.votes]
-    if isinstance(record, QueryRecord | DistractorRecord):
+    if isinstance(record, ClozeRecord | QueryRecord | DistractorRecord):
         return [record.call]
     if isinstance(record, QualityRecord):
         return [record.in_language_call, record.cross_language_call]
@@ -48,9 +58,14 @@ def own_calls(record: Record) -> list[CallInfo]:
 
 
 def stage_counts(
-    stores: Sequence[StageStore], langs: Sequence[str], n_pairs: int, sampled: Sequence[SentenceRecord] | None
+    stores: Sequence[StageStore],
+    langs: Sequence[str],
+    n_pairs: int,
+    sampled: Sequence[SentenceRecord] | None,
+    fact_rule: FactRule,
 ) -> list[StageCount]:
-    """The stage table: inputs kept by each stage per language, with the invalid ones beside them."""
+    """The stage table: inputs kept by each stage per language, with the invalid ones beside them; under
+    'facts', the sentences each applied rule dropped (one that failed both rules counts in both rows)."""
     counts = [StageCount(stage="documents", label=LABELS["documents"], counts=dict.fromkeys(langs, n_pairs))]
     for store in stores:
         rows = store.rows()
@@ -66,7 +81,29 @@ def stage_counts(
             counts.append(_row(store.name, kept, invalid, langs))
         if store.name == "ner" and sampled is not None:
             counts.append(_row("sample", Counter(s.lang for s in sampled), Counter(), langs))
+        if store.name == "facts":
+            counts += _drop_rows(rows, langs, fact_rule)
     return counts
+
+
+def _drop_rows(rows: Sequence[StageRow], langs: Sequence[str], fact_rule: FactRule) -> list[StageCount]:
+    """The 'facts' drop rows: one per rule the setting applies, and 'no_triple' when some sentence has it."""
+    by_reason: dict[str, Counter[str]] = {}
+    for row in rows:
+        if row.status == "dropped":
+            record: FactRecord = row.record
+            for reason in record.dropped_by:
+                by_reason.setdefault(reason, Counter())[row.lang] += 1
+    reasons = [*RULE_ROWS[fact_rule], *(["no_triple"] if "no_triple" in by_reason else [])]
+    return [_row(f"facts_dropped_{reason}", by_reason.get(reason, Counter()), Counter(), langs) for reason in reasons]
+
+
+def binary_confidence(facts: StageStore) -> bool | None:
+    """True when every valid vote's confidence is exactly 0 or 1; None when there is no valid vote."""
+    values = [
+        vote.confidence for row in facts.rows() for vote in row.record.votes if vote.confidence is not None
+    ]
+    return all(value in (0.0, 1.0) for value in values) if values else None
 
 
 def _row(stage: str, kept: Counter[str], invalid: Counter[str], langs: Sequence[str]) -> StageCount:

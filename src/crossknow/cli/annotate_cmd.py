@@ -20,7 +20,9 @@ app.add_typer(annotate_app, name="annotate")
 def export(
     run: Path = typer.Option(..., help="Run directory of crossknow generate."),
     sheet: Path = typer.Option(..., help="CSV sheet to write (the rubrics go beside it, in .rubric.md)."),
-    n: int = typer.Option(50, min=1, help="Random items per language."),
+    n: int = typer.Option(
+        100, min=1, help="Random items per language (default: the paper's 100 per language, section 3.4)."
+    ),
     seed: int = typer.Option(0, help="Seed of the random draw."),
 ) -> None:
     """Write N random generated items per language as a sheet to fill in (Appendix A.6 rubrics)."""
@@ -33,18 +35,22 @@ def export(
 
 def score_table(scores) -> Table:
     """The mean scores as a rich table, like the paper's Table 2."""
-    from crossknow.adaxeval.annotate import RUBRICS
+    from crossknow.adaxeval.annotate import COMBINED, RUBRICS
 
     table = Table(title="AdaXEval human evaluation")
     table.add_column("Evaluation metric")
     for lang in scores.langs:
         table.add_column(f"{lang} (n={scores.items[lang]})", justify="right")
-    for rubric in RUBRICS:
+    maximum = {rubric.column: rubric.maximum for rubric in RUBRICS}
+    rows = [(rubric.column, rubric.label) for rubric in RUBRICS]
+    rows += [(column, label) for column, (label, _) in COMBINED.items()]
+    for column, label in rows:
+        top = maximum.get(column) or maximum[COMBINED[column][1][0]]
         cells = []
         for lang in scores.langs:
-            mean = scores.means[rubric.column][lang]
-            cells.append("-" if mean is None else f"{mean:.2f}/{rubric.maximum}")
-        table.add_row(rubric.label, *cells)
+            mean = scores.means[column][lang]
+            cells.append("-" if mean is None else f"{mean:.2f}/{top}")
+        table.add_row(label, *cells)
     return table
 
 

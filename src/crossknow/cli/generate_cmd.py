@@ -55,7 +55,8 @@ def generate(
     config: GenerateConfig,
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),
     ner: list[str] = typer.Option(
-        [], help="NER backend: heuristic | spacy:MODEL | llm:SPEC for every language, or LANG=SPEC; repeatable."
+        [],
+        help="NER backend: heuristic | spacy:MODEL | hf:DIR | llm:SPEC for every language, or LANG=SPEC; repeatable.",
     ),
 ) -> None:
     """Generate AdaXEval sets (memorisation cloze, generalisation question, interlingual pairing)."""
@@ -76,6 +77,12 @@ def generate(
 
         summary = run_generate(config, out, update)
     console.print(stage_table(summary))
+    if summary.binary_confidence and config.fact_rule != "votes" and len(config.detectors) > 1:
+        console.print(
+            "every detector confidence was 0 or 1 (no log-probabilities), so the sum rule kept only sentences "
+            "that more than 2/3 of the detectors said yes to (with three: all three); --fact-rule votes keeps "
+            "those at least --min-yes said yes to (Appendix A.1's two of three)"
+        )
     for lang in config.langs:
         ratio, longest = summary.length_ratio.get(lang), summary.answer_longest.get(lang)
         if ratio is not None and longest is not None:
