@@ -1,0 +1,222 @@
+"""`crossknow pitfalls eval`: models answer both sides of bilingual pairs (the paper's Fig. 3 and 5), resumably.
+
+Every usable pair (`crossknow.pitfalls.flaws`) is asked of every model in English and in its target language;
+flawed pairs are reported in invalid.jsonl and metrics.json, never answered. The answers are committed per
+chunk of pairs to the `answers` stage of the run directory (key: model and pair id), so a killed run resumes
+with the same command and asks nothing twice; a pair whose request failed in transport is not committed and
+is asked again by the next run. An invalid answer (unparseable, not a choice, unscorable) is recorded with
+its reason; the pair is then reported, not scored: it counts in no accuracy and in no cell, so that both
+accuracies of a model are over the same pairs (crossknow's choice).
+
+The run directory holds config.yaml, inputs.json, invalid.jsonl, stages/answers/, and at the end
+pairs.parquet (one PairRow per pair and model, in file order) and metrics.json (PitfallsEvalMetrics).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from crossknow.data.jsonl import write_invalid
+from crossknow.errors import CrossknowError
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.models.registry import GeneratorOptions, ScorerOptions, check_spec, load_generator, load_scorer
+from crossknow.pitfalls.eval_records import (
+    CELLS,
+    PAIRS_SCHEMA,
+    VOLATILE,
+    CapViolations,
+    ModelLanguageScores,
+    PairRow,
+    PitfallsEvalConfig,
+    PitfallsEvalMetrics,
+)
+from crossknow.pitfalls.flaws import BilingualPair, PairFile, read_pair_file
+from crossknow.pitfalls.simulate import GenerativeSimulator, LossSimulator, SimAnswer, Simulator, template_language
+from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.hashing import file_sha256
+from crossknow.store.request_cache import RequestCache
+from crossknow.store.run_dir import RunDir
+
+Progress = Callable[[str, int, int, CostMeter], None]
+"""on_progress(model, pairs done, pairs in all, what this invocation has spent so far)."""
+MakeSimulator = Callable[[str, PitfallsEvalConfig], Simulator]
+
+
+class SimulatorFactory:
+    """Builds each model's simulator on first use; generative ones share one request cache."""
+
+    def __init__(self, config: PitfallsEvalConfig):
+        self.config = config
+        self.cache: RequestCache | None = None
+
+    def __call__(self, spec: str, config: PitfallsEvalConfig) -> Simulator:
+        """The simulator of `spec` under `config` (loss-based or generative)."""
+        if config.answering == "loss":
+            options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+                                    base_url=config.base_url, api_key_env=config.api_key_env,
+                                    concurrency=config.concurrency)
+            return LossSimulator(spec, load_scorer(spec, options), config.rule)
+        generator = load_generator(spec, GeneratorOptions(
+            device=config.device, dtype=config.dtype, base_url=config.base_url, api_key_env=config.api_key_env,
+            concurrency=config.concurrency, timeout_s=config.timeout_s))
+        if self.cache is None:
+            self.cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
+        client = StructuredClient(generator, self.cache, max_attempts=config.max_attempts,
+                                  prices=PriceTable.load(config.prices) if config.prices else None,
+                                  max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
+        return GenerativeSimulator(spec, client)
+
+    def close(self) -> None:
+        """Close the request cache, if one was opened."""
+        if self.cache is not None:
+            self.cache.close()
+
+
+def pair_row(pair: BilingualPair, model: str, english: SimAnswer, target: SimAnswer) -> PairRow:
+    """The row of one pair answered by `model`."""
+    en_correct = None if english.choice is None else english.choice == pair.english.answer
+    target_correct = None if target.choice is None else target.choice == pair.target.answer
+    cell = None
+    if en_correct is not None and target_correct is not None:
+        cell = f"{'right' if en_correct else 'wrong'}_{'right' if target_correct else 'wrong'}"
+    return PairRow(
+        pair_id=pair.pair_id, model=model, lang=pair.target.lang, source=pair.source, category=pair.category,
+        answer=pair.english.answer, en_choice=english.choice, target_choice=target.choice, en_correct=en_correct,
+        target_correct=target_correct, cell=cell, en_error=english.error, target_error=target.error,
+        en_raw=english.raw, target_raw=target.raw,
+    )
+
+
+def model_language_scores(rows: Sequence[PairRow]) -> list[ModelLanguageScores]:
+    """Accuracies, drop and 2x2 counts per (model, language), in order of first appearance."""
+    groups: dict[tuple[str, str], list[PairRow]] = {}
+    for row in rows:
+        groups.setdefault((row.model, row.lang), []).append(row)
+    scores = []
+    for (model, lang), group in groups.items():
+        scored = [row for row in group if row.cell is not None]
+        cells = {cell: sum(row.cell == cell for row in scored) for cell in CELLS}
+        english = sum(bool(row.en_correct) for row in scored) / len(scored) if scored else None
+        target = sum(bool(row.target_correct) for row in scored) / len(scored) if scored else None
+        scores.append(ModelLanguageScores(
+            model=model, lang=lang, n_pairs=len(group), n_scored=len(scored), n_invalid=len(group) - len(scored),
+            english_accuracy=english, target_accuracy=target,
+            drop=None if english is None or target is None else english - target, cells=cells))
+    return scores
+
+
+def _answer_chunk(simulator: Simulator, pairs: Sequence[BilingualPair]) -> list[PairRow]:
+    answers = simulator.answer([question for pair in pairs for question in (pair.english, pair.target)])
+    if len(answers) != 2 * len(pairs):
+        raise CrossknowError(f"simulator {simulator.name!r} gave {len(answers)} answers to {2 * len(pairs)} questions")
+    return [pair_row(pair, simulator.name, answers[2 * i], answers[2 * i + 1]) for i, pair in enumerate(pairs)]
+
+
+def _failed_in_transport(row: PairRow) -> bool:
+    return any(error is not None and error.startswith(TRANSPORT_FAILURE) for error in (row.en_error, row.target_error))
+
+
+def run_pitfalls_eval(
+    config: PitfallsEvalConfig, out: Path, on_progress: Progress | None = None,
+    make_simulator: MakeSimulator | None = None,
+) -> PitfallsEvalMetrics:
+    """Evaluate `config.models` on `config.pairs` into the run directory `out`; return the metrics (see the
+    module docstring). `make_simulator(spec, config)` builds a model's simulator only when it has work left."""
+    started = time.monotonic()
+    path = Path(config.pairs)
+    if not path.is_file():
+        raise CrossknowError(f"pair file not found: {path}")
+    for spec in config.models:
+        check_spec(spec, config.base_url, "generator" if config.answering == "generative" else "model")
+    pair_file = read_pair_file(path, config.limit, config.k)
+    if not pair_file.pairs:
+        reasons = "".join(f"\n  line {r.line}, pair {r.item_id}: {r.reason}" for r in pair_file.invalid[:5])
+        raise CrossknowError(f"{path}: no usable pair among {pair_file.n_read} ({len(pair_file.invalid)} "
+                             f"invalid){reasons}")
+    factory = SimulatorFactory(config)
+    build = make_simulator or factory
+    simulators: list[Simulator] = []
+    pending: list[PairRow] = []
+
+    def meter() -> CostMeter:
+        return sum_meters(_meters(simulators))
+
+    try:
+        with RunDir(out) as run:
+            run.open(config.model_dump(), {str(path): file_sha256(path)}, volatile=VOLATILE,
+                     paths=("pairs", "cache", "prices"), growable=("limit",))
+            write_invalid(out / "invalid.jsonl", pair_file.invalid)
+            stage = run.stage("answers")
+            total = len(pair_file.pairs)
+            for spec in config.models:
+                done = stage.done_keys()
+                todo = [pair for pair in pair_file.pairs if f"{spec}\t{pair.pair_id}" not in done]
+                finished = total - len(todo)
+                if on_progress:
+                    on_progress(spec, finished, total, meter())
+                if not todo:
+                    continue
+                simulator = build(spec, config)
+                simulators.append(simulator)
+                for start in range(0, len(todo), config.batch_size):
+                    rows = _answer_chunk(simulator, todo[start : start + config.batch_size])
+                    kept = [row for row in rows if not _failed_in_transport(row)]
+                    pending += [row for row in rows if _failed_in_transport(row)]
+                    if kept:
+                        table = pa.Table.from_pylist([row.model_dump() for row in kept], schema=PAIRS_SCHEMA)
+                        stage.append(table, [f"{spec}\t{row.pair_id}" for row in kept])
+                    finished += len(rows)
+                    if on_progress:
+                        on_progress(spec, finished, total, meter())
+            rows = [PairRow.model_validate(row) for row in stage.read(PAIRS_SCHEMA).to_pylist()] + pending
+            ordered = _in_file_order(rows, pair_file, config.models)
+            metrics = _metrics(config, pair_file, ordered, simulators, len(pending), time.monotonic() - started)
+            table = pa.Table.from_pylist([row.model_dump() for row in ordered], schema=PAIRS_SCHEMA)
+            atomic_write(out / "pairs.parquet", lambda handle: pq.write_table(table, handle), binary=True)
+            atomic_write_json(out / "metrics.json", metrics.model_dump())
+            return metrics
+    finally:
+        factory.close()
+
+
+def _meters(simulators: Sequence[Simulator]) -> list[CostMeter]:
+    return [simulator.client.meter for simulator in simulators if isinstance(simulator, GenerativeSimulator)]
+
+
+def _in_file_order(rows: Sequence[PairRow], pair_file: PairFile, models: Sequence[str]) -> list[PairRow]:
+    """The rows of the current pairs and models (a resumed run with a lower scope keeps its extra rows in the
+    stage only), model by model, pairs in file order."""
+    position = {pair.pair_id: k for k, pair in enumerate(pair_file.pairs)}
+    rank = {model: k for k, model in enumerate(models)}
+    kept = [row for row in rows if row.pair_id in position and row.model in rank]
+    return sorted(kept, key=lambda row: (rank[row.model], position[row.pair_id]))
+
+
+def _metrics(config: PitfallsEvalConfig, pair_file: PairFile, rows: Sequence[PairRow], simulators: Sequence[Simulator],
+             pending: int, seconds: float) -> PitfallsEvalMetrics:
+    meter = sum_meters(_meters(simulators))
+    languages = sorted({pair.target.lang for pair in pair_file.pairs})
+    caps = {lang: CapViolations(origins=len(over), pairs=sum(over.values()), max_pairs=max(over.values()))
+            for lang, over in pair_file.cap_violations.items()}
+    return PitfallsEvalMetrics(
+        scores=model_language_scores(rows), answering=config.answering, n_read=pair_file.n_read,
+        n_usable=len(pair_file.pairs), n_flawed=len(pair_file.invalid) - _unreadable(pair_file),
+        flaw_counts=pair_file.flaw_counts, k=config.k, cap_violations=caps,
+        templates={lang: template_language(lang) for lang in ["en", *languages]} if config.answering == "generative"
+        else {},
+        pending=pending, calls=meter.calls, cached_calls=meter.cached_calls,
+        tokens=meter.prompt_tokens + meter.completion_tokens, cost_usd=round(meter.cost_usd, 6),
+        seconds=round(seconds, 3),
+    )
+
+
+def _unreadable(pair_file: PairFile) -> int:
+    """Invalid records of the item reader (unreadable items), which are not flawed pairs."""
+    return sum(record.item_id is None for record in pair_file.invalid)

@@ -1,0 +1,164 @@
+"""Bilingual pairs to evaluate, read from the release or from crossknow item files, with their flaws.
+
+A pair is usable when its two sides are the same question: the same number of choices, each side's answer
+among its own choices, the answer at the same index on both sides (and nowhere else on the target side),
+and no empty choice (issue 10's list; the release breaks all four). A flawed pair is reported with every
+flaw it has, never scored. The cap of k pairs per original question is checked per target language and
+reported (the release breaks it); it does not make a pair unusable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crossknow.data.formats import detect_format, load_item_set
+from crossknow.data.jsonl import require, require_strings
+from crossknow.data.pitfalls import language_code, load_pairs
+from crossknow.data.schemas import InvalidRecord, MCItem
+from crossknow.errors import InputError
+from crossknow.pitfalls.simulate import MCQuestion
+
+FLAWS: dict[str, str] = {
+    "choice_count": "the two sides have different numbers of choices",
+    "answer_missing": "an answer is not among its side's choices",
+    "answer_index": "the answer's index is not the same on both sides",
+    "empty_choice": "a choice is empty",
+    "missing_side": "one side of the pair is missing from the file or unreadable (see the other invalid records)",
+}
+"""Every flaw that makes a pair unusable, by code; the first four are issue 10's list, `missing_side` occurs in
+item files only."""
+
+ORIGIN_KEYS = ("source_id", "oriquestion")
+"""Item metadata naming a pair's original English question (the first present is used): `source_id` for
+crossknow's probe, `oriquestion` (the unperturbed English text) for the release."""
+
+
+@dataclass(frozen=True)
+class BilingualPair:
+    """A usable pair: one question in English and in a target language, with one answer index."""
+
+    pair_id: str
+    english: MCQuestion
+    target: MCQuestion
+    origin: str | None
+    """The original English question the pair was made from (the cap counts per origin); None if unknown."""
+    source: str | None = None
+    """The source data set (ai2_arc, mmlu, ...), when known."""
+    category: str | None = None
+    """The subject domain, when known."""
+
+
+@dataclass
+class PairFile:
+    """The pairs of one file: the usable ones, the flawed ones reported, and the cap's violations."""
+
+    path: Path
+    pairs: list[BilingualPair]
+    invalid: list[InvalidRecord]
+    """One record per flawed pair, naming every flaw."""
+    flaw_counts: dict[str, int]
+    """Pairs with each flaw (a pair with several flaws counts under each)."""
+    cap_violations: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per target language: origin -> pairs, for every origin with more than k pairs."""
+    n_read: int = 0
+    """Pairs read (usable and flawed)."""
+
+
+def pair_flaws(english: Sequence[str], english_answer: str, target: Sequence[str], target_answer: str) -> list[str]:
+    """The codes of `FLAWS` that a pair has, from its choices and answers as text."""
+    flaws = []
+    if len(english) != len(target):
+        flaws.append("choice_count")
+    if english_answer not in english or target_answer not in target:
+        flaws.append("answer_missing")
+    elif [i for i, choice in enumerate(target) if choice == target_answer] != [list(english).index(english_answer)]:
+        flaws.append("answer_index")
+    if any(not choice.strip() for choice in (*english, *target)):
+        flaws.append("empty_choice")
+    return flaws
+
+
+def cap_violations(origins: Sequence[tuple[str, str | None]], k: int) -> dict[str, dict[str, int]]:
+    """Per language, the origins with more than `k` pairs, from (language, origin) of every pair read."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for lang, origin in origins:
+        if origin is not None:
+            counts[lang][origin] += 1
+    return {lang: {o: n for o, n in c.items() if n > k} for lang, c in counts.items() if any(n > k for n in c.values())}
+
+
+def read_pair_file(path: str | Path, limit: int | None = None, k: int = 3) -> PairFile:
+    """The first `limit` pairs (all when None) of a release `<Language>.json` or a crossknow item file whose
+    English and target items share a pair id; malformed input is an InputError naming file, line and field."""
+    path = Path(path)
+    if detect_format(path) == "pitfalls":
+        return _release(path, limit, k)
+    return _item_pairs(path, limit, k)
+
+
+def _invalid(path: Path, line: int | None, pair_id: str, field_name: str, flaws: list[str]) -> InvalidRecord:
+    reason = "; ".join(f"{code}: {FLAWS[code]}" for code in flaws)
+    return InvalidRecord(path=str(path), line=line, field=field_name, reason=reason, item_id=pair_id)
+
+
+def _release(path: Path, limit: int | None, k: int) -> PairFile:
+    code, language = language_code(path), path.stem
+    records = load_pairs(path)[:limit]
+    pairs, invalid, counts, origins = [], [], Counter(), []
+    for index, record in enumerate(records):
+        line, pair_id = index + 1, f"{language}:{index}"
+        question, target_question = (require(record, name, str, path, line) for name in ("question", "transquestion"))
+        choices, target_choices = (require_strings(record, name, path, line) for name in ("choices", "transchoices"))
+        answer, target_answer = (require(record, name, str, path, line) for name in ("answer", "transanswer"))
+        origin = record.get("oriquestion")
+        origins.append((code, origin))
+        flaws = pair_flaws(choices, answer, target_choices, target_answer)
+        counts.update(flaws)
+        if flaws:
+            invalid.append(_invalid(path, line, pair_id, "transanswer" if "answer_missing" in flaws else "transchoices",
+                                    flaws))
+            continue
+        index_en = choices.index(answer)
+        pairs.append(BilingualPair(
+            pair_id, MCQuestion(question, tuple(choices), index_en, "en"),
+            MCQuestion(target_question, tuple(target_choices), index_en, code), origin,
+            record.get("source"), record.get("category")))
+    return PairFile(path, pairs, invalid, {c: counts[c] for c in FLAWS}, cap_violations(origins, k), len(records))
+
+
+def _item_pairs(path: Path, limit: int | None, k: int) -> PairFile:
+    item_set = load_item_set(path)
+    grouped: dict[str, list[MCItem]] = {}
+    for item in item_set.items:
+        if not isinstance(item, MCItem):
+            raise InputError(path, f"item {item.id!r} is an open question; pairs need multiple-choice items")
+        if item.pair_id is None:
+            raise InputError(path, f"item {item.id!r} has no pair_id", field="pair_id")
+        grouped.setdefault(item.pair_id, []).append(item)
+    pairs, invalid, counts, origins = [], list(item_set.invalid), Counter(), []
+    for pair_id, items in list(grouped.items())[:limit]:
+        english = [item for item in items if item.lang == "en"]
+        if len(items) == 1:
+            counts["missing_side"] += 1
+            invalid.append(_invalid(path, None, pair_id, "pair_id", ["missing_side"]))
+            continue
+        if len(items) != 2 or len(english) != 1:
+            raise InputError(path, f"pair {pair_id!r} has {len(items)} items ({', '.join(i.lang for i in items)}); "
+                             "a pair is one English item and one target-language item", field="pair_id")
+        en, target = english[0], next(item for item in items if item.lang != "en")
+        origin = next((str(en.metadata[key]) for key in ORIGIN_KEYS if key in en.metadata), None)
+        origins.append((target.lang, origin))
+        flaws = pair_flaws(en.options, en.options[en.answer], target.options, target.options[target.answer])
+        counts.update(flaws)
+        if flaws:
+            invalid.append(_invalid(path, None, pair_id, "options" if "choice_count" in flaws else "answer", flaws))
+            continue
+        pairs.append(BilingualPair(
+            pair_id, MCQuestion(en.prompt, tuple(en.options), en.answer, "en"),
+            MCQuestion(target.prompt, tuple(target.options), target.answer, target.lang), origin,
+            en.metadata.get("source"), en.metadata.get("category")))
+    n_read = min(len(grouped), limit) if limit is not None else len(grouped)
+    return PairFile(path, pairs, invalid, {c: counts[c] for c in FLAWS}, cap_violations(origins, k), n_read)

@@ -1,0 +1,198 @@
+"""Simulation: K models answer the multiple-choice questions of bilingual pairs.
+
+A `Simulator` answers a batch of `MCQuestion`s with one `SimAnswer` each. An answer whose choice is None is
+invalid (an unparseable or failed output, after retries): it is recorded with its error and never counted
+as wrong. Two simulators:
+
+- `GenerativeSimulator`: the paper's zero-shot chain-of-thought templates (Appendix E, quoted verbatim in
+  `ANSWER_TEMPLATES`) through the one structured client (`generation/structured.py`: request cache,
+  retries, cost meter), at the paper's simulation temperature 0.001, with strict answer extraction.
+- `LossSimulator` (crossknow's addition, not the paper's): the option with the lowest loss under one of the
+  engine's scoring rules (`scoring/rules.py`), through any Scorer; judge-free and far cheaper. It is
+  invalid only for a question the scorer cannot score.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pydantic import ValidationError
+
+from crossknow.data.schemas import MCItem
+from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
+from crossknow.models.protocol import Scorer
+from crossknow.scoring.normalise import Normalisation, OptionScore, predict
+from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, option_requests
+from crossknow.scoring.stage import score_isolating
+
+SIMULATION_TEMPERATURE = 0.001
+"""The paper's temperature for simulation (Appendix B.1)."""
+SIMULATION_MAX_TOKENS = 1024
+"""The paper's cap on output length (Appendix B.1)."""
+
+
+@dataclass(frozen=True)
+class MCQuestion:
+    """One side of a pair: a multiple-choice question in one language."""
+
+    question: str
+    choices: tuple[str, ...]
+    answer: int
+    """Index of the correct choice."""
+    lang: str
+    """Language code ('en', 'zh', ...)."""
+
+
+@dataclass(frozen=True)
+class SimAnswer:
+    """One simulator's answer to one question."""
+
+    choice: int | None
+    """The chosen index; None = invalid (after retries), never wrong."""
+    raw: str | None
+    """The raw output (generative), or None (loss-based)."""
+    error: str | None
+    """Why the answer is invalid; None when valid."""
+
+
+@runtime_checkable
+class Simulator(Protocol):
+    """A model that answers multiple-choice questions."""
+
+    name: str
+    """The model spec."""
+
+    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
+        """One answer per question, in order."""
+        ...
+
+
+# ---- the paper's answering templates (Appendix E, verbatim) --------------------------------------------
+
+ANSWER_TEMPLATES: dict[str, str] = {
+    "en": "Please carefully read the question below and provide a solution from the choices. You must choose the "
+    "model’s final answer from one of the choices. Let’s think step by step!\n[The Start of the Question]\n"
+    "{question}\n[The End of the Question]\n[The Start of the Choices]\n{choices}\n[The End of the Choices]\n"
+    '[Output Format]\n{"final_answer": "<Your selected answer, exactly matching one of the given choices>"}',
+    "fr": "Veuillez lire attentivement la question ci-dessous et choisir une réponse parmi les options proposées. "
+    "Votre réponse finale doit correspondre exactement à l’une des options données. Réfléchissons étape par "
+    "étape !\n[Début de la question]\n{question}\n[Fin de la question]\n[Début des options]\n{choices}\n"
+    '[Fin des options]\n[Format de sortie]\n{"final_answer": "<Votre réponse finale, correspondant exactement à '
+    'l’une des options données>"}',
+    "it": "Leggi attentamente la domanda qui sotto e fornisci una soluzione scegliendo tra le opzioni disponibili. "
+    "La tua risposta finale deve corrispondere esattamente a una delle opzioni fornite. Pensiamo passo dopo "
+    "passo!\n[Inizio della Domanda]\n{question}\n[Fine della Domanda]\n[Inizio delle Opzioni]\n{choices}\n"
+    '[Fine delle Opzioni]\n[Formato di Output]\n{"final_answer": "<La tua risposta finale, che deve '
+    'corrispondere esattamente a una delle opzioni date>"}',
+    "es": "Por favor, lee atentamente la siguiente pregunta y proporciona una solución eligiendo una de las "
+    "opciones dadas. Tu respuesta final debe coincidir exactamente con una de las opciones. ¡Pensemos paso a "
+    "paso!\n[Inicio de la Pregunta]\n{question}\n[Fin de la Pregunta]\n[Inicio de las Opciones]\n{choices}\n"
+    '[Fin de las Opciones]\n[Formato de Salida]\n{"final_answer": "<Tu respuesta final, exactamente igual a una '
+    'de las opciones dadas>"}',
+}
+"""The paper's zero-shot CoT answering templates, by language. The paper prints these four only."""
+
+RETRY_NOTE = (
+    '\n\nEnd your reply with the JSON object {"final_answer": "..."} whose value is exactly one of the choices.'
+)
+"""crossknow's choice: appended from the second attempt on (at temperature 0.001 a new seed alone barely
+changes the output). Not in the paper."""
+
+_PLACEHOLDER = re.compile(r"\{(question|choices)\}")
+_FINAL_ANSWER = re.compile(r'\{\s*"final_answer"\s*:\s*("(?:[^"\\]|\\.)*")\s*\}')
+
+
+def template_language(lang: str) -> str:
+    """The language of the template used for questions in `lang`: its own where the paper prints one (en, fr,
+    it, es), else English (crossknow's choice: the English instructions around the target-language question
+    and choices; the paper does not print its templates for the other twelve languages)."""
+    return lang if lang in ANSWER_TEMPLATES else "en"
+
+
+def render_choices(choices: Sequence[str]) -> str:
+    """The {choices} slot: a JSON list (crossknow's choice; the paper does not say how choices are listed),
+    which quotes each choice exactly, so that the answer can be copied from it."""
+    return json.dumps(list(choices), ensure_ascii=False)
+
+
+def answer_prompt(question: MCQuestion) -> str:
+    """The user message that asks `question` (see `template_language` and `render_choices`)."""
+    slots = {"question": question.question, "choices": render_choices(question.choices)}
+    return _PLACEHOLDER.sub(lambda match: slots[match.group(1)], ANSWER_TEMPLATES[template_language(question.lang)])
+
+
+def extract_choice(text: str, choices: Sequence[str]) -> tuple[int | None, str | None]:
+    """Strict answer extraction: the last `{"final_answer": "..."}` object of `text`, whose value, stripped
+    of surrounding whitespace, must equal exactly one choice (stripped likewise). Returns (index, None), or
+    (None, why not). No LLM extractor and no fuzzy matching (crossknow's choice)."""
+    found = _FINAL_ANSWER.findall(text)
+    if not found:
+        return None, 'no {"final_answer": "..."} object in the output'
+    try:
+        value = json.loads(found[-1]).strip()
+    except json.JSONDecodeError as error:
+        return None, f"final_answer is not a JSON string: {error}"
+    matches = [index for index, choice in enumerate(choices) if choice.strip() == value]
+    if len(matches) == 1:
+        return matches[0], None
+    if matches:
+        return None, f"final_answer {value!r} matches choices {matches}"
+    return None, f"final_answer {value!r} is not one of the {len(choices)} choices"
+
+
+class GenerativeSimulator:
+    """Answers by generation with the paper's templates through a StructuredClient (its cache, retries
+    and meter); build the client at `SIMULATION_TEMPERATURE` to follow the paper."""
+
+    def __init__(self, name: str, client: StructuredClient):
+        self.name = name
+        self.client = client
+
+    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
+        """One answer per question; invalid answers (after the client's attempts) carry the last raw
+        output and the reason."""
+        prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
+        parsers = [lambda text, choices=question.choices: extract_choice(text, choices) for question in questions]
+        outcomes = self.client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), RETRY_NOTE),
+                                         parsers=parsers)
+        return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error) for outcome in outcomes]
+
+
+class LossSimulator:
+    """Answers by loss (crossknow's addition): each option scored under `rule` by `scorer`, the option with
+    the lowest loss under `normalisation` (default: the rule's own) chosen, ties to the lower index."""
+
+    def __init__(self, name: str, scorer: Scorer, rule: Rule = "lm-eval", normalisation: Normalisation | None = None):
+        self.name = name
+        self.scorer = scorer
+        self.rule: Rule = rule
+        self.normalisation = normalisation or PRIMARY_NORMALISATION[rule]
+
+    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
+        """One answer per question; a question that is not a valid item (an empty choice) or that the scorer
+        cannot score is invalid, with the reason."""
+        answers: list[SimAnswer | None] = [None] * len(questions)
+        requests, positions = [], []
+        for position, question in enumerate(questions):
+            try:
+                item = MCItem(id=f"q{position}", lang=question.lang, kind="question", prompt=question.question,
+                              options=list(question.choices), answer=question.answer)
+            except ValidationError as error:
+                answers[position] = SimAnswer(None, None, f"not a valid question: {error.errors()[0]['msg']}")
+                continue
+            requests.append(option_requests(item, self.rule))
+            positions.append(position)
+        scored, failed = score_isolating(self.scorer, [[option.request for option in options] for options in requests])
+        for group, position in enumerate(positions):
+            if group in failed:
+                answers[position] = SimAnswer(None, None, f"unscorable: {failed[group]}")
+                continue
+            scores = [OptionScore(result.logprob_sum, result.n_tokens, len(option.norm_text),
+                                  len(option.norm_text.encode("utf-8")))
+                      for option, result in zip(requests[group], scored[group], strict=True)]
+            answers[position] = SimAnswer(predict(scores, self.normalisation), None, None)
+        return answers  # type: ignore[return-value]
