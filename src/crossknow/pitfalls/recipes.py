@@ -1,0 +1,71 @@
+"""Named recipes: the settings that reproduce the paper's probe and its two baselines (section 3.2).
+
+- `paper`: beam search with Appendix B.1's settings (batch 4, w = 12, d1 = 4, d2 = 6, θ_pot = 0.6,
+  θ_inc = 0.8, k = 3) and the Appendix E perturbation from an incorrect option.
+- `np` (No Perturbation): the translated pairs only, scored once (depth 0).
+- `dp` (Direct Perturbation): one rewrite by Appendix E's direct-perturbation template, no search
+  (depth 1, one child per pair).
+
+A pair qualifies in every recipe by the same rule: V >= θ_inc and the constraints hold (crossknow's
+reading of the baselines' "perform well in English but fail in target languages"), so conversion rates
+are comparable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from crossknow.errors import CrossknowError
+from crossknow.pitfalls.constraints import Constraint, EnglishAccuracy, SemanticSimilarity, Similarity
+from crossknow.pitfalls.search import BeamSettings
+from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, Transformation
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A named probe configuration."""
+
+    name: str
+    settings: BeamSettings
+    perturbation: Literal["appendix_e", "direct", "none"]
+    """Which transformation makes children: the Appendix E perturbation, the direct one, or none."""
+
+    def transformation(self, proxy: ProxyLLM, language: str) -> Transformation | None:
+        """The recipe's transformation over `proxy`, translating into `language` (a language name)."""
+        if self.perturbation == "appendix_e":
+            return ProxyPerturbation(proxy, language)
+        if self.perturbation == "direct":
+            return DirectPerturbation(proxy, language)
+        return None
+
+
+RECIPES: dict[str, Recipe] = {
+    "paper": Recipe("paper", BeamSettings(), "appendix_e"),
+    "np": Recipe("np", BeamSettings(depth=0, extended_depth=0), "none"),
+    "dp": Recipe("dp", BeamSettings(depth=1, extended_depth=1), "direct"),
+}
+"""The recipes by name."""
+
+
+def get_recipe(name: str) -> Recipe:
+    """The recipe called `name`; a CrossknowError listing the known ones otherwise."""
+    if name not in RECIPES:
+        raise CrossknowError(f"unknown recipe {name!r}; known: {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+def default_constraints(
+    epsilon: float = 0.2, similarity: Similarity | None = None, theta: float = 0.8,
+    cross_similarity: Similarity | None = None, theta_cross: float = 0.8,
+) -> list[Constraint]:
+    """The constraints of equation 4: English accuracy >= 1 − ε always; S(q^E, q^E') >= θ when
+    `similarity` is given and S(q^E', q^T') >= θ' when `cross_similarity` is (a multilingual one: chrF
+    compares within one language only). θ = θ' = 0.8 is crossknow's choice; the paper gives no values.
+    A check without its similarity is off, and the run's config says so."""
+    constraints: list[Constraint] = [EnglishAccuracy(epsilon)]
+    if similarity is not None:
+        constraints.append(SemanticSimilarity(similarity, theta, "original"))
+    if cross_similarity is not None:
+        constraints.append(SemanticSimilarity(cross_similarity, theta_cross, "cross"))
+    return constraints

@@ -1,0 +1,249 @@
+"""Transformations: how the probe makes perturbed pairs from a pair, through a proxy LLM.
+
+- `ProxyPerturbation` (the paper's φ, section 2.2): for each incorrect option α^E of a parent pair,
+  the proxy writes a distraction δq^E with Appendix E's "Template for Generating Perturbation" at
+  temperature 0.7; δq^E goes before q^E (the concatenation ⊕; placing it before the question, so the
+  question stays last, is crossknow's choice), and only δq^E is translated (temperature 0.001) and put
+  before q^T. One child per incorrect option (crossknow's choice: a batch of 4 pairs with 3-4
+  incorrect options each fills the beam's w = 12).
+- `DirectPerturbation` (the DP baseline): one rewrite per pair with Appendix E's "Template for Adding
+  Direct Perturbation"; the original question must appear verbatim in the rewrite (its rule 4): the
+  text before and after it is the inserted text, translated as above. A rewrite that does not keep
+  the question verbatim is rejected with that reason.
+
+Both go through the one client (`generation/structured.py`) and its request cache; each prompt's seed
+is derived from the parent's id and the option, so a resumed search replays the same perturbations
+from the cache. An output still unparseable after the client's retries rejects that child (reason
+kept); it is never dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Protocol
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
+from crossknow.models.generator import Generator
+from crossknow.pitfalls.pairs import PairNode, Perturbation, child_node
+from crossknow.pitfalls.prompts import (
+    DIRECT_PERTURBATION_TEMPLATE,
+    PERTURBATION_TEMPLATE,
+    TRANSLATE_QUESTION_TEMPLATE,
+    TRANSLATE_TEXT_TEMPLATE,
+    fill,
+)
+from crossknow.pitfalls.simulate import MCQuestion
+from crossknow.store.request_cache import RequestCache
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A child the transformation could not make."""
+
+    parent_id: str
+    reason: str
+
+
+@dataclass
+class Expansion:
+    """What one expansion produced."""
+
+    children: list[PairNode] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+class Transformation(Protocol):
+    """Makes perturbed children of pairs."""
+
+    name: str
+
+    def expand(self, parents: Sequence[PairNode]) -> Expansion:
+        """The children of every parent, in parent order, and the children that could not be made."""
+        ...
+
+
+class TranslatedText(BaseModel):
+    """The proxy's translation of inserted text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, description="The translation.")
+
+
+def prompt_seed(*parts: str) -> int:
+    """A stable 31-bit seed from text parts (the same across processes and resumes)."""
+    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()[:4], "big") >> 1
+
+
+_DISTRACTION = re.compile(r"generated\s+distraction\s*:", re.I)
+_NEW_QUESTION = re.compile(r"new\s+question\s*:", re.I)
+
+
+def _after_marker(marker: re.Pattern[str], text: str) -> tuple[str | None, str | None]:
+    """The text after `marker` (or the whole text when the marker is absent), stripped of the
+    template's braces, angle brackets and quotes; (None, reason) when nothing is left."""
+    found = marker.search(text)
+    value = text[found.end() :] if found else text
+    value = value.strip().strip("{}").strip().strip("<>\"'").strip()
+    return (value, None) if value else (None, "empty perturbation")
+
+
+def parse_distraction(text: str) -> tuple[str | None, str | None]:
+    """The distraction of an Appendix E perturbation output ("Generated Distraction: ...")."""
+    return _after_marker(_DISTRACTION, text)
+
+
+def parse_new_question(text: str) -> tuple[str | None, str | None]:
+    """The rewritten question of a direct-perturbation output ("New question: ...")."""
+    return _after_marker(_NEW_QUESTION, text)
+
+
+@dataclass
+class ProxyLLM:
+    """The proxy's two clients: perturbation at temperature 0.7, translation at 0.001 (Appendix B.1)."""
+
+    perturber: StructuredClient
+    translator: StructuredClient
+
+    @classmethod
+    def from_generator(
+        cls, generator: Generator, cache: RequestCache | None = None, *, prices: PriceTable | None = None,
+        max_tokens: int = 1024, max_attempts: int = 3,
+    ) -> ProxyLLM:
+        """Both clients over one Generator, sharing one request cache; max output 1,024 tokens."""
+        kwargs = dict(cache=cache, prices=prices, max_tokens=max_tokens, max_attempts=max_attempts)
+        return cls(
+            StructuredClient(generator, temperature=0.7, **kwargs),
+            StructuredClient(generator, temperature=0.001, **kwargs),
+        )
+
+    def translate(self, texts: Sequence[str], language: str) -> list[tuple[str | None, str | None]]:
+        """(translation, None) or (None, why not) per text; '' translates to ''."""
+        asked = [i for i, text in enumerate(texts) if text.strip()]
+        prompts = [ChatPrompt(None, TRANSLATE_TEXT_TEMPLATE.format(language=language, text=texts[i])) for i in asked]
+        outcomes = self.translator.call_many(prompts, TranslatedText) if prompts else []
+        result: list[tuple[str | None, str | None]] = [("", None)] * len(texts)
+        for i, outcome in zip(asked, outcomes, strict=True):
+            result[i] = (outcome.value.text.strip(), None) if outcome.valid else (None, f"translation: {outcome.error}")
+        return result
+
+
+    def translate_questions(self, questions: Sequence[MCQuestion], lang: str, language: str) -> list[MCQuestion | str]:
+        """Each question with its choices translated as one structured output (the root pair's q^T), or
+        why not. The schema fixes the number of choices and forbids empty ones; the answer keeps its
+        index. crossknow's minimal pair translation: the checked bilingual-pair stage (answer check,
+        semantic check, the paper's per-language templates) is a later part of issue 10."""
+        result: list[MCQuestion | str] = ["not asked"] * len(questions)
+        for count in sorted({len(q.choices) for q in questions}):
+            asked = [i for i, q in enumerate(questions) if len(q.choices) == count]
+            prompts = [
+                ChatPrompt(None, TRANSLATE_QUESTION_TEMPLATE.format(
+                    language=language, question=questions[i].question,
+                    choices="\n".join(f"{n + 1}. {c}" for n, c in enumerate(questions[i].choices)),
+                ))
+                for i in asked
+            ]
+            for i, outcome in zip(asked, self.translator.call_many(prompts, _translated_question(count)), strict=True):
+                if outcome.valid:
+                    value = outcome.value
+                    choices = tuple(c.strip() for c in value.choices)
+                    result[i] = MCQuestion(value.text.strip(), choices, questions[i].answer, lang)
+                else:
+                    result[i] = f"question translation: {outcome.error}"
+        return result
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a translated choice is empty")
+    return value
+
+
+def _translated_question(count: int) -> type[BaseModel]:
+    """The output schema of a question with exactly `count` non-empty translated choices."""
+    return create_model(
+        f"TranslatedQuestion{count}",
+        __config__=ConfigDict(extra="forbid"),
+        text=(str, Field(min_length=1, description="The translated question.")),
+        choices=(
+            list[Annotated[str, AfterValidator(_not_blank)]],
+            Field(min_length=count, max_length=count, description="The translated choices, in order."),
+        ),
+    )
+
+
+class ProxyPerturbation:
+    """Appendix E perturbation from each incorrect option; see the module docstring."""
+
+    name = "appendix_e_perturbation"
+
+    def __init__(self, proxy: ProxyLLM, language: str):
+        self.proxy = proxy
+        self.language = language
+        """The target language's name, as the translation prompt says it."""
+
+    def expand(self, parents: Sequence[PairNode]) -> Expansion:
+        """One child per (parent, incorrect option)."""
+        asked = [(p, k) for p in parents for k in range(len(p.english.choices)) if k != p.english.answer]
+        prompts = [
+            ChatPrompt(None, fill(
+                PERTURBATION_TEMPLATE, question=p.english.question,
+                answer=p.english.choices[p.english.answer], wrong_answer=p.english.choices[k],
+            ))
+            for p, k in asked
+        ]
+        seeds = [prompt_seed(p.id, str(k)) for p, k in asked]
+        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds)
+        made = [(p, k, o.value) for (p, k), o in zip(asked, outcomes, strict=True) if o.valid]
+        expansion = Expansion(rejected=[
+            Rejection(p.id, f"perturbation: {o.error}")
+            for (p, _), o in zip(asked, outcomes, strict=True) if not o.valid
+        ])
+        translations = self.proxy.translate([text for _, _, text in made], self.language)
+        for (parent, k, text), (translated, error) in zip(made, translations, strict=True):
+            if translated is None:
+                expansion.rejected.append(Rejection(parent.id, error or "translation failed"))
+            else:
+                expansion.children.append(child_node(parent, Perturbation(text, "", translated, "", k)))
+        return expansion
+
+
+class DirectPerturbation:
+    """Appendix E's direct perturbation, one per pair (the DP baseline); see the module docstring."""
+
+    name = "direct_perturbation"
+
+    def __init__(self, proxy: ProxyLLM, language: str):
+        self.proxy = proxy
+        self.language = language
+
+    def expand(self, parents: Sequence[PairNode]) -> Expansion:
+        """One child per parent whose rewrite keeps the question verbatim."""
+        prompts = [ChatPrompt(None, fill(DIRECT_PERTURBATION_TEMPLATE, question=p.english.question)) for p in parents]
+        seeds = [prompt_seed(p.id, "direct") for p in parents]
+        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_new_question), seeds=seeds)
+        expansion = Expansion()
+        split: list[tuple[PairNode, str, str]] = []
+        for parent, outcome in zip(parents, outcomes, strict=True):
+            position = outcome.value.find(parent.english.question) if outcome.valid else -1
+            if not outcome.valid or position < 0:
+                reason = outcome.error if not outcome.valid else "the rewrite does not keep the question verbatim"
+                expansion.rejected.append(Rejection(parent.id, f"direct perturbation: {reason}"))
+                continue
+            before, after = outcome.value[:position], outcome.value[position + len(parent.english.question) :]
+            split.append((parent, before.strip(), after.strip()))
+        texts = [text for _, before, after in split for text in (before, after)]
+        translations = self.proxy.translate(texts, self.language)
+        for j, (parent, before, after) in enumerate(split):
+            (before_t, error_b), (after_t, error_a) = translations[2 * j], translations[2 * j + 1]
+            if before_t is None or after_t is None:
+                expansion.rejected.append(Rejection(parent.id, error_b or error_a or "translation failed"))
+            else:
+                expansion.children.append(child_node(parent, Perturbation(before, after, before_t, after_t, None)))
+        return expansion

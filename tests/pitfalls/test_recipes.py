@@ -1,0 +1,133 @@
+"""The recipes' settings, `run_probe` end to end with scripted parts (files, accounting, resume), and a
+short real run of the `np` and `dp` recipes: the llama.cpp chat server as proxy, the embedded model by
+loss as simulator, two released English sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crossknow.data.formats import load_item_set
+from crossknow.pitfalls.pairs import SourceQuestion
+from crossknow.pitfalls.probe import run_probe
+from crossknow.pitfalls.recipes import RECIPES, get_recipe
+from crossknow.pitfalls.simulate import MCQuestion, SimAnswer
+from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation
+from crossknow.store.request_cache import RequestCache
+
+from .scripted import source
+from .test_transformation import ScriptedProxy
+
+SOURCES = Path("/work/shared/data/cross-lingual-pitfalls/source")
+
+
+def test_the_paper_recipe_has_the_papers_settings():
+    # Appendix B.1: batch 4, w = 12, d1 = 4, d2 = 6, θ_pot = 0.6, θ_inc = 0.8, k = 3
+    settings = get_recipe("paper").settings
+    assert (settings.initial_batch, settings.width, settings.depth, settings.extended_depth) == (4, 12, 4, 6)
+    assert (settings.potential, settings.inclusion, settings.cap) == (0.6, 0.8, 3)
+    proxy = ProxyLLM.from_generator(ScriptedProxy())
+    assert isinstance(RECIPES["paper"].transformation(proxy, "French"), ProxyPerturbation)
+    assert RECIPES["np"].transformation(proxy, "French") is None and RECIPES["np"].settings.depth == 0
+    assert isinstance(RECIPES["dp"].transformation(proxy, "French"), DirectPerturbation)
+    assert RECIPES["dp"].settings.depth == RECIPES["dp"].settings.extended_depth == 1
+    assert (proxy.perturber.temperature, proxy.translator.temperature) == (0.7, 0.001)
+
+
+class FooledByHints:
+    """Right in English; wrong in the target language exactly when the question holds a 'hint'."""
+
+    name = "fooled"
+
+    def answer(self, questions):
+        wrong = [q.lang == "fr" and "hint" in q.question for q in questions]
+        return [SimAnswer((q.answer + w) % len(q.choices), None, None) for q, w in zip(questions, wrong, strict=True)]
+
+
+def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
+    sources = [source(i) for i in range(5)]  # batches of 4 and 1
+    generator = ScriptedProxy()
+    proxy = ProxyLLM.from_generator(generator, RequestCache(tmp_path / "requests.sqlite"))
+    out = tmp_path / "run"
+    account = run_probe("paper", sources, proxy, [FooledByHints()], out, lang="fr")
+    # every perturbed child (one per incorrect option, 3 a question) has V = 1 and enters at depth 1
+    assert (account.candidates, account.found_now, account.converted, account.conversion_rate) == (15, 15, 5, 1.0)
+    # proxy: 5 question translations + 15 perturbations + 3 translations of δq^E (the three distractions,
+    # "hint about option k", read the same for every question: sent once, then answered by the cache)
+    assert account.proxy.calls == 23 and account.proxy.prompt_tokens == 230 and account.proxy.completion_tokens == 115
+    # simulation: 5 roots and 15 children, two sides each
+    assert account.simulation.calls == 40 and account.scored == 20
+    assert account.per_found_pair.calls == pytest.approx((23 + 40) / 15)
+    assert json.loads((out / "account.json").read_text())["found_now"] == 15
+    items = load_item_set(out / "candidate_items.jsonl")
+    assert len(items.items) == 30 and not items.invalid
+    english, target = items.items[:2]
+    assert english.pair_id == target.pair_id and (english.lang, target.lang) == ("en", "fr")
+    assert english.prompt.startswith("hint about option 1") and target.prompt.startswith("FR(hint about option 1)")
+    # killed during the second batch: its line and its last two pairs never written
+    lines = (out / "candidates.jsonl").read_text().splitlines(keepends=True)
+    (out / "candidates.jsonl").write_text("".join(lines[:-2]))
+    batches = (out / "batches.jsonl").read_text().splitlines(keepends=True)
+    (out / "batches.jsonl").write_text(batches[0])
+    resumed = run_probe("paper", sources, proxy, [FooledByHints()], out, lang="fr")
+    assert (resumed.candidates, resumed.found_now) == (15, 2)
+    assert resumed.proxy.calls == 0 and len(generator.requests) == 23  # the replay came from the cache
+    assert (out / "candidates.jsonl").read_text().splitlines(keepends=True) == lines
+
+
+def released_sources(count: int) -> list[SourceQuestion]:
+    """The `count` shortest SciQ questions of the release's English sources (question and choices
+    together), so that the small model's translation fits a short output."""
+    records = json.loads((SOURCES / "sciq.json").read_text(encoding="utf-8"))
+    records = sorted(records, key=lambda r: len(r["question"]) + sum(len(c) for c in r["choices"]))[:count]
+    return [
+        SourceQuestion(
+            f"sciq:{i}", MCQuestion(r["question"], tuple(r["choices"]), r["choices"].index(r["answer"]), "en")
+        )
+        for i, r in enumerate(records)
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["np", "dp"])
+def test_a_real_run_of_the_baselines_accounts_for_what_it_spent(recipe, llama_chat_server, embedded_scorer, tmp_path):
+    from crossknow.models.registry import GeneratorOptions, load_generator
+    from crossknow.pitfalls.simulate import LossSimulator
+
+    options = GeneratorOptions(base_url=llama_chat_server, concurrency=2, timeout_s=300)
+    generator = load_generator("openai:gemma-3-270m", options)
+    cache = RequestCache(tmp_path / "requests.sqlite")
+    proxy = ProxyLLM.from_generator(generator, cache, max_tokens=96, max_attempts=1)
+    simulator = LossSimulator("default", embedded_scorer)
+    sources = released_sources(2)
+    # ε = 1 switches the English-accuracy constraint off (the small simulator fails these questions in
+    # English; the prefilter comes later), so that DP's rewrite is asked for: this test is about structure
+    # and accounting, not quality
+    account = run_probe(recipe, sources, proxy, [simulator], tmp_path / "run", lang="fr", epsilon=1.0)
+    print(account.model_dump_json(indent=1))
+    translated = account.sources - account.untranslated
+    assert account.sources == 2 and account.proxy.calls >= 2 and account.proxy.prompt_tokens > 0
+    assert account.proxy.cost_usd == 0 and account.proxy.seconds > 0
+    # one loss simulator never answers invalid: two questions per scored pair, nothing re-simulated
+    assert account.unscored == 0 and account.invalid_answers == 0
+    assert account.simulation.calls == 2 * account.scored and account.scored >= translated
+    if recipe == "np":
+        assert account.scored == translated and account.proxy.calls == 2  # two question translations, no perturbation
+    records = [json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()] \
+        if (tmp_path / "run" / "candidates.jsonl").exists() else []
+    assert account.candidates == len(records) == account.found_now
+    assert all(r["value"] >= 0.8 and r["recipe"] == recipe for r in records)
+    if recipe == "dp":  # every root not listed at once is rewritten once: made, or rejected with a reason
+        listed_roots = sum(r["depth"] == 0 for r in records)
+        made = account.scored - translated
+        rejected = account.rejected.get("direct perturbation", 0) + account.rejected.get("translation", 0)
+        assert made + rejected == translated - listed_roots
+        assert all(r["depth"] == 0 or len(r["lineage"]) == 1 for r in records)
+    assert (account.per_found_pair is None) == (account.found_now == 0)
+    if account.per_found_pair is not None:
+        total = account.proxy.seconds + account.simulation.seconds
+        assert account.per_found_pair.seconds == pytest.approx(total / account.found_now)
+    again = run_probe(recipe, sources, proxy, [simulator], tmp_path / "run", lang="fr", epsilon=1.0)
+    assert again.proxy.calls == 0 and again.simulation.calls == 0 and again.candidates == account.candidates

@@ -1,0 +1,186 @@
+"""The beam search with scripted simulators (V = the sum of the perturbation weights / 100, see
+scripted.py) and a scripted transformation: every expected beam, depth and inclusion below is worked
+out by hand from the script."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crossknow.pitfalls.candidates import CandidateList
+from crossknow.pitfalls.constraints import EnglishAccuracy
+from crossknow.pitfalls.objective import SimulationObjective
+from crossknow.pitfalls.search import BeamSearch, BeamSettings
+from crossknow.pitfalls.simulate import SimAnswer
+
+from .scripted import ScriptedTransformation, root, scripted_simulators
+
+
+def make_search(tmp_path, script, **settings):
+    settings = BeamSettings(**{"potential": 0.99, "inclusion": 0.99, **settings})
+    transformation = ScriptedTransformation(script)
+    candidates = CandidateList(tmp_path / "candidates.jsonl", settings.cap)
+    objective = SimulationObjective(scripted_simulators())
+    search = BeamSearch(settings, transformation, objective, [EnglishAccuracy(0.2)], candidates, "test")
+    return search, transformation
+
+
+def paths(transformation, ids):
+    return [transformation.paths[i] for i in ids]
+
+
+DEPTH1 = {
+    "s0": (5, 30, 10), "s1": (20, 1, 2), "s2": (25, 3, 4), "s3": (15, 6, 7),
+}
+
+
+def beam_script(source_id, path):
+    if len(path) == 1:
+        return DEPTH1[source_id][path[0] - 1]
+    return path[-1] + (20 if source_id == "s3" else 0)
+
+
+def test_the_beam_keeps_the_w_best_pairs_at_each_depth(tmp_path):
+    search, transformation = make_search(tmp_path, beam_script, width=5, depth=2, extended_depth=2)
+    levels = search.run_batch([root(i) for i in range(4)])
+    assert [level.depth for level in levels] == [0, 1, 2]
+    assert levels[1].scored == 12
+    # depth 1: the five highest weights of the script, 30 25 20 15 10
+    assert paths(transformation, levels[1].beam) == [
+        ("s0", (2,)), ("s2", (1,)), ("s1", (1,)), ("s3", (1,)), ("s0", (3,)),
+    ]
+    assert transformation.expanded[1] == levels[1].beam  # exactly the beam is expanded
+    # depth 2: s3's children 15+20+k = 36..38, then s0/(2,)'s 30+k = 33, 32 (s2/(1,): 26..28)
+    assert paths(transformation, levels[2].beam) == [
+        ("s3", (1, 3)), ("s3", (1, 2)), ("s3", (1, 1)), ("s0", (2, 3)), ("s0", (2, 2)),
+    ]
+    assert levels[2].max_value == pytest.approx(0.38)
+    assert len(search.candidates) == 0
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "depths"),
+    [
+        (59, 0, [0, 1]),  # 0.59 < θ_pot: stop at d1 = 1
+        (60, 0, [0, 1, 2, 3]),  # 0.60 >= θ_pot: go on to d2 = 3
+        (61, 0, [0, 1, 2, 3]),  # above the threshold: the same extension
+    ],
+)
+def test_the_depth_extends_exactly_when_max_v_reaches_the_potential_threshold(tmp_path, first, second, depths):
+    script = lambda _, path: first if len(path) == 1 else second  # noqa: E731
+    search, _ = make_search(tmp_path, script, depth=1, extended_depth=3, potential=0.6)
+    levels = search.run_batch([root(0)])
+    assert [level.depth for level in levels] == depths
+    assert levels[-1].depth_limit == depths[-1]
+
+
+def test_a_later_level_can_extend_the_depth(tmp_path):
+    script = lambda _, path: {1: 10, 2: 50}.get(len(path), 0)  # noqa: E731  V = 0.10, then 0.60 at depth 2
+    search, _ = make_search(tmp_path, script, depth=2, extended_depth=4, potential=0.6)
+    levels = search.run_batch([root(0)])
+    assert [(level.depth, level.depth_limit) for level in levels] == [(0, 2), (1, 2), (2, 4), (3, 4), (4, 4)]
+
+
+def test_a_pair_at_the_inclusion_threshold_enters_the_list_and_leaves_the_search(tmp_path):
+    script = lambda _, path: {(1,): 80, (2,): 79}.get(path, 0 if len(path) > 1 else None)  # noqa: E731
+    search, transformation = make_search(tmp_path, script, depth=2, extended_depth=2, inclusion=0.8)
+    levels = search.run_batch([root(0)])
+    [record] = search.candidates.records()
+    assert transformation.paths[record.id] == ("s0", (1,))
+    assert record.value == pytest.approx(0.8)
+    assert sum(record.beta_en.values()) == 100 and sum(record.beta_target.values()) == 20  # 80 of 100 wrong
+    assert levels[1].included == [record.id]
+    assert paths(transformation, levels[1].beam) == [("s0", (2,))]  # 0.79 stays in the beam, 0.80 left it
+    assert paths(transformation, transformation.expanded[1]) == [("s0", (2,))]
+
+
+CAP_SCRIPT = {("s0", (1,)): 95, ("s0", (2,)): 90, ("s0", (3,)): 85, ("s0", (4,)): 80}
+
+
+def cap_script(source_id, path):
+    return CAP_SCRIPT.get((source_id, path), 1)
+
+
+def test_once_k_pairs_of_a_question_are_listed_its_descendants_are_dropped(tmp_path):
+    search, transformation = make_search(tmp_path, cap_script, depth=2, extended_depth=2, inclusion=0.8)
+    search.run_batch([root(0, choices=5), root(1)])
+    records = search.candidates.records()
+    # the three best of s0's four qualifying children, best first; the fourth is dropped
+    assert [transformation.paths[r.id] for r in records] == [("s0", (1,)), ("s0", (2,)), ("s0", (3,))]
+    assert search.stats.dropped_by_cap == 1
+    assert all(transformation.paths[i][0] == "s1" for i in transformation.expanded[1])
+
+
+def test_the_cap_holds_across_a_resume(tmp_path):
+    first, _ = make_search(tmp_path / "a", cap_script, depth=2, extended_depth=2, inclusion=0.8)
+    (tmp_path / "a").mkdir()
+    first.run_batch([root(0, choices=5), root(1)])
+    whole = first.candidates.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert len(whole) == 3
+    # a run killed while appending its third pair: two whole lines and a torn one
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "candidates.jsonl").write_text(whole[0] + whole[1] + whole[2][:40], encoding="utf-8")
+    resumed, _ = make_search(tmp_path / "b", cap_script, depth=2, extended_depth=2, inclusion=0.8)
+    assert len(resumed.candidates) == 2
+    resumed.run_batch([root(0, choices=5), root(1)])
+    lines = resumed.candidates.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines == whole  # the same three pairs, none twice, the torn line gone
+    # a third run over the finished list adds nothing and drops s0 at its root
+    again, transformation = make_search(tmp_path / "b", cap_script, depth=2, extended_depth=2, inclusion=0.8)
+    again.run_batch([root(0, choices=5), root(1)])
+    assert len(again.candidates) == 3 and again.stats.dropped_by_cap == 1
+    assert not any(p[0] == "s0" for p in transformation.paths.values())
+
+
+def test_children_that_repeat_a_pair_are_dropped_and_lineage_is_kept(tmp_path):
+    def script(_, path):
+        if len(path) == 1:
+            return "<9:10>"  # the same text from every option: one child, two duplicates
+        return 80 if path[-1] == 2 else 0
+
+    search, transformation = make_search(tmp_path, script, depth=2, extended_depth=2, inclusion=0.8)
+    levels = search.run_batch([root(0)])
+    assert levels[1].scored == 1 and search.stats.duplicates == 2
+    [record] = search.candidates.records()
+    parent_id = levels[1].beam[0]
+    assert record.depth == 2 and record.parent_id == parent_id
+    assert [step.perturbation_en for step in record.lineage] == ["<9:10>", "<2:80>"]
+    assert [step.depth for step in record.lineage] == [1, 2]
+    assert record.lineage[0].parent_id == root(0).id and record.lineage[1].parent_id == parent_id
+    assert record.english.question == "Question 0? <9:10> <2:80>"
+    assert record.target.question == "[fr] Question 0? <9:10> <2:80>"
+    assert record.value == pytest.approx(0.9)
+    saved = json.loads(search.candidates.path.read_text(encoding="utf-8"))
+    assert saved["lineage"][1]["wrong_option"] == 2
+
+
+def test_pairs_that_break_the_english_constraint_leave_the_search(tmp_path):
+    # <E:30>: 30 of 100 simulators answer English wrong: mean 0.7 < 1 - 0.2
+    script = lambda _, path: {(1,): "<E:30> <1:90>", (2,): "<E:20> <2:50>"}.get(path)  # noqa: E731
+    search, transformation = make_search(tmp_path, script, depth=1, extended_depth=1, inclusion=0.8)
+    levels = search.run_batch([root(0)])
+    assert len(search.candidates) == 0
+    assert search.stats.rejected["english accuracy"] == 1
+    assert paths(transformation, levels[1].beam) == [("s0", (2,))]
+
+
+class InvalidOnMarker:
+    """Answers right, except that every answer to a question holding '<bad>' is invalid."""
+
+    name = "invalid-on-marker"
+
+    def answer(self, questions):
+        return [SimAnswer(None if "<bad>" in q.question else q.answer, None, "unparseable") for q in questions]
+
+
+def test_a_pair_whose_simulation_stays_invalid_is_counted_and_left_out(tmp_path):
+    script = lambda _, path: {(1,): "<bad>", (2,): "<2:5>"}.get(path)  # noqa: E731
+    transformation = ScriptedTransformation(script)
+    candidates = CandidateList(tmp_path / "candidates.jsonl", 3)
+    objective = SimulationObjective([*scripted_simulators(), InvalidOnMarker()], max_resimulations=1)
+    search = BeamSearch(BeamSettings(depth=1, extended_depth=1), transformation, objective, [], candidates, "test")
+    levels = search.run_batch([root(0)])
+    assert search.stats.unscored == 1 and levels[1].scored == 1
+    assert paths(transformation, levels[1].beam) == [("s0", (2,))]
+    assert objective.meter.resimulated == 2  # both sides of the '<bad>' pair asked once more
