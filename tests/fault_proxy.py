@@ -44,7 +44,7 @@ class FaultProxy:
         self._script: deque[Any] = deque(script or [])
         self._lock = threading.Lock()
         self.seen: list[dict[str, Any]] = []
-        """One record per request: its action, path and headers (lower-case names)."""
+        """One record per request: its action, path, headers (lower-case names) and body (bytes)."""
         self.port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -117,7 +117,7 @@ class FaultProxy:
             body = await reader.readexactly(int(headers.get("content-length", "0")))
             action = self._next_action()
             method, path, _ = request_line.split(" ", 2)
-            self.seen.append({"action": action, "path": path, "headers": headers})
+            self.seen.append({"action": action, "path": path, "headers": headers, "body": body})
             if action == "pass":
                 await self._forward(writer, method, path, headers, body)
             elif action == "429":

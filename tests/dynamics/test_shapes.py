@@ -48,9 +48,24 @@ def test_measures_of_an_item():
     assert row["condition"] == "memorisation" and row["n_steps"] == 5
 
 
-def test_flat_correct_loss_with_rising_distractors_is_shielding():
+def test_a_flat_correct_loss_is_not_shielding_even_when_the_distractors_rise():
+    """The short paper's Loss-Shielding is a correct loss that "increase[s] while remaining lower than incorrect
+    options": a flat one does not increase, however fast the distractors rise (the old rule, c_n - c_0 > -m,
+    called this item Loss-Shielding)."""
     item = Item("flat", "memorisation", 0, [flat(2.0, 5), [1.9, 2.3, 2.6, 2.8, 3.0], flat(3.0, 5), flat(3.5, 5)])
-    assert shapes_of(item) == {"flat": "Loss-Shielding"}
+    assert shapes_of(item) == {"flat": "Unstable"}
+    assert shapes_of(item, params=ShapeParams(rise=0.0)) == {"flat": "Loss-Shielding"}  # rise 0: flat counts
+
+
+def test_rise_is_the_least_net_rise_that_counts():
+    # correct 2.0 -> 2.06: a rise of 3% of c_0, steady; the distractors rise by far more and pass it
+    item = Item("slow", "memorisation", 0, [[2.0, 2.015, 2.03, 2.045, 2.06], [1.9, 2.3, 2.6, 2.8, 3.0],
+                                            [1.95, 2.4, 2.8, 3.2, 3.5], flat(3.5, 5)])
+    assert shapes_of(item) == {"slow": "Unstable"}  # 0.06 < r = 0.05 * 2.0 = 0.10
+    assert shapes_of(item, params=ShapeParams(rise=0.02)) == {"slow": "Loss-Shielding"}  # 0.06 >= 0.04
+    # a slight net fall never counts as a rise, whatever the tolerance
+    falling = Item("fall", "memorisation", 0, [[2.0, 1.99, 1.98, 1.97, 1.96], *item.curves[1:]])
+    assert shapes_of(falling, params=ShapeParams(rise=0.0)) == {"fall": "Unstable"}
 
 
 def test_fall_then_rise_is_unstable():
@@ -127,4 +142,5 @@ def test_counts_and_examples():
 def test_definitions_state_the_defaults():
     for name in SHAPES:
         assert name in SHAPE_DEFINITIONS
-    assert f"margin = {ShapeParams().margin}" in SHAPE_DEFINITIONS and f"tol = {ShapeParams().tol}" in SHAPE_DEFINITIONS
+    for name in ("margin", "rise", "tol"):
+        assert f"{name} = {getattr(ShapeParams(), name)}" in SHAPE_DEFINITIONS

@@ -9,12 +9,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from crossknow.data.formats import load_item_set
 from crossknow.data.schemas import MCItem
-from crossknow.dynamics.trace import condition_of, copy_training_record, load_sets, run_trace
+from crossknow.dynamics.trace import LINK_FIELDS, condition_of, copy_training_record, load_sets, run_trace
 from crossknow.errors import CrossknowError
 from crossknow.models import sweep_scorers
 from crossknow.scoring.rules import option_requests
@@ -66,7 +67,8 @@ def assert_same_table(table: Any, expected: Any, tolerance: float = 0.0) -> None
 
 def test_the_trace_covers_every_checkpoint_item_and_option(tiny_trace_run: TinyTraceRun) -> None:
     table = pq.read_table(tiny_trace_run.out / "trace.parquet")
-    assert table.schema == SCORES_SCHEMA
+    assert table.schema == pa.schema([*SCORES_SCHEMA, *LINK_FIELDS])  # the demo items have no pairing: nulls
+    assert set(table["partner_lang"].to_pylist()) == {None}
     assert table.equals(tiny_trace_run.table)
     items = item_records(tiny_trace_run.items)
     expected = {(step, "items", item_id, option)
@@ -216,9 +218,13 @@ def test_load_sets_labels_and_errors(tmp_path: Path) -> None:
     with pytest.raises(CrossknowError, match="file not found: .*absent.jsonl"):
         load_sets([str(tmp_path / "absent.jsonl")], "en")
     (tmp_path / "other").mkdir()
-    same_stem = write_items(tmp_path / "other" / "items.jsonl", 4)
-    with pytest.raises(CrossknowError, match="share a file name"):
-        load_sets([str(items), str(same_stem)], "en")
+    same_stem = write_items(tmp_path / "other" / "items.jsonl", 4)  # generate's en/x.jsonl and ja/x.jsonl
+    assert [s.name for s in load_sets([str(items), str(same_stem)], "en")] == [f"{tmp_path.name}/items", "other/items"]
+    for twin in ("a", "b"):
+        (tmp_path / twin / "other").mkdir(parents=True)
+        write_items(tmp_path / twin / "other" / "items.jsonl", 4)
+    with pytest.raises(CrossknowError, match="share a name"):
+        load_sets([str(tmp_path / twin / "other" / "items.jsonl") for twin in ("a", "b")], "en")
 
 
 def test_copy_training_record_copies_the_one_training_log_and_config(
@@ -268,3 +274,127 @@ def test_the_lm_eval_rule_reports_lm_evals_acc_and_acc_norm(tiny_trace_run: Tiny
     lines = accuracy_lines(tmp_path / "run")
     assert any(line.startswith("intralingual acc ") for line in lines)
     assert any(line.startswith("intralingual acc_norm") for line in lines)
+
+
+# ---- the interlingual pairing that `generate` writes ------------------------------------------------------------
+
+
+def write_generated_dataset(root: Path) -> Path:
+    """A dataset in `crossknow generate`'s layout, written by hand: pair p1 gave an English item (from document
+    p1-en) and a Japanese one (from p1-ja), pair p2 a Japanese item only; interlingual.jsonl links each item to
+    its pair's other document. Returns the dataset directory."""
+    options_en, options_ja = ["glucose", "sodium", "urea", "iron"], ["血糖", "ナトリウム", "尿素", "鉄"]
+    lines = {
+        "en/memorization.jsonl": [("p1-en#0", "en", "Insulin lowers [BLANK] in the blood.", options_en)],
+        "en/generalization.jsonl": [("p1-en#0", "en", "What does insulin lower in the blood?", options_en)],
+        "ja/memorization.jsonl": [("p1-ja#2", "ja", "インスリンは[BLANK]を下げる。", options_ja),
+                                  ("p2-ja#0", "ja", "[BLANK]は骨を作る。", ["カルシウム", "鉄", "銅", "亜鉛"])],
+        "ja/generalization.jsonl": [("p1-ja#2", "ja", "インスリンが下げるものは何か？", options_ja),
+                                    ("p2-ja#0", "ja", "骨を作るものは何か？", ["カルシウム", "鉄", "銅", "亜鉛"])],
+    }
+    for name, records in lines.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(
+            json.dumps({"id": item_id, "lang": lang, "question": question, "options": options, "answer_idx": 0,
+                        "metadata": {"docid": item_id.split("#")[0]}}, ensure_ascii=False) + "\n"
+            for item_id, lang, question, options in records
+        ), encoding="utf-8")
+    links = [
+        {"item_id": "p1-en#0", "lang": "en", "doc_id": "p1-en", "pair_id": "p1", "partner_lang": "ja",
+         "partner_doc_id": "p1-ja", "support": 2},
+        {"item_id": "p1-ja#2", "lang": "ja", "doc_id": "p1-ja", "pair_id": "p1", "partner_lang": "en",
+         "partner_doc_id": "p1-en", "support": 2},
+        {"item_id": "p2-ja#0", "lang": "ja", "doc_id": "p2-ja", "pair_id": "p2", "partner_lang": "en",
+         "partner_doc_id": "p2-en", "support": 1},
+    ]
+    (root / "interlingual.jsonl").write_text("".join(json.dumps(link) + "\n" for link in links), encoding="utf-8")
+    return root
+
+
+def generated_sets(root: Path) -> list[str]:
+    return [str(root / lang / f"{name}.jsonl") for lang in ("en", "ja") for name in ("memorization", "generalization")]
+
+
+def test_load_sets_links_each_item_to_its_pair_through_the_pairing_generate_wrote(tmp_path: Path) -> None:
+    root = write_generated_dataset(tmp_path / "dataset")
+    sets = load_sets(generated_sets(root), "en")
+    assert {s.pairing for s in sets} == {(root / "interlingual.jsonl").resolve()}
+    labelled = {(s.name, i.id): (c, i.pair_id, link.partner_doc_id)
+                for s in sets for i, c, link in zip(s.items, s.conditions, s.links, strict=True)}
+    assert labelled == {
+        ("en/memorization", "cloze:p1-en#0"): ("memorisation", "p1", "p1-ja"),
+        ("en/generalization", "question:p1-en#0"): ("intralingual", "p1", "p1-ja"),
+        ("ja/memorization", "cloze:p1-ja#2"): ("interlingual-cloze", "p1", "p1-en"),
+        ("ja/memorization", "cloze:p2-ja#0"): ("interlingual-cloze", "p2", "p2-en"),
+        ("ja/generalization", "question:p1-ja#2"): ("interlingual", "p1", "p1-en"),
+        ("ja/generalization", "question:p2-ja#0"): ("interlingual", "p2", "p2-en"),
+    }
+
+
+def test_the_pairing_decides_which_items_are_interlingual(tmp_path: Path) -> None:
+    root = write_generated_dataset(tmp_path / "dataset")
+    japanese = [str(root / "ja" / "generalization.jsonl")]
+    with pytest.raises(CrossknowError, match=r"pairs with a document in 'en', not in the training language 'fr'"):
+        load_sets(japanese, "fr")  # by language alone these would be interlingual for a French-trained model
+    links = (root / "interlingual.jsonl").read_text(encoding="utf-8").splitlines()
+    (root / "interlingual.jsonl").write_text("\n".join(links[:2]) + "\n", encoding="utf-8")
+    with pytest.raises(CrossknowError, match=r"item 'question:p2-ja#0' \(ja\) has no line in the pairing"):
+        load_sets(japanese, "en")
+    assert load_sets([f"interlingual={japanese[0]}"], "en")[0].conditions == ["interlingual", "interlingual"]
+    # a pairing given explicitly serves sets that have none of their own
+    elsewhere = tmp_path / "copy" / "generalization.jsonl"
+    elsewhere.parent.mkdir()
+    shutil.copy(japanese[0], elsewhere)
+    assert load_sets([str(elsewhere)], "en")[0].pairing is None
+    pairing = write_generated_dataset(tmp_path / "d2") / "interlingual.jsonl"
+    explicit = load_sets([str(elsewhere)], "en", pairing=str(pairing))
+    assert [i.pair_id for i in explicit[0].items] == ["p1", "p2"]
+
+
+def test_a_malformed_pairing_names_its_file_line_and_field(tmp_path: Path) -> None:
+    root = write_generated_dataset(tmp_path / "dataset")
+    links = (root / "interlingual.jsonl").read_text(encoding="utf-8").splitlines()
+    broken = json.loads(links[1])
+    del broken["partner_lang"]
+    (root / "interlingual.jsonl").write_text("\n".join([links[0], json.dumps(broken)]) + "\n", encoding="utf-8")
+    with pytest.raises(CrossknowError, match=r"interlingual\.jsonl, line 2: field 'partner_lang': Field required"):
+        load_sets(generated_sets(root), "en")
+    (root / "interlingual.jsonl").write_text("\n".join([links[0], links[0]]) + "\n", encoding="utf-8")
+    with pytest.raises(CrossknowError, match=r"line 2: field 'item_id': item 'p1-en#0' \(en\) is linked twice"):
+        load_sets(generated_sets(root), "en")
+
+
+@pytest.mark.slow
+def test_the_trace_table_links_a_pairs_two_languages(tmp_path: Path) -> None:
+    """`run_trace` on a generated dataset (base model only): the rows of an item carry its pair and the partner
+    document, and accuracy.json counts the Japanese items of an English-trained model as interlingual."""
+    from crossknow.dynamics.trace_config import TraceConfig
+
+    root = write_generated_dataset(tmp_path / "dataset")
+    config = TraceConfig(checkpoints=["0=default"], data=generated_sets(root), train_lang="en", device="cpu")
+    table = run_trace(config, tmp_path / "run")
+    rows = {(r["lang"], r["item_id"]): (r["condition"], r["pair_id"], r["partner_lang"], r["partner_doc_id"])
+            for r in table.to_pylist()}
+    assert rows == {
+        ("en", "cloze:p1-en#0"): ("memorisation", "p1", "ja", "p1-ja"),
+        ("en", "question:p1-en#0"): ("intralingual", "p1", "ja", "p1-ja"),
+        ("ja", "cloze:p1-ja#2"): ("interlingual-cloze", "p1", "en", "p1-en"),
+        ("ja", "cloze:p2-ja#0"): ("interlingual-cloze", "p2", "en", "p2-en"),
+        ("ja", "question:p1-ja#2"): ("interlingual", "p1", "en", "p1-en"),
+        ("ja", "question:p2-ja#0"): ("interlingual", "p2", "en", "p2-en"),
+    }
+    accuracy = json.loads((tmp_path / "run" / "accuracy.json").read_text())
+    assert accuracy["0"]["n_items"]["condition=interlingual"] == 2
+    inputs = json.loads((tmp_path / "run" / "inputs.json").read_text())
+    assert any(path.endswith("interlingual.jsonl") for path in inputs)
+
+
+def test_the_literal_boundary_is_refused_with_the_lm_eval_rule_before_anything_runs() -> None:
+    """`--boundary literal` (the AdaXEval authors' tokenisation) is for the adaxeval rule only: the config refuses
+    it with lm-eval, so that no run directory is made."""
+    from crossknow.dynamics.trace_config import TraceConfig
+
+    assert TraceConfig(checkpoints=["default"], data=["x.jsonl"], boundary="literal").boundary == "literal"
+    with pytest.raises(CrossknowError, match="adaxeval rule only; this run's rule is lm-eval"):
+        TraceConfig(checkpoints=["default"], data=["x.jsonl"], rule="lm-eval", boundary="literal")

@@ -83,3 +83,37 @@ def test_continuation_start_from_server_offsets():
         continuation_start(offsets, tokens, "The capital of Fr", prompt)
     with pytest.raises(UnscorableRequest, match="no tokens"):
         continuation_start(offsets, tokens, prompt, prompt + "")
+
+
+def test_the_literal_boundary_keeps_the_space_token_and_drops_the_first_word(embedded_scorer):
+    """The AdaXEval authors' tokenisation: the context keeps its trailing space as a token of its own and the
+    continuation is whole[len(ctx):], which starts one token late ('▁Paris' goes; ', a city.' is scored)."""
+    tokenizer = embedded_scorer.tokenizer
+
+    def encode(text):
+        return tokenizer(text).input_ids
+
+    ctx, cont = encode_pair(encode, "The capital of France is ", "Paris, a city.", "literal")
+    assert tokenizer.convert_ids_to_tokens(ctx)[-2:] == ["▁is", "▁"]
+    assert tokenizer.decode(cont) == ", a city."
+    assert ctx + cont != encode("The capital of France is Paris, a city.")  # not the text's own tokens
+
+
+def test_the_literal_boundary_lets_a_merge_through_and_refuses_an_empty_continuation(embedded_scorer):
+    tokenizer = embedded_scorer.tokenizer
+
+    def encode(text):
+        return tokenizer(text).input_ids
+
+    ctx, cont = encode_pair(encode, MERGE_CONTEXT, MERGE_CONTINUATION, "literal")  # no check, as the authors'
+    assert ctx == encode(MERGE_CONTEXT) and cont == encode(MERGE_CONTEXT + MERGE_CONTINUATION)[len(ctx):]
+    with pytest.raises(UnscorableRequest, match="literal boundary"):
+        encode_pair(encode, "Blood sugar is lowered by ", "insulin", "literal")  # its one token is dropped
+    with pytest.raises(ValueError, match="unknown boundary"):
+        encode_pair(encode, "a", "b", "shifted")  # type: ignore[arg-type]
+
+
+def test_the_hf_scorer_applies_each_requests_boundary(embedded_scorer):
+    moved, literal = embedded_scorer.score([ScoreRequest("The capital of France is ", "Paris, a city."),
+                                            ScoreRequest("The capital of France is ", "Paris, a city.", "literal")])
+    assert (moved.n_tokens, literal.n_tokens) == (5, 4)

@@ -261,6 +261,15 @@ def test_server_400_fails_at_once_with_its_message(llama_server_process):
     assert len(proxy.seen) == 1
 
 
+def test_the_literal_boundary_is_refused_before_any_request():
+    """A server tokenises text; the authors' literal token sequence is no text's tokens, so it is never sent."""
+    with FaultProxy(upstream_port=9) as proxy:
+        scorer = OpenAIScorer(MODEL, proxy.base_url)
+        with pytest.raises(CrossknowError, match="literal boundary .* needs the model's tokenizer"):
+            scorer.score([ScoreRequest("a", " b"), ScoreRequest("The capital is ", "Paris.", "literal")])
+    assert proxy.seen == []
+
+
 def test_proxy_400_json_error_fails_at_once():
     error = {"error": {"message": "Invalid model name 'nope'", "type": "invalid_request_error"}}
     with FaultProxy(upstream_port=9, script=[("status", 400, error)]) as proxy:

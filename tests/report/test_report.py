@@ -92,6 +92,22 @@ def test_step_tables_equal_the_analyses(built):
     step_table_equals(report.tables["table-loss-ratio"], loss_ratio_by_condition(trace), "loss_ratio")
 
 
+def test_the_loss_ratio_is_shown_both_ways_with_its_definition(tmp_path):
+    """Both aggregations of the loss ratio are in the report, computed by hand: item a has correct loss 1 of a
+    total 1 + 3 = 4 (ratio 1/4), item b 6 of 6 + 2 = 8 (ratio 3/4): ratio of sums 7/12, mean of ratios 1/2."""
+    from crossknow.dynamics.losses import LOSS_RATIO_DEFINITION
+
+    trace = build_trace([0, 1], [Item("a", "memorisation", 0, [[1.0, 1.0], [3.0, 3.0]]),
+                                 Item("b", "memorisation", 0, [[6.0, 6.0], [2.0, 2.0]])])
+    report = parse_report(build_report(trace, tmp_path).read_text(encoding="utf-8"))
+    assert [number(v) for v in report.tables["table-loss-ratio"].column("memorisation")] == pytest.approx(
+        [7 / 12] * 2, abs=5e-5)
+    assert [number(v) for v in report.tables["table-mean-item-ratio"].column("memorisation")] == pytest.approx(
+        [0.5] * 2, abs=5e-5)
+    assert LOSS_RATIO_DEFINITION in report.pres
+    assert "ratio of sums" in LOSS_RATIO_DEFINITION and "mean of the per-item ratios" in LOSS_RATIO_DEFINITION
+
+
 def test_count_tables_equal_the_analyses(built):
     trace, _, _, report = built
     transitions = report.tables["table-transitions"]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crossknow.data.schemas import MCItem
-from crossknow.scoring.rules import option_requests
+from crossknow.errors import CrossknowError
+from crossknow.scoring.rules import check_boundary, option_requests
 
 
 def pairs(item, rule):
@@ -28,11 +31,27 @@ def test_adaxeval_question_keeps_the_newline_in_the_context_and_scores_only_the_
 
 def test_lm_eval_question_uses_a_space_delimiter_and_counts_the_choice_alone():
     item = MCItem(id="1", lang="en", kind="question", prompt="What is 2+2?", options=["4", "5"], answer=0)
-    assert pairs(item, "lm-eval") == [("Question: What is 2+2?\nAnswer:", " 4", "4"), ("Question: What is 2+2?\nAnswer:", " 5", "5")]
+    assert pairs(item, "lm-eval") == [("Question: What is 2+2?\nAnswer:", " 4", "4"),
+                                      ("Question: What is 2+2?\nAnswer:", " 5", "5")]
 
 
 def test_lm_eval_cloze_moves_the_whitespace_before_the_blank_and_japanese_has_none():
-    english = MCItem(id="1", lang="en", kind="cloze", prompt="The capital is [BLANK].", options=["Paris", "Rome"], answer=0)
-    japanese = MCItem(id="2", lang="ja", kind="cloze", prompt="日本の首都は[BLANK]です。", options=["東京", "大阪"], answer=0)
+    english = MCItem(id="1", lang="en", kind="cloze", prompt="The capital is [BLANK].", options=["Paris", "Rome"],
+                     answer=0)
+    japanese = MCItem(id="2", lang="ja", kind="cloze", prompt="日本の首都は[BLANK]です。", options=["東京", "大阪"],
+                      answer=0)
     assert pairs(english, "lm-eval")[0] == ("The capital is", " Paris.", "Paris.")
     assert pairs(japanese, "lm-eval")[0] == ("日本の首都は", "東京です。", "東京です。")
+
+
+def test_the_literal_boundary_goes_with_the_adaxeval_rule_only():
+    cloze = MCItem(id="1", lang="en", kind="cloze", prompt="The capital is [BLANK].", options=["Paris", "Rome"],
+                   answer=0)
+    literal = option_requests(cloze, "adaxeval", "literal")
+    assert [(o.request.context, o.request.continuation, o.request.boundary) for o in literal] == [
+        ("The capital is ", "Paris.", "literal"), ("The capital is ", "Rome.", "literal")]
+    assert {o.request.boundary for o in option_requests(cloze, "adaxeval")} == {"moved"}  # the default
+    with pytest.raises(CrossknowError, match="adaxeval rule only; this run's rule is lm-eval"):
+        option_requests(cloze, "lm-eval", "literal")
+    with pytest.raises(CrossknowError, match="unknown boundary 'shifted'"):
+        check_boundary("adaxeval", "shifted")

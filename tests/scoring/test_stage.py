@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.data.schemas import MCItem
-from crossknow.errors import UnscorableRequest
+from crossknow.errors import CrossknowError, UnscorableRequest
 from crossknow.models.protocol import ScoreResult
 from crossknow.scoring.stage import ModelPoint, ScoringStage, ScoringTask, length_key
 from crossknow.store.run_dir import RunDir
@@ -28,9 +28,11 @@ class RecordingScorer:
     def __init__(self, bad: set[str] = frozenset(), nan: set[str] = frozenset(), say_which: bool = True):
         self.bad, self.nan, self.say_which = bad, nan, say_which
         self.calls: list[list[str]] = []
+        self.boundaries: set[str] = set()
 
     def score(self, requests, keep_token_logprobs=False):
         self.calls.append([r.context + r.continuation for r in requests])
+        self.boundaries.update(r.boundary for r in requests)
         for index, request in enumerate(requests):
             if request.continuation in self.bad:
                 raise UnscorableRequest(f"cannot score {request.continuation!r}", index if self.say_which else None)
@@ -105,3 +107,13 @@ def test_rows_carry_the_checkpoint_and_the_rules_primary_loss(tmp_path: Path) ->
     # the same item at another checkpoint is another key: scored again
     scoring.run(RecordingScorer(), [task], ModelPoint(4, "checkpoint-4"))
     assert sorted({r["step"] for r in scoring.read().to_pylist()}) == [3, 4]
+
+
+def test_the_stage_scores_under_its_boundary_and_refuses_literal_with_lm_eval(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.open({"x": 1}, {})
+    scorer = RecordingScorer()
+    ScoringStage(run, "adaxeval", 2, "literal").run(scorer, [ScoringTask(item(0, 5), "s")])
+    assert scorer.boundaries == {"literal"}
+    with pytest.raises(CrossknowError, match="adaxeval rule only"):
+        ScoringStage(run, "lm-eval", 2, "literal")

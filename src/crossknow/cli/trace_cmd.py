@@ -13,11 +13,14 @@ from crossknow.dynamics.trace_config import TraceConfig
 
 
 def trace_with_progress(config: TraceConfig, out: Path, description: str = "tracing") -> Path:
-    """`trace_and_report` with a progress bar, then the accuracy lines printed; returns the report's path."""
+    """`trace_and_report` with a progress bar, then the accuracy lines printed under a title that names the rule
+    and the boundary rule; returns the report's path."""
+    from crossknow.cli.tables import scoring_label
     from crossknow.report.run_report import accuracy_lines, trace_and_report
 
     with bar(errors, description) as update:
         report = trace_and_report(config, out, update)
+    console.print(f"accuracy per condition ({scoring_label(config.rule, config.boundary)})", highlight=False)
     for line in accuracy_lines(out):
         console.print(line, highlight=False)
     return report

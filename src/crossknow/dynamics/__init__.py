@@ -1,4 +1,4 @@
-"""Knowledge-acquisition dynamics over training checkpoints (AdaXEval tracing, full paper Secs. 4-5,
+"""Knowledge-acquisition dynamics over training checkpoints (AdaXEval tracing, full paper Sec. 4,
 short paper Secs. 3-4): pure functions on the trace table, one row per checkpoint x item x option.
 
 - accuracy per condition and step (`accuracy_by_condition`), with its chance level;

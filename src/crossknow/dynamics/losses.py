@@ -1,6 +1,7 @@
 """Loss of the correct option, and the loss ratio (full paper Figs. 3 and 4; short paper Fig. 3).
 
 `loss` is the paper's per-option loss: the mean token cross-entropy of the option's scored sequence.
+LOSS_RATIO_DEFINITION states how a condition's loss ratio aggregates its items.
 """
 
 from __future__ import annotations
@@ -10,6 +11,19 @@ from collections.abc import Sequence
 import pandas as pd
 
 from crossknow.dynamics.table import ITEM_KEY, item_states
+
+LOSS_RATIO_DEFINITION = """\
+Loss ratio of a condition at a step. The papers measure "the ratio of the sequence loss for correct answers to
+the total loss across the four candidate options" (full paper Sec. 4.3) and do not say how items are aggregated.
+crossknow reports both aggregations from the same losses; with l_i the correct option's loss of item i and T_i
+the sum of all its options' losses:
+- loss_ratio (the figure and the first table) = (sum_i l_i) / (sum_i T_i), a ratio of sums, crossknow's choice
+  for the headline number: it is the ratio of the condition's summed correct loss to its summed total loss, so
+  an item with larger losses weighs more;
+- mean_item_ratio (the second table) = (1/n) sum_i l_i / T_i, the mean of the per-item ratios: every item
+  weighs the same.
+The two agree when every item has the same total loss; chance = n / sum_i K_i (1/K with K options each)."""
+"""How the loss ratio aggregates items, quoted by the report and the README."""
 
 
 def correct_loss_from_states(states: pd.DataFrame) -> pd.DataFrame:
@@ -49,9 +63,10 @@ def loss_ratio_from_states(states: pd.DataFrame, by: Sequence[str] = ("condition
 
     loss_ratio = (sum over the group's items of the correct option's loss)
                  / (sum over the group's items of the sum of all the item's option losses),
-    a ratio of sums, so items with a larger loss weigh more (the paper's "ratio of the sequence loss for
-    correct answers to the total loss across the candidate options"). mean_item_ratio is the plain mean
-    of the per-item ratios, kept for comparison. chance = n_items / sum of the items' K: the ratio when
+    a ratio of sums, so items with a larger loss weigh more (crossknow's choice: the paper's "ratio of the
+    sequence loss for correct answers to the total loss across the four candidate options" does not say how
+    items are aggregated; see LOSS_RATIO_DEFINITION). mean_item_ratio is the plain mean of the per-item
+    ratios, reported beside it. chance = n_items / sum of the items' K: the ratio when
     all of an item's options have one loss and all items the same loss; exactly 1/K when every item has
     K options. Columns: step, *by, n_items, loss_ratio, mean_item_ratio, chance.
     """

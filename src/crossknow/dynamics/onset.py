@@ -1,4 +1,4 @@
-"""Overfitting onset of a loss curve (full paper, Sec. 5.1.1, the triangles of Figs. 5-9).
+"""Overfitting onset of a loss curve (full paper, Sec. 5.1.1: the triangles of Fig. 5).
 
 The paper marks "the point where minimum loss is attained before overfitting induces an upward
 trend". `overfitting_onset` makes "upward trend" precise with two parameters; see ONSET_DEFINITION.

@@ -121,7 +121,7 @@ class DynamicsSummary(Record):
     shapes: list[ShapeRow] = Field(description="Loss shape of every acquired item.")
     shape_examples: dict[str, ItemRef | None] = Field(description="Example item per shape class (None: no item).")
     onsets: list[OnsetRow] = Field(description="Overfitting onsets of the correct-loss curves and the training loss.")
-    shape_params: dict[str, float] = Field(description="Tolerances of the shape classes (margin, tol).")
+    shape_params: dict[str, float] = Field(description="Tolerances of the shape classes (margin, rise, tol).")
     onset_params: dict[str, float | int] = Field(description="Tolerances of the onset (tol, patience).")
     shape_definitions: str = Field(description="The shape-class definitions, in words.")
     onset_definition: str = Field(description="The onset definition, in words.")

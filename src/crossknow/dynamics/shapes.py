@@ -1,8 +1,10 @@
 """Loss-shape classes of acquired items (short paper, Sec. 4 (3) and Fig. 5).
 
-The paper names three patterns of the correct option's loss among items acquired during training
-(wrong at the first checkpoint, right at the last) and shows them only as examples. SHAPE_DEFINITIONS
-states the precise rule used here; `ShapeParams` holds its two tolerances.
+The short paper names three patterns of the correct option's loss among items acquired during training
+(wrong at the first checkpoint, right at the last): it "decrease[s] steadily (Stable-Gain), increase[s]
+while remaining lower than incorrect options (Loss-Shielding), or exhibit[s] unstable behavior", and shows
+them only as examples. SHAPE_DEFINITIONS states the precise rule used here, crossknow's reading of those
+words; `ShapeParams` holds its three tolerances (crossknow's choice: the paper gives none).
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ SHAPES = [STABLE_GAIN, LOSS_SHIELDING, UNSTABLE]
 
 @dataclass(frozen=True)
 class ShapeParams:
-    """Tolerances of the loss-shape classes, both relative to the item's correct-option loss at the first step."""
+    """Tolerances of the loss-shape classes, all relative to the item's correct-option loss at the first step
+    (crossknow's choice of values; the paper names the classes only)."""
 
     margin: float = 0.05
     """Least net change that counts: a Stable-Gain fall, and how far the distractors' mean rise must exceed the
     correct option's in a Loss-Shielding item (fraction of the first-step correct loss)."""
+    rise: float = 0.05
+    """Least net rise of the correct loss that counts as "increase" in a Loss-Shielding item (fraction of the
+    first-step correct loss); a smaller change, a flat curve included, is not a rise."""
     tol: float = 0.05
     """Largest single step-to-step move against the trend that still counts as steady (fraction of the
     first-step correct loss)."""
@@ -36,18 +42,20 @@ SHAPE_DEFINITIONS = f"""\
 Loss shapes of acquired items. An item is acquired when it is wrong at the first step compared and right at
 the last (right = its lowest-loss option, ties to the lower index, is the answer). Its curves are taken over every
 checkpoint from the first step to the last step: c_0 ... c_n is the correct option's loss (mean token
-cross-entropy), D = the mean over the distractors of their net change (d_n - d_0). With m = margin * c_0
-and t = tol * c_0 (both fractions of the item's first correct loss; defaults margin = {ShapeParams.margin},
-tol = {ShapeParams.tol}):
-- Stable-Gain: the correct loss falls steadily: c_0 - c_n >= m (net fall), and no step rises by more than t
-  (every c_(i+1) - c_i <= t).
-- Loss-Shielding: the correct loss rises (or stays within m of its start) yet ends lowest because the others rise
-  faster: c_n - c_0 > -m, no step falls by more than t (every c_i - c_(i+1) <= t), and D - (c_n - c_0) >= m. The
-  correct option has the lowest loss at the last step, as every acquired item's has.
+cross-entropy), D = the mean over the distractors of their net change (d_n - d_0). With m = margin * c_0,
+r = rise * c_0 and t = tol * c_0 (fractions of the item's first correct loss; defaults
+margin = {ShapeParams.margin}, rise = {ShapeParams.rise}, tol = {ShapeParams.tol}):
+- Stable-Gain (the paper: the correct loss "decrease[s] steadily"): c_0 - c_n >= m (net fall), and no step
+  rises by more than t (every c_(i+1) - c_i <= t).
+- Loss-Shielding (the paper: it "increase[s] while remaining lower than incorrect options"): the correct loss
+  rises, c_n - c_0 >= r, steadily (no step falls by more than t: every c_i - c_(i+1) <= t), and the
+  distractors rise faster, D - (c_n - c_0) >= m, so that the correct option has the lowest loss at the last
+  step, as every acquired item's has. A flat correct loss (a net change below r) is not a rise.
 - Unstable: every other acquired item: its correct loss moves against its net direction by more than t in
-  some step (a zig-zag, or a fall followed by a rise), or it rises (or falls by less than m) without the
-  distractors outpacing it by m.
-The three classes partition the acquired items."""
+  some step (a zig-zag, or a fall followed by a rise), or its net change is below both m (as a fall) and r (as
+  a rise), a flat curve included, or it rises without the distractors outpacing it by m.
+The three classes partition the acquired items. The thresholds m, r and t are crossknow's: the paper shows the
+classes by one example each (short paper Fig. 5) and states no rule."""
 """The shape-class definitions, quoted by the report and the README."""
 
 
@@ -68,9 +76,9 @@ def _classify(
     else:
         distractor_change = np.full(len(curves), np.nan)
     lowest_at_end = curves[rows, -1, answer] <= curves[:, -1, :].min(axis=1)
-    margin, tol = params.margin * c_first, params.tol * c_first
+    margin, rise, tol = params.margin * c_first, params.rise * c_first, params.tol * c_first
     stable_gain = (-change >= margin) & (max_rise <= tol)
-    shielding = (change > -margin) & (max_fall <= tol) & (distractor_change - change >= margin) & lowest_at_end
+    shielding = (change >= rise) & (max_fall <= tol) & (distractor_change - change >= margin) & lowest_at_end
     shapes = np.where(stable_gain, STABLE_GAIN, np.where(shielding, LOSS_SHIELDING, UNSTABLE))
     measures = {
         "correct_first": c_first, "correct_last": c_last, "correct_change": change,

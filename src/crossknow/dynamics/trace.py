@@ -7,11 +7,23 @@ checkpoint and inside one), and at the end trace.parquet (the scores table: one 
 item x option; `loss` is the rule's primary loss), accuracy.json (every normalisation per step and
 condition) and invalid.jsonl (items a checkpoint could not score). New checkpoints that appear in a
 sweep directory (training still running) are scored when the command runs again.
+
+Conditions come from the training language and, for sets that `crossknow generate` wrote, from its
+pairing (interlingual.jsonl, `crossknow.data.pairing`): an item of another language is interlingual
+when its pair's other document is in the training language. Section 3.1.2 of the paper uses "the
+paraphrased dataset from language X to evaluate cross-lingual transfer capabilities in language Y";
+crossknow reads it so: a model trained on language-Y documents meets the X items of the same pairs
+(the paper's interlingual items are questions; `interlingual-cloze` is crossknow's addition). Its
+rows carry the pair's id (`pair_id`, shared by the items of both languages drawn from one document
+pair) and the partner document (`partner_lang`, `partner_doc_id`). Sets without a pairing are
+labelled by language alone (crossknow's fallback).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +33,7 @@ import pyarrow.parquet as pq
 
 from crossknow.data.formats import load_item_set
 from crossknow.data.jsonl import write_invalid
+from crossknow.data.pairing import InterlingualLink, PairingKey, find_pairing, read_pairing
 from crossknow.data.schemas import MCItem
 from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash, discover_checkpoints
 from crossknow.dynamics.trace_config import TraceConfig
@@ -35,16 +48,28 @@ from crossknow.store.run_dir import RunDir
 
 CONDITIONS = ("memorisation", "intralingual", "interlingual", "interlingual-cloze")
 """Condition labels: cloze and question items in the training language, question and cloze items in another."""
+LINK_FIELDS = (
+    pa.field("partner_lang", pa.string(), metadata={"doc": "Language of the other document of the item's pair "
+                                                           "(interlingual.jsonl); null for a set without a pairing."}),
+    pa.field("partner_doc_id", pa.string(), metadata={"doc": "The other document of the item's pair; null for a set "
+                                                             "without a pairing."}),
+)
+"""Columns trace.parquet adds to the scores table: the item's link to its pair's other language."""
 
 
 @dataclass(frozen=True)
 class EvalSet:
-    """One evaluation set with its items' conditions."""
+    """One evaluation set with its items' conditions and interlingual links."""
 
     name: str
     path: Path
     items: list[MCItem]
+    """The set's items; `pair_id` set from the pairing where an item is linked."""
     conditions: list[str]
+    links: list[InterlingualLink | None]
+    """Each item's line of the pairing; None for every item of a set without one."""
+    pairing: Path | None = None
+    """The interlingual.jsonl the links come from."""
 
 
 def condition_of(item: MCItem, train_lang: str) -> str:
@@ -55,8 +80,34 @@ def condition_of(item: MCItem, train_lang: str) -> str:
     return "interlingual" if item.kind == "question" else "interlingual-cloze"
 
 
-def load_sets(data: list[str], train_lang: str) -> list[EvalSet]:
-    """Read every `[CONDITION=]FILE`; set names are the files' stems and must differ."""
+def linked_condition(item: MCItem, train_lang: str, link: InterlingualLink | None, where: str) -> str:
+    """`condition_of` for an item of a set with a pairing: an item of another language must be linked to a
+    document in the training language, or its interlingual condition is unknown (an error naming `where`)."""
+    if item.lang != train_lang:
+        if link is None:
+            raise CrossknowError(
+                f"{where}: item {item.id!r} ({item.lang}) has no line in the pairing, so nothing says which "
+                "training-language document it pairs with; pass the pairing that covers it, or label the file "
+                "with CONDITION=FILE"
+            )
+        if link.partner_lang != train_lang:
+            raise CrossknowError(
+                f"{where}: item {item.id!r} ({item.lang}) pairs with a document in {link.partner_lang!r}, not in the "
+                f"training language {train_lang!r}; it tests no transfer from the training data (check --train-lang)"
+            )
+    return condition_of(item, train_lang)
+
+
+def pairing_key(item: MCItem) -> PairingKey:
+    """How interlingual.jsonl names an item: its language and the id its set file gives it (the AdaXEval
+    reader keeps that id in metadata['source_id'])."""
+    return item.lang, str(item.metadata.get("source_id", item.id))
+
+
+def load_sets(data: list[str], train_lang: str, pairing: str | None = None) -> list[EvalSet]:
+    """Read every `[CONDITION=]FILE` (set names: `set_names`). `pairing` is an
+    interlingual.jsonl for every set; without it each set uses its own (`find_pairing`), where there is one."""
+    pairings: dict[Path, dict[PairingKey, InterlingualLink]] = {}
     sets = []
     for entry in data:
         label, sep, file = entry.partition("=")
@@ -68,15 +119,37 @@ def load_sets(data: list[str], train_lang: str) -> list[EvalSet]:
         items = [item for item in load_item_set(path).items if isinstance(item, MCItem)]
         if not items:
             raise CrossknowError(f"--data {entry}: no multiple-choice items in {file}")
-        conditions = [label or condition_of(item, train_lang) for item in items]
-        sets.append(EvalSet(path.stem, path, items, conditions))
-    names = [s.name for s in sets]
+        pairing_file = Path(pairing) if pairing else find_pairing(path)
+        if pairing_file is None:
+            links: list[InterlingualLink | None] = [None] * len(items)
+            conditions = [label or condition_of(item, train_lang) for item in items]
+        else:
+            if pairing_file not in pairings:
+                pairings[pairing_file] = read_pairing(pairing_file)
+            links = [pairings[pairing_file].get(pairing_key(item)) for item in items]
+            items = [item.model_copy(update={"pair_id": link.pair_id}) if link else item
+                     for item, link in zip(items, links, strict=True)]
+            where = f"--data {entry} (pairing {pairing_file})"
+            conditions = [label or linked_condition(item, train_lang, link, where)
+                          for item, link in zip(items, links, strict=True)]
+        sets.append(EvalSet(path.stem, path, items, conditions, links, pairing_file))
+    return [dataclasses.replace(s, name=name) for s, name in zip(sets, set_names([s.path for s in sets]), strict=True)]
+
+
+def set_names(paths: list[Path]) -> list[str]:
+    """Each set's name: its file's stem, or DIRECTORY/STEM where files share a stem (`generate` writes
+    en/memorization.jsonl and ja/memorization.jsonl); names that still collide are an error."""
+    stems = Counter(path.stem for path in paths)
+    names = [path.stem if stems[path.stem] == 1 else f"{path.parent.name}/{path.stem}" for path in paths]
     if len(set(names)) != len(names):
-        raise CrossknowError(f"--data: two sets share a file name ({names}); set names are the files' stems")
-    return sets
+        raise CrossknowError(f"--data: two sets share a name ({names}); set names are the files' stems, with their "
+                             "directory's name where stems repeat")
+    return names
 
 
-def _record_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
+def record_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
+    """Record `checkpoint`'s spec, label and weights hash in checkpoints.json at `path`, or check them against
+    the record of a run that began earlier (a changed checkpoint is an error)."""
     recorded = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     entry = {"spec": checkpoint.spec, "label": checkpoint.label, "weights": checkpoint_hash(checkpoint)}
     previous = recorded.get(str(checkpoint.step))
@@ -102,11 +175,12 @@ def run_trace(
     """
     out = Path(out)
     checkpoints = discover_checkpoints(config.checkpoints)
-    sets = load_sets(config.data, config.train_lang)
+    sets = load_sets(config.data, config.train_lang, config.pairing)
     with RunDir(out) as run:
         inputs = {str(s.path): file_sha256(s.path) for s in sets}
+        inputs |= {str(s.pairing): file_sha256(s.pairing) for s in sets if s.pairing is not None}
         run.open(config.model_dump(), inputs, volatile=("batch_size", "device"))
-        stage = ScoringStage(run, config.rule, config.batch_size)
+        stage = ScoringStage(run, config.rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, s.name, condition)
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]
         done = stage.done_keys()
@@ -121,7 +195,7 @@ def run_trace(
             finished += len(tasks) - len(todo)
             if not todo:
                 continue
-            _record_checkpoint(out / "checkpoints.json", checkpoint)
+            record_checkpoint(out / "checkpoints.json", checkpoint)
             scorer = scorers.scorer_for(checkpoint.spec)
 
             def advance(n: int, label: str = checkpoint.label) -> None:
@@ -142,12 +216,23 @@ def run_trace(
             keys = zip(table["set"].to_pylist(), table["item_id"].to_pylist(), strict=True)
             keep = [key not in excluded for key in keys]
             table = table.filter(pa.array(keep))
+        table = _with_links(table, sets)
         table = table.sort_by([("step", "ascending"), ("set", "ascending"), ("item_id", "ascending"),
                                ("option_index", "ascending")])
         atomic_write(out / "trace.parquet", lambda handle: pq.write_table(table, handle), binary=True)
         write_invalid(out / "invalid.jsonl", stage.unscorable_records({s.name: str(s.path) for s in sets}))
         _write_accuracy(out / "accuracy.json", table)
         return table
+
+
+def _with_links(table: pa.Table, sets: list[EvalSet]) -> pa.Table:
+    """The scores table with LINK_FIELDS filled from each set's pairing."""
+    links = {(s.name, item.id): link for s in sets for item, link in zip(s.items, s.links, strict=True) if link}
+    found = [links.get(key) for key in zip(table["set"].to_pylist(), table["item_id"].to_pylist(), strict=True)]
+    for field in LINK_FIELDS:
+        values = [getattr(link, field.name) if link else None for link in found]
+        table = table.append_column(field, pa.array(values, pa.string()))
+    return table
 
 
 def _write_accuracy(path: Path, table: pa.Table) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 
 
 class TraceConfig(Record):
@@ -21,11 +22,26 @@ class TraceConfig(Record):
         min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items."
     )
     train_lang: str = Field(default="en", description="The training language, which labels items by condition.")
+    pairing: str | None = Field(
+        default=None,
+        description="The interlingual.jsonl of `crossknow generate` that links each item to its pair's document in "
+        "the other language, for every set (unset: each set's own, beside its file or one directory up, where there "
+        "is one). A linked item of another language is interlingual only when its partner is in --train-lang.",
+    )
     rule: Literal["adaxeval", "lm-eval"] = Field(
         default="adaxeval", description="Scoring rule: 'adaxeval' (the paper's) or 'lm-eval' (lm-evaluation-harness's)."
     )
+    boundary: Boundary = Field(default="moved", description=BOUNDARY_HELP)
     batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )
+
+    @model_validator(mode="after")
+    def _boundary_suits_the_rule(self) -> TraceConfig:
+        """Refuse `--boundary literal` with a rule other than adaxeval now, before any file is written."""
+        from crossknow.scoring.rules import check_boundary  # pandas underneath: not at CLI start-up
+
+        check_boundary(self.rule, self.boundary)
+        return self

@@ -25,7 +25,7 @@ from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ScorerOptions, load_scorer
 from crossknow.models.weights import weights_hash
 from crossknow.scoring.metrics import accuracy_table, item_predictions
-from crossknow.scoring.rules import Rule
+from crossknow.scoring.rules import Rule, check_boundary
 from crossknow.scoring.stage import SCORES_SCHEMA, ModelPoint, ScoringStage, ScoringTask, task_key
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
@@ -72,12 +72,13 @@ def run_evaluate(
         reasons = "".join(f"\n  line {r.line}, field {r.field}: {r.reason}" for r in item_set.invalid[:5])
         raise CrossknowError(f"{data_path}: no usable items ({len(item_set.invalid)} invalid records){reasons}")
     rule: Rule = RULE_FOR_FORMAT.get(item_set.format, "adaxeval") if config.rule == "auto" else config.rule
+    check_boundary(rule, config.boundary)
     resolved = config.model_dump() | {"format": item_set.format, "rule": rule, "data_path": str(data_path)}
     with RunDir(out) as run:
         run.open(resolved, {str(data_path): file_sha256(data_path)}, volatile=("batch_size", "data"),
                  paths=("data_path",), growable=("limit",))
 
-        stage = ScoringStage(run, rule, config.batch_size)
+        stage = ScoringStage(run, rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, data_path.stem) for item in items]
         done = stage.done_keys()
         todo = [task for task in tasks if task_key(MODEL, task) not in done]
@@ -119,6 +120,7 @@ def run_evaluate(
             n_invalid=len(item_set.invalid),
             n_unscorable=len(unscorable),
             rule=rule,
+            boundary=config.boundary,
             format=item_set.format,
             model=info,
             crossknow_version=crossknow.__version__,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 
 
 class EvaluateConfig(Record):
@@ -27,6 +28,7 @@ class EvaluateConfig(Record):
         default="auto",
         description="Scoring rule; 'auto' picks adaxeval for AdaXEval and our JSONL, lm-eval for Pitfalls.",
     )
+    boundary: Boundary = Field(default="moved", description=BOUNDARY_HELP)
     limit: int | None = Field(
         default=None, ge=1, description="Score only the first N usable items (pairs for Pitfalls)."
     )
@@ -40,6 +42,16 @@ class EvaluateConfig(Record):
     )
     base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: model specs.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable that holds the API key.")
+
+    @model_validator(mode="after")
+    def _literal_needs_a_local_model(self) -> EvaluateConfig:
+        """The literal boundary scores token ids that a server, which tokenises text, cannot be sent."""
+        if self.boundary == "literal" and self.model.startswith("openai:"):
+            raise ValueError(
+                "--boundary literal needs the model's tokenizer on this machine (a local model: default, hf:, "
+                "gguf:); an OpenAI-compatible server tokenises the text it is sent"
+            )
+        return self
 
 
 class ModelInfo(Record):
@@ -69,6 +81,9 @@ class EvaluateMetrics(Record):
         "listed in invalid.jsonl with the reason, and counted in no accuracy."
     )
     rule: str = Field(description="The scoring rule used.")
+    boundary: str = Field(
+        description="The boundary rule used: 'moved' (crossknow's) or 'literal' (the AdaXEval authors' tokenisation)."
+    )
     format: str = Field(description="The input format read.")
     model: ModelInfo = Field(description="The model used.")
     crossknow_version: str = Field(description="crossknow's version.")

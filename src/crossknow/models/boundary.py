@@ -1,8 +1,21 @@
-"""The one tokenisation rule at the context/continuation boundary (DESIGN.md, "Scoring rules").
+"""The tokenisation rule at the context/continuation boundary (DESIGN.md, "Scoring rules").
 
-Trailing spaces of the context move to the front of the continuation (the text is unchanged,
-only the split point moves); then ctx = tok(context), whole = tok(context + continuation), and the
-continuation tokens are whole[len(ctx):]. The model input is ctx + continuation tokens.
+`moved`, the default and crossknow's rule: trailing spaces of the context move to the front of the
+continuation (the text is unchanged, only the split point moves); then ctx = tok(context),
+whole = tok(context + continuation), and the continuation tokens are whole[len(ctx):]. The model
+input is ctx + continuation tokens.
+
+`literal`, a compatibility switch for reproducing the AdaXEval authors' published numbers, never
+the default: their code does not move the spaces. ctx = tok(context) with its trailing space,
+whole = tok(context + continuation), continuation tokens = whole[len(ctx):], model input = ctx +
+continuation tokens, with no check of the boundary. With tokenizers that write a word's leading
+space into the word's token (Gemma, every SentencePiece model), a context ending in a space
+encodes that space as a token of its own that `whole` does not have, so whole[len(ctx):] starts
+one token late: the continuation's first token is dropped, and the rest is scored after the lone
+space token. On English cloze items (a space before almost every [BLANK]) this scores a shorter,
+different continuation; where the context ends in no space (question items, Japanese cloze
+items without a space) the two rules give the same tokens unless the tokenizer merges across the
+boundary, which `literal` lets through as the authors' code does.
 
 crossknow's choice where the tokenizer merges across the boundary: when whole[:len(ctx)] != ctx
 (a token of `whole` spans the end of the context and the start of the continuation, as Gemma's
@@ -22,8 +35,21 @@ SentencePiece vocabularies the two conditions are the same.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from crossknow.errors import UnscorableRequest
+
+Boundary = Literal["moved", "literal"]
+BOUNDARIES: tuple[Boundary, ...] = ("moved", "literal")
+"""The boundary rules: `moved` (crossknow's, the default) and `literal` (the AdaXEval authors')."""
+BOUNDARY_HELP = (
+    "Tokenisation at the context/continuation boundary: 'moved' (crossknow's rule, the default: the context's "
+    "trailing spaces move to the front of the continuation) or 'literal' (the AdaXEval authors' tokenisation, to "
+    "reproduce their numbers: the context keeps its trailing space, so with tokenizers that put a word's leading "
+    "space in its token, as Gemma's, the continuation's first token is dropped; rule adaxeval and local models "
+    "only)."
+)
+"""The help and config description of a `boundary` setting (evaluate and trace)."""
 
 
 def move_trailing_spaces(context: str, continuation: str) -> tuple[str, str]:
@@ -56,14 +82,19 @@ def empty_continuation_error(context: str, continuation: str) -> UnscorableReque
 
 
 def encode_pair(
-    encode: Callable[[str], list[int]], context: str, continuation: str
+    encode: Callable[[str], list[int]], context: str, continuation: str, boundary: Boundary = "moved"
 ) -> tuple[list[int], list[int]]:
-    """Token ids of (context, continuation) under the boundary rule.
+    """Token ids of (context, continuation) under the `boundary` rule (see the module docstring).
 
     `encode` adds special tokens as the tokenizer does by default (an empty context is then
-    just BOS). Raises UnscorableRequest (index None; the backend sets it) when the tokenizer
-    merges across the boundary (whole[:len(ctx)] != ctx) or the continuation yields no token.
+    just BOS). Raises UnscorableRequest (index None; the backend sets it) when the continuation
+    yields no token or, under `moved`, when the tokenizer merges across the boundary
+    (whole[:len(ctx)] != ctx).
     """
+    if boundary == "literal":
+        return _encode_literal(encode, context, continuation)
+    if boundary != "moved":
+        raise ValueError(f"unknown boundary {boundary!r}; choose one of {', '.join(BOUNDARIES)}")
     context, continuation = move_trailing_spaces(context, continuation)
     ctx = encode(context)
     whole = encode(context + continuation)
@@ -72,6 +103,20 @@ def encode_pair(
     cont = whole[len(ctx):]
     if not cont:
         raise empty_continuation_error(context, continuation)
+    return ctx, cont
+
+
+def _encode_literal(
+    encode: Callable[[str], list[int]], context: str, continuation: str
+) -> tuple[list[int], list[int]]:
+    """The AdaXEval authors' split: whole[len(tok(context)):], the context's trailing spaces kept in it."""
+    ctx = encode(context)
+    cont = encode(context + continuation)[len(ctx):]
+    if not cont:
+        raise UnscorableRequest(
+            f"continuation {continuation[:40]!r} keeps no token under the literal boundary after context "
+            f"{context[-40:]!r} (its only token was dropped with the context's trailing space)"
+        )
     return ctx, cont
 
 

@@ -185,9 +185,8 @@ class HFGenerator:
             result.append(TokenAlternatives(token=piece, logprob=logprob, top=top))
         return tuple(result)
 
-    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
-        """Summed log-probability of each continuation after its prompt and answer prefix, exactly,
-        through an HFScorer sharing this generator's model (the scoring rules of crossknow.models.boundary)."""
+    def scorer(self) -> Scorer:
+        """An HFScorer sharing this generator's loaded model (built once; no second copy of the weights)."""
         if self._scorer is None:
             from crossknow.models.hf_scorer import HFScorer
 
@@ -195,7 +194,12 @@ class HFGenerator:
                 self._path, name=self.name, model_id=self.model_id, revision=self._revision,
                 device=self.device, dtype=self.dtype, batch_size=self.batch_size, loaded=(self.tokenizer, self.model),
             )
-        scored = self._scorer.score(
+        return self._scorer
+
+    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
+        """Summed log-probability of each continuation after its prompt and answer prefix, exactly,
+        through `scorer()` (the scoring rules of crossknow.models.boundary)."""
+        scored = self.scorer().score(
             [ScoreRequest(self.prompt_text(r.messages) + r.answer_prefix, r.continuation) for r in requests]
         )
         return [result.logprob_sum for result in scored]

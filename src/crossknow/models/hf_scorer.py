@@ -85,14 +85,26 @@ class HFScorer:
         return self.tokenizer(text).input_ids
 
     def encode_request(self, request: ScoreRequest) -> tuple[list[int], list[int]]:
-        """Token ids (context, continuation) under the boundary rule.
+        """Token ids (context, continuation) under the request's boundary rule (`moved` by default,
+        `literal` for the AdaXEval authors' tokenisation; see crossknow.models.boundary).
 
         An empty context encodes to just BOS with tokenizers that add one; with those that add
         none, the BOS (else EOS) token stands in, as there must be a position to predict from.
-        Raises UnscorableRequest (index None) for a merge across the boundary or a sequence
-        longer than the model's positions.
+        A request with `continuation_ids` scores those ids as they are, after the context's tokens.
+        Raises UnscorableRequest (index None) for a merge across the boundary, an id outside the
+        model's vocabulary, or a sequence longer than the model's positions.
         """
-        ctx, cont = encode_pair(self._encode, request.context, request.continuation)
+        if request.continuation_ids is not None:
+            ctx, cont = self._encode(request.context), list(request.continuation_ids)
+            vocabulary = self.model.get_input_embeddings().num_embeddings
+            outside = [token for token in cont if not 0 <= token < vocabulary]
+            if not cont or outside:
+                raise UnscorableRequest(
+                    f"continuation ids {outside[:5] if outside else '(none)'} are not tokens of the model's "
+                    f"{vocabulary}-word vocabulary"
+                )
+        else:
+            ctx, cont = encode_pair(self._encode, request.context, request.continuation, request.boundary)
         if not ctx:
             ctx = [self._prefix_id]
         if self._max_positions and len(ctx) + len(cont) > self._max_positions:

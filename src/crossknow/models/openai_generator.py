@@ -19,8 +19,18 @@ JSON output (`request.json_schema`), by `json_mode`:
 `strict_schema` sets OpenAI's `strict` flag; OpenAI's strict mode needs every property required
 and `additionalProperties: false`, which pydantic schemas with defaults do not have, hence False.
 
-Servers whose chat template drops system messages (llama-cpp-python's `--chat_format gemma` does,
-silently) need `fold_system=True`: the system text then opens the first user message.
+`fold_system`: servers whose chat template drops system messages (llama-cpp-python's
+`--chat_format gemma` does, silently: the GGUF of Gemma 3 has no template and llama-cpp-python's
+gemma format has no system turn) need them folded: the system text then opens the first user
+message. OpenAI, vLLM and llama.cpp's own `llama-server` (whose Gemma template merges the system
+text into the first user turn itself) take system messages as they are. True folds, False never
+does, and "auto" (the registry's default) asks the server once, before its first request, for
+`GET {base_url}/models`: llama-cpp-python answers every model with `owned_by: "me"`, and only then
+are system messages folded (crossknow's choice: llama-cpp-python's other chat formats keep system
+messages, but the server does not say which format it runs, and folding costs them nothing). A
+server that answers that GET with an error status other than 5xx is taken as not llama-cpp-python;
+one that cannot be reached fails the requests of that call as transport failures (retried by a
+later run), so that nothing is generated under a guess.
 
 `top_logprobs > 0` asks for `logprobs: true, top_logprobs: k`; each generated token becomes a
 `TokenAlternatives` with the alternatives sorted most likely first (llama-cpp-python adds the
@@ -64,6 +74,10 @@ from crossknow.models.openai_http import (
 
 log = logging.getLogger(__name__)
 
+FoldSystem = bool | Literal["auto"]
+"""True, False or "auto" (see the module docstring)."""
+LLAMA_CPP_PYTHON_OWNER = "me"
+"""`owned_by` of the models llama-cpp-python's server lists at /v1/models: how "auto" knows that server."""
 JsonMode = Literal["auto", "json_schema", "json_object", "none"]
 JSON_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "none")
 """Accepted values of `json_mode` (see the module docstring)."""
@@ -93,11 +107,13 @@ class OpenAIGenerator:
         *,
         json_mode: JsonMode = "auto",
         strict_schema: bool = False,
-        fold_system: bool = False,
+        fold_system: FoldSystem = False,
         backoff_base_s: float = 0.5,
     ):
         if json_mode not in JSON_MODES:
             raise CrossknowError(f"openai: json_mode must be one of {', '.join(JSON_MODES)}; got {json_mode!r}")
+        if fold_system not in (True, False, "auto"):
+            raise CrossknowError(f"openai: fold_system must be True, False or 'auto'; got {fold_system!r}")
         self._endpoint = OpenAIEndpoint(
             model, base_url, "chat/completions", api_key_env=api_key_env, concurrency=concurrency,
             timeout_s=timeout_s, max_retries=max_retries, backoff_base_s=backoff_base_s, logger=log,
@@ -107,10 +123,19 @@ class OpenAIGenerator:
         self.json_mode: str = json_mode
         """The mode in use; "auto" turns into "json_schema" or "json_object" once decided."""
         self.strict_schema = strict_schema
-        self.fold_system = fold_system
+        self._settings = {"json_mode": json_mode, "fold_system": fold_system}
+        self.fold_system: bool | None = None if fold_system == "auto" else bool(fold_system)
+        """Whether system messages are folded; None until "auto" has asked the server."""
 
     def __repr__(self) -> str:
-        return f"OpenAIGenerator({self._endpoint.describe()}, json_mode={self.json_mode!r})"
+        return (f"OpenAIGenerator({self._endpoint.describe()}, json_mode={self.json_mode!r}, "
+                f"fold_system={self._settings['fold_system']!r})")
+
+    def server_identity(self) -> dict[str, Any]:
+        """The server (base URL) and the settings, as given, that shape what it receives: part of the
+        request cache's key, so that one model name on two servers is two models. The settings as
+        given, not as "auto" resolves them, so that a cached run replays without asking the server."""
+        return {"base_url": self._endpoint.safe(self.base_url), **self._settings}
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -134,6 +159,10 @@ class OpenAIGenerator:
     async def _generate_all(self, requests: list[GenerateRequest]) -> list[GenerateResult | str]:
         semaphore = asyncio.Semaphore(self._endpoint.concurrency)
         async with self._endpoint.client() as client:
+            if self.fold_system is None:
+                problem = await self._decide_fold(client)
+                if problem is not None:
+                    return [problem] * len(requests)
 
             async def one(request: GenerateRequest) -> GenerateResult | str:
                 async with semaphore:
@@ -151,6 +180,29 @@ class OpenAIGenerator:
                     return str(error)
 
             return await gather_or_cancel([one(r) for r in requests])
+
+    async def _decide_fold(self, client: Any) -> str | None:
+        """Resolve fold_system "auto" from the server's /models (see the module docstring); the problem
+        when the server could not tell, else None."""
+        url = f"{self.base_url}/models"
+        httpx = self._endpoint.httpx
+        try:
+            response = await client.get(url)
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as error:
+            return self._endpoint.safe(f"openai: {url} (asked to decide fold_system 'auto') failed: {error!r}")
+        if response.status_code >= 500:
+            return self._endpoint.safe(f"openai: {url} (asked to decide fold_system 'auto') answered "
+                                       f"HTTP {response.status_code}")
+        models: Any = []
+        if response.status_code == 200:
+            try:
+                models = response.json().get("data") or []
+            except (ValueError, AttributeError):
+                models = []
+        self.fold_system = any(isinstance(m, dict) and m.get("owned_by") == LLAMA_CPP_PYTHON_OWNER for m in models)
+        log.info("openai: %s is %sllama-cpp-python: system messages %s", self.base_url,
+                 "" if self.fold_system else "not ", "folded" if self.fold_system else "kept")
+        return None
 
     async def _post(self, client: Any, request: GenerateRequest) -> dict:
         """POST one request; in "auto" mode, fall back to "json_object" when the server refuses the schema."""

@@ -25,6 +25,11 @@ to mimic OpenAI) or have no BOS (OpenAI) give no number for the continuation's f
 no request recovers it (the prompt's first token is always nulled, BOS or not): such a request is
 unscorable, never scored with a token left out.
 
+The `literal` boundary (the AdaXEval authors' tokenisation, `ScoreRequest.boundary`) is refused: it
+scores the context's tokens, its trailing space token included, followed by the tokens of the whole text
+after them, a sequence of token ids that is in general no text's tokenisation, and a server tokenises the
+text it is sent. A local backend (default, hf:, gguf:) with the same model reproduces it.
+
 Every problem with one request (a merge at the boundary, an empty continuation, the missing first
 log-probability, a non-finite log-probability) raises `UnscorableRequest` with the request's
 position, so that the scoring stage records that item as invalid and goes on.
@@ -46,6 +51,13 @@ log = logging.getLogger(__name__)
 
 ECHO_MAX_TOKENS = 1
 """Tokens the server generates after the echoed prompt; they are ignored (see module docstring)."""
+LITERAL_REFUSED = (
+    "the literal boundary (the AdaXEval authors' tokenisation) needs the model's tokenizer on this machine: "
+    "it scores token ids (the context's lone trailing-space token, then the rest of the text's tokens) that are "
+    "in general no text's tokenisation, and an OpenAI-compatible server tokenises the text it is sent; score "
+    "with a local backend (default, hf:, gguf:) or use --boundary moved"
+)
+"""Why an OpenAI-compatible server cannot score a request under the literal boundary."""
 GREEDY_TOLERANCE = 1e-6
 """A token is top-1 when its log-probability is within this of the best alternative's."""
 
@@ -101,6 +113,11 @@ class OpenAIScorer:
         A plain synchronous call: it runs its own event loop, in a worker thread when the caller
         already has one running (a notebook, an async application).
         """
+        if any(r.boundary != "moved" for r in requests):
+            raise CrossknowError(LITERAL_REFUSED)
+        if any(r.continuation_ids is not None for r in requests):
+            raise CrossknowError("token-id continuations (sequences edited after tokenisation) need a local model "
+                                 "(default, hf:, gguf:): a server scores text in its own tokenisation")
         pairs = [move_trailing_spaces(r.context, r.continuation) for r in requests]
         for index, (context, continuation) in enumerate(pairs):
             if not continuation:

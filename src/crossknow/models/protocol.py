@@ -10,17 +10,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from crossknow.models.boundary import Boundary
+
 
 @dataclass(frozen=True)
 class ScoreRequest:
     """Score `continuation` given `context`.
 
-    Backends apply the boundary rule of `crossknow.models.boundary`: trailing spaces of the
-    context move to the front of the continuation before tokenisation.
+    Backends apply the boundary rule of `crossknow.models.boundary` that `boundary` names: by
+    default (`moved`) trailing spaces of the context move to the front of the continuation before
+    tokenisation; `literal` is the AdaXEval authors' tokenisation (local backends only).
     """
 
     context: str
     continuation: str
+    boundary: Boundary = "moved"
+    continuation_ids: tuple[int, ...] | None = None
+    """The continuation as token ids of the scorer's tokenizer, scored exactly as given after the context's
+    tokens (an empty context is BOS), with no boundary rule: for sequences edited after tokenisation.
+    `continuation` is then their text, for messages. Local backends only."""
 
 
 @dataclass(frozen=True)

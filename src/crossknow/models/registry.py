@@ -144,9 +144,10 @@ class GeneratorOptions:
     json_mode: str = "auto"
     """How server backends ask for JSON: 'auto', 'json_schema', 'json_object' or 'none'
     (see crossknow.models.openai_generator)."""
-    fold_system: bool = False
+    fold_system: bool | Literal["auto"] = "auto"
     """Join system messages into the first user message, for servers whose chat template drops
-    them (llama-cpp-python with --chat_format gemma)."""
+    them (llama-cpp-python with --chat_format gemma): True, False, or "auto": only on a
+    llama-cpp-python server, asked once (see crossknow.models.openai_generator)."""
 
 
 def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:

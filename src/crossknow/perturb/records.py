@@ -216,7 +216,7 @@ class PerturbConfig(Record):
                              f"morphemes filtered as the paper's Appendix A.3.1; got --lang {self.lang}")
         if rewrite and self.generator is None:
             raise ValueError(f"{', '.join(rewrite)} need a generator (--generator SPEC)")
-        if self.cross_lang == self.lang:
+        if self.cross_lang == self.lang and {"mltsyn", "translation"} & set(self.methods):
             raise ValueError(f"--cross-lang {self.cross_lang} is the sequences' own language")
         return self
 

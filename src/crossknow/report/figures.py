@@ -7,6 +7,7 @@ data is missing (no acquired item of a class, a single checkpoint) says so in it
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -17,6 +18,11 @@ from crossknow.dynamics.analysis import DynamicsResult
 from crossknow.dynamics.onset import overfitting_onset
 from crossknow.dynamics.shapes import SHAPES
 from crossknow.dynamics.transitions import TRANSITIONS
+from crossknow.report import html
+from crossknow.store.atomic import atomic_write
+
+FIGURES_DIR = "figures"
+"""Where a report's figures are saved as PNG files, beside report.html."""
 
 TRANSITION_COLOURS = {"retained": "#4c72b0", "acquired": "#55a868", "forgotten": "#c44e52", "unacquired": "#bbbbbb"}
 ONSET_MARKER = {"marker": "^", "s": 90, "zorder": 5, "edgecolors": "black", "linewidths": 0.6}
@@ -30,12 +36,21 @@ def png_bytes(figure: Figure, dpi: int = 110) -> bytes:
     return buffer.getvalue()
 
 
+def save_figure(out_dir: Path, name: str, figure: Figure, caption: str) -> str:
+    """Write `figure` as out_dir/figures/NAME.png and return its HTML <figure id="fig-NAME"> (PNG embedded)."""
+    png = png_bytes(figure)
+    relative = f"{FIGURES_DIR}/{name}.png"
+    atomic_write(out_dir / relative, lambda handle: handle.write(png), binary=True)
+    return html.figure(f"fig-{name}", png, relative, caption)
+
+
 def _colours(conditions: list[str]) -> dict[str, str]:
     palette = [f"C{i}" for i in range(10)]
     return {condition: palette[i % len(palette)] for i, condition in enumerate(conditions)}
 
 
-def _message(axes: Axes, text: str) -> None:
+def panel_message(axes: Axes, text: str) -> None:
+    """Write `text` in the middle of an empty panel (a figure whose data is missing says why)."""
     axes.text(0.5, 0.5, text, ha="center", va="center", transform=axes.transAxes, wrap=True, color="#555555")
     axes.set_xticks([])
     axes.set_yticks([])
@@ -105,7 +120,7 @@ def transitions_figure(result: DynamicsResult) -> Figure:
     axes = figure.add_subplot()
     counts = result.transition_counts
     if counts is None or counts.empty:
-        _message(axes, "transitions need two checkpoints; " + "; ".join(result.notes))
+        panel_message(axes, "transitions need two checkpoints; " + "; ".join(result.notes))
         return figure
     counts = counts.set_index("condition").reindex(result.conditions)
     left = pd.Series(0.0, index=counts.index)
@@ -129,7 +144,7 @@ def _shape_panel(axes: Axes, trace: pd.DataFrame, result: DynamicsResult, shape:
     example = result.examples.get(shape)
     if example is None:
         reason = "no acquired item" if result.shapes is None or result.shapes.empty else f"no {shape} item"
-        _message(axes, f"{shape}\n{reason}" + ("" if result.shapes is not None else " (one checkpoint)"))
+        panel_message(axes, f"{shape}\n{reason}" + ("" if result.shapes is not None else " (one checkpoint)"))
         return
     set_name, item_id = example
     rows = trace[(trace["set"] == set_name) & (trace["item_id"] == item_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import TypeVar
 
 import numpy as np
@@ -21,7 +21,7 @@ from crossknow.errors import CrossknowError
 Number = TypeVar("Number", float, np.ndarray)
 
 
-class Normalisation(str, Enum):
+class Normalisation(StrEnum):
     """How an option's summed log-probability becomes a loss."""
 
     MEAN_TOKEN = "mean_token"

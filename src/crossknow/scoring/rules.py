@@ -8,7 +8,9 @@
   continuation is delimiter + choice, and all trailing whitespace of the context, newlines too,
   moves to the front of the continuation. acc = argmax of the sum; acc_norm = argmax of the sum
   divided by the choice's characters.
-The backend then applies the boundary rule (trailing spaces move; see models/boundary.py).
+The backend then applies the boundary rule that each request names (models/boundary.py): `moved`,
+the default (trailing spaces move to the continuation), or, under the `adaxeval` rule only,
+`literal`, the AdaXEval authors' tokenisation (a compatibility switch for reproducing their numbers).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Literal
 
 from crossknow.data.lm_eval_prompt import lm_eval_prompt
 from crossknow.data.schemas import BLANK, MCItem
-from crossknow.models.boundary import move_trailing_whitespace
+from crossknow.errors import CrossknowError
+from crossknow.models.boundary import BOUNDARIES, Boundary, move_trailing_whitespace
 from crossknow.models.protocol import ScoreRequest
 from crossknow.scoring.normalise import Normalisation
 
@@ -41,14 +44,30 @@ class OptionRequest:
     by its length (lm-eval counts the choice without its delimiter)."""
 
 
-def option_requests(item: MCItem, rule: Rule) -> list[OptionRequest]:
-    """The requests for every option of `item`, in option order."""
+def check_boundary(rule: str, boundary: str) -> None:
+    """Fail (CrossknowError) on a boundary that `rule` does not take: `literal` reproduces the AdaXEval
+    authors' tokenisation and exists for the `adaxeval` rule only (`lm-eval` moves all trailing whitespace,
+    as lm-evaluation-harness does)."""
+    if boundary not in BOUNDARIES:
+        raise CrossknowError(f"unknown boundary {boundary!r}; choose one of {', '.join(BOUNDARIES)}")
+    if boundary == "literal" and rule != "adaxeval":
+        raise CrossknowError(
+            f"--boundary literal reproduces the AdaXEval authors' tokenisation and applies to the adaxeval rule "
+            f"only; this run's rule is {rule} (use --boundary moved, or --rule adaxeval)"
+        )
+
+
+def option_requests(item: MCItem, rule: Rule, boundary: Boundary = "moved") -> list[OptionRequest]:
+    """The requests for every option of `item`, in option order, tokenised under `boundary` (see
+    `check_boundary` for the pairs that are allowed)."""
+    check_boundary(rule, boundary)
     if rule == "adaxeval":
         if item.kind == "cloze":
             before, after = item.prompt.split(BLANK)
-            return [OptionRequest(ScoreRequest(before, option + after), option + after) for option in item.options]
+            return [OptionRequest(ScoreRequest(before, option + after, boundary), option + after)
+                    for option in item.options]
         context = item.prompt + "\n"
-        return [OptionRequest(ScoreRequest(context, option), option) for option in item.options]
+        return [OptionRequest(ScoreRequest(context, option, boundary), option) for option in item.options]
     if rule == "lm-eval":
         prompt = lm_eval_prompt(item)
         requests = []

@@ -1,6 +1,7 @@
 """The one scoring stage: every option of every item, scored, committed and resumable.
 
-`crossknow evaluate` (one model) and `crossknow trace` (a sweep of checkpoints) both run it. The
+`crossknow evaluate` (one model) and `crossknow trace` (a sweep of checkpoints) both run it, under one
+scoring rule and one boundary rule (crossknow.scoring.rules, crossknow.models.boundary). The
 whole work list of one model (all sets, all items) is sorted by length, longest first, before it is
 cut into chunks; each chunk goes to the scorer in one call (the backend batches it by
 `batch_size`) and is committed as one shard, so a killed run loses at most one chunk.
@@ -21,9 +22,10 @@ import pyarrow as pa
 
 from crossknow.data.schemas import InvalidRecord, MCItem
 from crossknow.errors import UnscorableRequest
-from crossknow.models.protocol import Scorer, ScoreResult
+from crossknow.models.boundary import Boundary
+from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
 from crossknow.scoring.normalise import option_loss
-from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, option_requests
+from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, check_boundary, option_requests
 from crossknow.store.run_dir import RunDir
 
 SCORES_SCHEMA = pa.schema(
@@ -89,10 +91,13 @@ def length_key(item: MCItem) -> int:
 class ScoringStage:
     """The scored rows and unscorable items of one run directory."""
 
-    def __init__(self, run: RunDir, rule: Rule, batch_size: int):
+    def __init__(self, run: RunDir, rule: Rule, batch_size: int, boundary: Boundary = "moved"):
+        """`boundary` must suit `rule` (`check_boundary`: `literal` goes with the adaxeval rule only)."""
+        check_boundary(rule, boundary)
         self.scores = run.stage("scores")
         self.unscorable = run.stage("unscorable")
         self.rule = rule
+        self.boundary = boundary
         self.batch_size = max(batch_size, 1)
 
     def done_keys(self) -> set[str]:
@@ -109,7 +114,7 @@ class ScoringStage:
         size = self.batch_size * CHUNK_BATCHES
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
-            scored, failed = _score_chunk(scorer, chunk, self.rule)
+            scored, failed = _score_chunk(scorer, chunk, self.rule, self.boundary)
             if scored:
                 rows = [row for task, results in scored for row in self._rows(at, task, results)]
                 keys = [task_key(at, task) for task, _ in scored]
@@ -156,35 +161,52 @@ class ScoringStage:
 
 
 def _score_chunk(
-    scorer: Scorer, tasks: list[ScoringTask], rule: Rule
+    scorer: Scorer, tasks: list[ScoringTask], rule: Rule, boundary: Boundary
 ) -> tuple[list[tuple[ScoringTask, list[tuple[str, ScoreResult]]]], list[tuple[ScoringTask, str]]]:
-    """Score `tasks` in one scorer call; an unscorable item is set aside with its reason and the rest
-    scored again. Returns (scored tasks with (norm_text, result) per option, failed tasks with reasons)."""
-    pending, failed = list(tasks), []
+    """Score `tasks` in one scorer call (`score_isolating`). Returns (scored tasks with (norm_text, result)
+    per option, failed tasks with reasons)."""
+    per_item = [option_requests(task.item, rule, boundary) for task in tasks]
+    results, failed = score_isolating(scorer, [[option.request for option in options] for options in per_item])
+    scored = [(task, [(o.norm_text, r) for o, r in zip(options, results[position], strict=True)])
+              for position, (task, options) in enumerate(zip(tasks, per_item, strict=True)) if position in results]
+    return scored, [(tasks[position], why) for position, why in failed.items()]
+
+
+def score_isolating(
+    scorer: Scorer, groups: Sequence[Sequence[ScoreRequest]], keep_token_logprobs: bool = False
+) -> tuple[dict[int, list[ScoreResult]], dict[int, str]]:
+    """Score every group of requests (one task's: an item's options, a sequence) in one scorer call; a group
+    that cannot be scored (the backend raises `UnscorableRequest`, or a log-probability is not a finite
+    number) is set aside with its reason and the rest scored again. Returns (results by group position,
+    reasons by group position)."""
+    pending, failed = list(range(len(groups))), {}
     while pending:
-        per_item = [option_requests(task.item, rule) for task in pending]
-        owner = [position for position, options in enumerate(per_item) for _ in options]
+        owner = [position for position in pending for _ in groups[position]]
         try:
-            results = scorer.score([option.request for options in per_item for option in options])
+            results = scorer.score([request for position in pending for request in groups[position]],
+                                   keep_token_logprobs)
         except UnscorableRequest as error:
             if error.index is None and len(pending) > 1:  # the backend could not say which: one at a time
-                scored = []
-                for task in pending:
-                    one_scored, one_failed = _score_chunk(scorer, [task], rule)
-                    scored += one_scored
-                    failed += one_failed
+                scored = {}
+                for position in pending:
+                    one_scored, one_failed = score_isolating(scorer, [groups[position]], keep_token_logprobs)
+                    if one_scored:
+                        scored[position] = one_scored[0]
+                    if one_failed:
+                        failed[position] = one_failed[0]
                 return scored, failed
-            position = owner[error.index] if error.index is not None else 0
-            failed.append((pending.pop(position), str(error)))
+            position = owner[error.index] if error.index is not None else pending[0]
+            pending.remove(position)
+            failed[position] = str(error)
             continue
-        scored, offset = [], 0
-        for task, options in zip(pending, per_item, strict=True):
-            item_results = results[offset : offset + len(options)]
-            offset += len(options)
-            if not all(math.isfinite(r.logprob_sum) for r in item_results):
-                sums = [r.logprob_sum for r in item_results]
-                failed.append((task, f"a log-probability is not a finite number ({sums}); compute dtype overflow?"))
+        scored, offset = {}, 0
+        for position in pending:
+            group_results = results[offset : offset + len(groups[position])]
+            offset += len(groups[position])
+            if not all(math.isfinite(r.logprob_sum) for r in group_results):
+                sums = [r.logprob_sum for r in group_results]
+                failed[position] = f"a log-probability is not a finite number ({sums}); compute dtype overflow?"
                 continue
-            scored.append((task, [(o.norm_text, r) for o, r in zip(options, item_results, strict=True)]))
+            scored[position] = group_results
         return scored, failed
-    return [], failed
+    return {}, failed

@@ -1,0 +1,30 @@
+"""`crossknow trace-sequences`: the loss of training sequences and their perturbations at every checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from crossknow.cli.app import app, console, errors
+from crossknow.cli.options import config_command
+from crossknow.cli.progress import bar
+from crossknow.dynamics.sequence_inputs import SequenceLossConfig
+
+
+@config_command(app, SequenceLossConfig, name="trace-sequences")
+def trace_sequences(
+    config: SequenceLossConfig,
+    out: Path = typer.Option(..., help="Run directory; run again on it to resume (and to add new checkpoints)."),
+) -> None:
+    """Score every sequence of --variants at each checkpoint (sequence_loss.parquet, and token_loss.parquet with
+    --per-token), then write report.html with the paper's Figs. 5-9 for the perturbations present."""
+    from crossknow.dynamics.sequence_loss import run_sequence_loss
+    from crossknow.report.perturbation_report import findings_of_run, write_perturbation_report
+
+    with bar(errors, "scoring sequences") as update:
+        run_sequence_loss(config, out, update)
+    report = write_perturbation_report(out)
+    for line in findings_of_run(out):
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print(f"report: {report}", highlight=False, soft_wrap=True)

@@ -1,0 +1,122 @@
+"""The settings and the input of `crossknow trace-sequences`: sequences to score at every checkpoint.
+
+The input is either the variants.jsonl of `crossknow perturb` (one `crossknow.perturb.records.SequenceVariant`
+a line: an original training sequence or one of its perturbations) or any corpus JSONL (`crossknow.data.corpus`:
+id, lang, text), each document of which is read as an "original" variant of itself. Which one a file is, its
+first line decides: a line with a `method` field is a variant.
+
+Variant lines are read here field by field (the fields this command uses; the rest, such as edit_distance
+and seed, are left to `crossknow perturb`), not through the perturb package: methods do not import each
+other (DESIGN.md, layers), and the JSON-lines file is their contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from crossknow.data.corpus import read_corpus
+from crossknow.data.jsonl import iter_json_lines, require
+from crossknow.data.schemas import Record
+from crossknow.errors import InputError
+
+
+class SequenceLossConfig(Record):
+    """Everything that decides a sequence-loss trace's numbers (config.yaml of a `trace-sequences` run)."""
+
+    checkpoints: list[str] = Field(
+        min_length=1,
+        description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
+        "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
+    )
+    variants: str = Field(
+        description="The sequences: variants.jsonl of `crossknow perturb`, or a corpus JSONL (id, lang, text) whose "
+        "documents are scored as originals."
+    )
+    per_token: bool = Field(
+        default=False,
+        description="Also keep each token's loss, with its id, text and character span (token_loss.parquet; local "
+        "models only).",
+    )
+    batch_size: int = Field(default=8, ge=1, description="Sequences per forward pass; does not change the numbers.")
+    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        default="float32", description="Compute dtype of local models; results are always float32."
+    )
+
+
+@dataclass(frozen=True)
+class TracedSequence:
+    """One sequence to score: a variant of a training sequence (or the original itself)."""
+
+    variant_id: str
+    source_id: str
+    """The original training sequence's id (its own id for an original)."""
+    lang: str
+    method: str
+    """'original' or the perturbation ('mask', 'reorder', 'partial', 'syntax', ...)."""
+    x: int | None
+    """Percent of tokens or sentences perturbed."""
+    y: int | None
+    """Window of a reorder."""
+    a: int | None
+    """Segment index of partial-a."""
+    text: str
+    """The sequence as text (decoded from `token_ids` for token-level variants)."""
+    token_ids: tuple[int, ...] | None
+    """The exact tokens of a token-level variant, scored as they are; None: `text` is tokenised."""
+    line: int
+    """1-based line of the input file."""
+
+
+def _int(record: dict[str, Any], field: str, path: Path, line: int) -> int | None:
+    return require(record, field, int, path, line, optional=True)
+
+
+def _variant(record: dict[str, Any], path: Path, line: int) -> TracedSequence:
+    """One variants.jsonl line, its fields type-checked (InputError naming file, line and field)."""
+    text = require(record, "text", str, path, line)
+    if not text.strip():
+        raise InputError(path, "the text is empty", line=line, field="text")
+    ids = require(record, "token_ids", list, path, line, optional=True)
+    if ids is not None:
+        for index, token in enumerate(ids):
+            if not isinstance(token, int) or isinstance(token, bool) or token < 0:
+                raise InputError(path, f"expected a token id (an integer >= 0), found {token!r}", line=line,
+                                 field=f"token_ids[{index}]")
+        if not ids:
+            raise InputError(path, "an empty token sequence", line=line, field="token_ids")
+    return TracedSequence(
+        variant_id=require(record, "id", str, path, line), source_id=require(record, "source_id", str, path, line),
+        lang=require(record, "lang", str, path, line), method=require(record, "method", str, path, line),
+        x=_int(record, "x", path, line), y=_int(record, "y", path, line), a=_int(record, "a", path, line),
+        text=text, token_ids=tuple(ids) if ids is not None else None, line=line,
+    )
+
+
+def read_sequences(path: str | Path) -> list[TracedSequence]:
+    """Every sequence of a variants.jsonl or corpus JSONL file, in file order; InputError (file, line, field)
+    for a malformed line or a repeated id."""
+    path = Path(path)
+    lines = iter_json_lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise InputError(path, "no sequences: the file is empty")
+    if "method" not in first[1]:
+        numbers = [line for line, _ in iter_json_lines(path)]
+        return [TracedSequence(variant_id=doc.id, source_id=doc.id, lang=doc.lang, method="original", x=None,
+                               y=None, a=None, text=doc.text, token_ids=None, line=line)
+                for line, doc in zip(numbers, read_corpus(path), strict=True)]
+    sequences: list[TracedSequence] = []
+    seen: dict[str, int] = {}
+    for line, record in [first, *lines]:
+        sequence = _variant(record, path, line)
+        if sequence.variant_id in seen:
+            raise InputError(path, f"duplicate variant id {sequence.variant_id!r}, first used on line "
+                             f"{seen[sequence.variant_id]}", line=line, field="id")
+        seen[sequence.variant_id] = line
+        sequences.append(sequence)
+    return sequences
