@@ -29,10 +29,10 @@ def write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
 
 
 def variant(id_: str, method: str, text: str, **fields: Any) -> dict[str, Any]:
-    """A variants.jsonl line as `crossknow perturb` writes it (the shape agreed for issue 14)."""
+    """A variants.jsonl line as `crossknow perturb` writes it (a `SequenceVariant`)."""
     return {"id": id_, "source_id": "s1", "lang": "en", "method": method, "level": "token" if "token_ids" in fields
-            else "none", "x": None, "y": None, "a": None, "text": text, "token_ids": None, "tokenizer": None,
-            "edit_distance": None, "seed": 0} | fields
+            else "none", "x": None, "y": None, "a": None, "text": text, "token_ids": None, "tokenizer": "default",
+            "edit_distance": 0, "seed": 0} | fields
 
 
 # ---- reading --------------------------------------------------------------------------------------------------
@@ -52,8 +52,10 @@ def test_a_corpus_file_is_read_as_originals_with_their_lines(tmp_path: Path) -> 
 @pytest.mark.parametrize(("change", "where"), [
     ({"token_ids": [5, "7"]}, "line 2: field 'token_ids[1]'"),
     ({"token_ids": [5, -1]}, "line 2: field 'token_ids[1]'"),
-    ({"source_id": None}, "line 2: field 'source_id': missing"),
-    ({"x": "8"}, "line 2: field 'x': expected an integer"),
+    ({"source_id": None}, "line 2: field 'source_id': Input should be a valid string"),
+    ({"x": "8"}, "line 2: field 'x': Input should be a valid integer"),
+    ({"tokenizer": None}, "line 2: field 'tokenizer': Input should be a valid string"),
+    ({"method": "shuffle"}, "line 2: field 'method': Input should be 'original', 'mask'"),
     ({"text": "  "}, "line 2: field 'text': the text is empty"),
     ({"id": "v1"}, "line 2: field 'id': duplicate variant id 'v1', first used on line 1"),
 ])

@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from crossknow.cli.app import app
+from crossknow.data.sequence_variants import SequenceVariant
 from crossknow.dynamics.sequence_inputs import read_sequences
-from crossknow.perturb.records import PerturbationFailure, PerturbSummary, SequenceVariant
+from crossknow.perturb.records import PerturbationFailure, PerturbSummary
 
 runner = CliRunner()
 

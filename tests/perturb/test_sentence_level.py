@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from crossknow.data.corpus import Document
+from crossknow.data.sequence_variants import SequenceVariant
 from crossknow.errors import CrossknowError
 from crossknow.perturb.pipeline import run_perturb
-from crossknow.perturb.records import PerturbationFailure, PerturbConfig, SequenceVariant
+from crossknow.perturb.records import PerturbationFailure, PerturbConfig
 from crossknow.perturb.sampling import Source
 from crossknow.perturb.sentence_level import partial_variants, rewritten_sentences, segment
 from crossknow.perturb.tokenizers import ModelTokens

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from crossknow.data.sequence_variants import SequenceVariant
+from crossknow.data.sudachi import morphemes
 from crossknow.errors import InputError
-from crossknow.perturb.records import PerturbationFailure, SequenceVariant
+from crossknow.perturb.records import PerturbationFailure
 from crossknow.perturb.sampling import Source
 from crossknow.perturb.synonym_dictionary import SynonymDictionary, load_synonyms
-from crossknow.perturb.synonyms import STOP_WORDS_JA, candidate_words, kept_tag, read_stop_words, sudachi_words
+from crossknow.perturb.synonyms import STOP_WORDS_JA, candidate_words, kept_tag, read_stop_words
 from crossknow.perturb.token_level import TokenSettings, token_variants
 
 from .test_edits import plain_levenshtein
@@ -23,7 +25,7 @@ SENTENCE = "静かな東京で新しい酵素を発見し、研究チームは�
 
 
 def test_pos_filter_keeps_the_papers_tags_on_a_sentence_checked_by_hand() -> None:
-    tags = {w.surface: kept_tag(w.pos) for w in sudachi_words(SENTENCE)}
+    tags = {w.surface: kept_tag(w.pos) for w in morphemes(SENTENCE)}
     assert tags == {
         "静か": "形容動詞語幹",  # 形状詞-一般, IPADIC's 形容動詞語幹
         "な": None, "で": None, "を": None, "は": None, "が": None,  # particles and the copula

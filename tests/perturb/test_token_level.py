@@ -12,7 +12,8 @@ from tokenizers.pre_tokenizers import WhitespaceSplit
 from transformers import PreTrainedTokenizerFast
 
 from crossknow.data.corpus import Document
-from crossknow.perturb.records import PerturbationFailure, SequenceVariant
+from crossknow.data.sequence_variants import SequenceVariant
+from crossknow.perturb.records import PerturbationFailure
 from crossknow.perturb.sampling import Source
 from crossknow.perturb.token_level import TokenSettings, token_variants
 from crossknow.perturb.tokenizers import ModelTokens, Vocabulary, special_ids

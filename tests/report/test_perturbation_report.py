@@ -10,8 +10,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from crossknow.data.sequence_variants import SequenceVariant
 from crossknow.dynamics.onset import OnsetParams
 from crossknow.dynamics.sequence_curves import curve_label, curve_summary, paired_gaps, sequence_curves
+from crossknow.perturb.edits import token_edit_distance
 from crossknow.report.perturbation_figures import FIGURES, perturbation_figure
 from crossknow.report.perturbation_report import write_perturbation_report
 from tests.training.tiny_run import TinyTrainRun
@@ -97,18 +99,23 @@ def tiny_variants(train: TinyTrainRun, path: Path, tokenizer: Any) -> Path:
     for line in train.corpus.read_text(encoding="utf-8").splitlines()[:3]:
         document = json.loads(line)
         text, source = document["text"].split(". ")[0] + ".", document["id"]
-        base = {"source_id": source, "lang": "en", "seed": 0}
-        records.append({"id": source, "method": "original", "text": text} | base)
         ids = tokenizer(text, add_special_tokens=False).input_ids
+        base = {"source_id": source, "lang": "en", "x": None, "y": None, "a": None, "token_ids": None,
+                "tokenizer": "default", "seed": 0}
+        records.append(base | {"id": source, "method": "original", "level": "none", "text": text, "edit_distance": 0})
         for x, every in ((4, 25), (16, 6)):
             masked = [tokenizer.unk_token_id if i % every == 1 else token for i, token in enumerate(ids)]
-            records.append({"id": f"{source}-mask-{x}", "method": "mask", "x": x, "token_ids": masked,
-                            "text": tokenizer.decode(masked)} | base)
+            records.append(base | {"id": f"{source}-mask-{x}", "method": "mask", "level": "token", "x": x,
+                                   "token_ids": masked, "text": tokenizer.decode(masked),
+                                   "edit_distance": sum(m != t for m, t in zip(masked, ids, strict=True))})
         words = text.split(" ")
         quarter = len(words) // 4
         for a, part in ((1, words[:quarter]), (4, words[3 * quarter:])):
-            records.append({"id": f"{source}-partial-{a}", "method": "partial", "a": a, "text": " ".join(part)} | base)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+            part_ids = tokenizer(" ".join(part), add_special_tokens=False).input_ids
+            records.append(base | {"id": f"{source}-partial-{a}", "method": "partial", "level": "sentence", "a": a,
+                                   "text": " ".join(part), "edit_distance": token_edit_distance(ids, part_ids)})
+    path.write_text("".join(SequenceVariant.model_validate(r).model_dump_json() + "\n" for r in records),
+                    encoding="utf-8")
     return path
 
 

@@ -14,16 +14,10 @@ import math
 
 import pandas as pd
 
+from crossknow.data.sequence_variants import METHOD_ORDER, variant_label
 from crossknow.dynamics.analysis import curve_onset
 from crossknow.dynamics.onset import OnsetParams
 
-METHOD_ORDER = ("original", "mask", "random", "delete", "reorder", "monosyn", "mltsyn", "partial", "syntax",
-                "lexicon", "semantic", "translation")
-"""Methods in the paper's order (section 5.1); a method not listed sorts after them, by name."""
-TOKEN_METHODS = ("mask", "random", "delete", "reorder", "monosyn", "mltsyn")
-"""Token-level perturbations (section 5.1.1)."""
-REWRITE_METHODS = ("syntax", "lexicon", "semantic", "translation")
-"""Sentence rewrites by a generator (section 5.1.2)."""
 SETTING = ["method", "x", "y", "a"]
 """The columns that make one curve."""
 GAP_DEFINITION = (
@@ -38,20 +32,13 @@ def _number(value: object) -> int | None:
 
 
 def curve_label(method: str, x: object = None, y: object = None, a: object = None) -> str:
-    """How figures and tables name a setting: original, mask-8, reorder-4@2, partial-3, syntax-40."""
-    x, y, a = _number(x), _number(y), _number(a)
-    label = method
-    if a is not None:
-        label += f"-{a}"
-    if x is not None:
-        label += f"-{x}"
-    if y is not None:
-        label += f"@{y}"
-    return label
+    """`variant_label` of a table's setting, its missing values (None, NaN, <NA>) read as absent: original,
+    mask-8, reorder-4@2, partial-3, syntax-40."""
+    return variant_label(method, _number(x), _number(y), _number(a))
 
 
 def _setting_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Settings sorted by METHOD_ORDER, then x, y and a."""
+    """Settings sorted by METHOD_ORDER (a method not listed after them, by name), then x, y and a."""
     rank = {method: i for i, method in enumerate(METHOD_ORDER)}
     keyed = frame.assign(_rank=frame["method"].map(lambda m: rank.get(m, len(rank))))
     keyed = keyed.sort_values(["_rank", "method", "x", "y", "a"], na_position="first", kind="stable")

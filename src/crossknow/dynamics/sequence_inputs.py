@@ -1,26 +1,25 @@
 """The settings and the input of `crossknow trace-sequences`: sequences to score at every checkpoint.
 
-The input is either the variants.jsonl of `crossknow perturb` (one `crossknow.perturb.records.SequenceVariant`
-a line: an original training sequence or one of its perturbations) or any corpus JSONL (`crossknow.data.corpus`:
-id, lang, text), each document of which is read as an "original" variant of itself. Which one a file is, its
-first line decides: a line with a `method` field is a variant.
-
-Variant lines are read here field by field (the fields this command uses; the rest, such as edit_distance
-and seed, are left to `crossknow perturb`), not through the perturb package: methods do not import each
-other (DESIGN.md, layers), and the JSON-lines file is their contract.
+The input is either the variants.jsonl of `crossknow perturb` (one
+`crossknow.data.sequence_variants.SequenceVariant` a line: an original training sequence or one of its
+perturbations, validated as that record) or any corpus JSONL (`crossknow.data.corpus`: id, lang, text), each
+document of which is read as an "original" variant of itself. Which one a file is, its first line decides: a
+line with a `method` field is a variant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from crossknow.data.corpus import read_corpus
-from crossknow.data.jsonl import iter_json_lines, require
+from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.schemas import Record
+from crossknow.data.sequence_variants import SequenceVariant, read_variants
 from crossknow.errors import InputError
 
 
@@ -72,28 +71,16 @@ class TracedSequence:
     """1-based line of the input file."""
 
 
-def _int(record: dict[str, Any], field: str, path: Path, line: int) -> int | None:
-    return require(record, field, int, path, line, optional=True)
-
-
-def _variant(record: dict[str, Any], path: Path, line: int) -> TracedSequence:
-    """One variants.jsonl line, its fields type-checked (InputError naming file, line and field)."""
-    text = require(record, "text", str, path, line)
-    if not text.strip():
+def _traced(variant: SequenceVariant, path: Path, line: int) -> TracedSequence:
+    """A validated variant as a sequence to score; InputError (file, line, field) for one with nothing to score."""
+    if not variant.text.strip():
         raise InputError(path, "the text is empty", line=line, field="text")
-    ids = require(record, "token_ids", list, path, line, optional=True)
-    if ids is not None:
-        for index, token in enumerate(ids):
-            if not isinstance(token, int) or isinstance(token, bool) or token < 0:
-                raise InputError(path, f"expected a token id (an integer >= 0), found {token!r}", line=line,
-                                 field=f"token_ids[{index}]")
-        if not ids:
-            raise InputError(path, "an empty token sequence", line=line, field="token_ids")
+    if variant.token_ids == []:
+        raise InputError(path, "an empty token sequence", line=line, field="token_ids")
     return TracedSequence(
-        variant_id=require(record, "id", str, path, line), source_id=require(record, "source_id", str, path, line),
-        lang=require(record, "lang", str, path, line), method=require(record, "method", str, path, line),
-        x=_int(record, "x", path, line), y=_int(record, "y", path, line), a=_int(record, "a", path, line),
-        text=text, token_ids=tuple(ids) if ids is not None else None, line=line,
+        variant_id=variant.id, source_id=variant.source_id, lang=variant.lang, method=variant.method, x=variant.x,
+        y=variant.y, a=variant.a, text=variant.text,
+        token_ids=tuple(variant.token_ids) if variant.token_ids is not None else None, line=line,
     )
 
 
@@ -110,13 +97,4 @@ def read_sequences(path: str | Path) -> list[TracedSequence]:
         return [TracedSequence(variant_id=doc.id, source_id=doc.id, lang=doc.lang, method="original", x=None,
                                y=None, a=None, text=doc.text, token_ids=None, line=line)
                 for line, doc in zip(numbers, read_corpus(path), strict=True)]
-    sequences: list[TracedSequence] = []
-    seen: dict[str, int] = {}
-    for line, record in [first, *lines]:
-        sequence = _variant(record, path, line)
-        if sequence.variant_id in seen:
-            raise InputError(path, f"duplicate variant id {sequence.variant_id!r}, first used on line "
-                             f"{seen[sequence.variant_id]}", line=line, field="id")
-        seen[sequence.variant_id] = line
-        sequences.append(sequence)
-    return sequences
+    return [_traced(variant, path, line) for line, variant in read_variants(chain([first], lines), path)]

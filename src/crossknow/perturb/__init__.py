@@ -1,9 +1,9 @@
 """Perturbation analysis of training sequences (AdaXEval full paper, section 5.1; Appendix A.3).
 
 `crossknow perturb` samples training sequences from a corpus and writes, for each, the original and its
-perturbations as `SequenceVariant` lines of variants.jsonl, which `crossknow trace-sequences` scores at every
-checkpoint. Modules:
-- records: the config, the variant, failure and summary records;
+perturbations as `SequenceVariant` lines of variants.jsonl (`crossknow.data.sequence_variants`), which
+`crossknow trace-sequences` scores at every checkpoint. Modules:
+- records: the config, failure and summary records;
 - sampling: the seeded sample of sequences;
 - tokenizers: the model's tokenizer (which makes and measures every variant) and random-X's vocabulary;
 - edits: token edits applied until a target token edit distance, the distance measured (Levenshtein);

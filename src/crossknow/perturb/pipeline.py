@@ -15,23 +15,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from crossknow.data.sequence_variants import (
+    METHOD_ORDER,
+    REWRITE_METHODS,
+    TOKEN_METHODS,
+    SequenceVariant,
+    variant_label,
+)
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.generator import Generator
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.perturb.prompts import language_name
-from crossknow.perturb.records import (
-    REWRITE_STYLES,
-    SYNONYM_METHODS,
-    TOKEN_METHODS,
-    PerturbationFailure,
-    PerturbConfig,
-    PerturbSummary,
-    SequenceVariant,
-    SummaryRow,
-    variant_label,
-)
+from crossknow.perturb.records import SYNONYM_METHODS, PerturbationFailure, PerturbConfig, PerturbSummary, SummaryRow
 from crossknow.perturb.rewrites import RewriteRequest, run_rewrites
 from crossknow.perturb.sampling import Source, sample_documents
 from crossknow.perturb.sentence_level import (
@@ -59,7 +56,7 @@ VOLATILE = ("batch_size", "concurrency", "timeout_s", "api_key_env", "cache")
 """Settings that change no variant: they may differ when a run resumes."""
 PATHS = ("corpus", "synonyms", "stop_words", "cache")
 """Settings that hold a path."""
-METHOD_RANK = {m: k for k, m in enumerate(("original", *TOKEN_METHODS, "partial", *REWRITE_STYLES))}
+METHOD_RANK = {m: k for k, m in enumerate(METHOD_ORDER)}
 
 
 def _inputs(config: PerturbConfig) -> dict[str, str]:
@@ -89,7 +86,7 @@ def _token_settings(config: PerturbConfig, model: ModelTokens) -> TokenSettings:
 def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, Segmented], run: RunDir,
              make_generator: MakeGenerator, on_progress: Progress | None) -> tuple[dict, CostMeter]:
     """The rewrite stage's outcomes (module docstring) and what this invocation spent."""
-    styles = [m for m in config.methods if m in REWRITE_STYLES]
+    styles = [m for m in config.methods if m in REWRITE_METHODS]
     requests = []
     for source in sources:
         sentences = segments[source.doc.id].sentences
@@ -148,7 +145,7 @@ def _variants_of(source: Source, config: PerturbConfig, settings: TokenSettings,
                  results: dict[tuple[str, int, str], RewriteResult]) -> list[SequenceVariant | PerturbationFailure]:
     """Every asked variant of one sequence (or its failure), its original first."""
     token_methods = [m for m in config.methods if m in TOKEN_METHODS]
-    styles = [m for m in config.methods if m in REWRITE_STYLES]
+    styles = [m for m in config.methods if m in REWRITE_METHODS]
     made = [original_variant(source, config.seed), *token_variants(source, token_methods, settings)]
     if "partial" in config.methods:
         made += partial_variants(source, segmented, config.partial_unit, config.seed)
@@ -165,7 +162,7 @@ def run_perturb(
     """Make (or resume making) every asked variant into the run directory `out`; return the summary."""
     started, out = time.monotonic(), Path(out)
     inputs = _inputs(config)
-    styles = [m for m in config.methods if m in REWRITE_STYLES]
+    styles = [m for m in config.methods if m in REWRITE_METHODS]
     if styles and config.generator is not None:
         check_spec(config.generator, config.base_url, "generator")
         for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language

@@ -1,11 +1,10 @@
-"""The records of `crossknow perturb`: its config, one line of variants.jsonl, one failed perturbation, and one
-row of the summary table.
+"""The records of `crossknow perturb`: its config, one failed perturbation, and one row of the summary table.
 
-variants.jsonl holds one `SequenceVariant` a line: every sampled training sequence as itself (method
-"original") and each of its perturbations (full paper, section 5.1). `crossknow trace-sequences` reads it.
-A perturbation that cannot be made (a sequence too short for the asked edit distance, too few synonyms, too
-few sentences, an invalid rewrite) is a `PerturbationFailure` in failures.jsonl, counted in the summary, and
-never emitted at a smaller distance.
+variants.jsonl holds one `crossknow.data.sequence_variants.SequenceVariant` a line: every sampled training
+sequence as itself (method "original") and each of its perturbations (full paper, section 5.1); `crossknow
+trace-sequences` reads it. A perturbation that cannot be made (a sequence too short for the asked edit
+distance, too few synonyms, too few sentences, an invalid rewrite) is a `PerturbationFailure` in
+failures.jsonl, counted in the summary, and never emitted at a smaller distance.
 """
 
 from __future__ import annotations
@@ -15,69 +14,12 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import LanguageTag, Record
+from crossknow.data.sequence_variants import REWRITE_METHODS, Method
 
-Method = Literal[
-    "mask", "random", "delete", "reorder", "monosyn", "mltsyn", "partial", "syntax", "lexicon", "semantic",
-    "translation",
-]
-"""The perturbations of section 5.1, in the paper's order."""
-TOKEN_METHODS: tuple[str, ...] = ("mask", "random", "delete", "reorder", "monosyn", "mltsyn")
-"""Token-level perturbations (section 5.1.1), made on the model's token ids."""
 SYNONYM_METHODS: tuple[str, ...] = ("monosyn", "mltsyn")
 """Token-level perturbations that need a synonym dictionary."""
-REWRITE_STYLES: tuple[str, ...] = ("syntax", "lexicon", "semantic", "translation")
-"""Sentence rewrites by a generator (section 5.1.2)."""
 DEFAULT_METHODS: tuple[str, ...] = ("mask", "random", "delete", "reorder", "partial")
 """What `crossknow perturb` makes unless told: every method that needs neither a dictionary nor a generator."""
-PARTIAL_SEGMENTS = 4
-"""partial-a splits a sequence into this many segments (section 5.1.2)."""
-
-
-def variant_label(method: str, x: int | None = None, y: int | None = None, a: int | None = None) -> str:
-    """A setting's name as the paper writes it: original, mask-8, reorder-4@2, partial-3, syntax-40."""
-    label = method
-    if a is not None:
-        label += f"-{a}"
-    if x is not None:
-        label += f"-{x}"
-    if y is not None:
-        label += f"@{y}"
-    return label
-
-
-class SequenceVariant(Record):
-    """One line of variants.jsonl: a sampled training sequence or one perturbation of it."""
-
-    id: str = Field(min_length=1, description="Unique id: '{source_id}:{label}', e.g. 'd17:mask-8', 'd17:original'.")
-    source_id: str = Field(min_length=1, description="The id of the original training sequence (a corpus document).")
-    lang: LanguageTag = Field(description="Language of the original sequence.")
-    method: Literal["original"] | Method = Field(
-        description="'original' or the perturbation: mask, random, delete, reorder, monosyn, mltsyn (token level), "
-        "partial, syntax, lexicon, semantic, translation (sentence level)."
-    )
-    level: Literal["token", "sentence", "none"] = Field(
-        description="'token' (made on token ids, section 5.1.1), 'sentence' (section 5.1.2) or 'none' (the original)."
-    )
-    x: int | None = Field(
-        ge=1, le=100,
-        description="Percent perturbed: of the original's tokens (token level: the target token edit distance) or of "
-        "its sentences (rewrites); null for original and partial.",
-    )
-    y: int | None = Field(ge=1, description="reorder's window: no token moves farther than y positions; else null.")
-    a: int | None = Field(ge=1, le=PARTIAL_SEGMENTS, description="partial's segment, 1 to 4 (1-based); else null.")
-    text: str = Field(description="The variant as text; for token-level variants, token_ids decoded (special tokens "
-                      "kept, so a mask shows as '<unk>').")
-    token_ids: list[int] | None = Field(
-        description="The exact token ids of a token-level variant (or of a token-unit partial segment), without BOS, "
-        "to be scored as they are; null where the text is to be tokenised."
-    )
-    tokenizer: str = Field(description="The tokenizer that token_ids belong to and edit_distance was counted in.")
-    edit_distance: int = Field(
-        ge=0,
-        description="Levenshtein distance between the original's token ids and the variant's (token_ids, else the "
-        "text's tokens after BOS), each insertion, deletion and substitution of one token counting 1.",
-    )
-    seed: int = Field(description="The run's seed; the variant's random draws are seeded by (seed, source_id, label).")
 
 
 class PerturbationFailure(Record):
@@ -208,7 +150,7 @@ class PerturbConfig(Record):
     @model_validator(mode="after")
     def _needs(self) -> PerturbConfig:
         synonym = [m for m in self.methods if m in SYNONYM_METHODS]
-        rewrite = [m for m in self.methods if m in REWRITE_STYLES]
+        rewrite = [m for m in self.methods if m in REWRITE_METHODS]
         if synonym and self.synonyms is None:
             raise ValueError(f"{', '.join(synonym)} need a synonym dictionary (--synonyms FILE)")
         if synonym and self.lang != "ja":

@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from crossknow.data.sentences import join_sentences, split_sentences
+from crossknow.data.sequence_variants import PARTIAL_SEGMENTS, SequenceVariant, variant_label
 from crossknow.perturb.edits import percent_count, token_edit_distance
-from crossknow.perturb.records import PARTIAL_SEGMENTS, PerturbationFailure, SequenceVariant, variant_label
+from crossknow.perturb.records import PerturbationFailure
 from crossknow.perturb.sampling import Source
 
 

@@ -1,10 +1,10 @@
 """monosyn-X and mltsyn-X: words of a Japanese sequence replaced by synonyms in the same or the other language.
 
 Candidates follow the paper's Appendix A.3.1: the sequence is analysed by sudachipy (the core dictionary,
-its default split mode C, since the paper names none), and a morpheme is a candidate when it is no stop
-word and its POS is one of 普通名詞, 固有名詞, サ変接続, 形容動詞語幹, 動詞一般. Two of those names are
-IPADIC's, which Sudachi's POS tags (UniDic-style) do not use; crossknow reads each name as the Sudachi tags
-that hold the same words (`KEPT_POS`):
+its default split mode C, since the paper names none: `crossknow.data.sudachi`), and a morpheme is a
+candidate when it is no stop word and its POS is one of 普通名詞, 固有名詞, サ変接続, 形容動詞語幹,
+動詞一般. Two of those names are IPADIC's, which Sudachi's POS tags (UniDic-style) do not use;
+crossknow reads each name as the Sudachi tags that hold the same words (`KEPT_POS`):
 - 普通名詞: 名詞-普通名詞-* (its サ変可能, 形状詞可能, 副詞可能, ... nouns included);
 - 固有名詞: 名詞-固有名詞-*;
 - サ変接続 (IPADIC 名詞-サ変接続): 名詞-普通名詞-サ変可能 and -サ変形状詞可能;
@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from crossknow.errors import InputError, MissingDependencyError
+from crossknow.data.sudachi import Morpheme, morphemes
+from crossknow.errors import InputError
 from crossknow.perturb.edits import Edit
 from crossknow.perturb.sampling import Source
 from crossknow.perturb.synonym_dictionary import SynonymDictionary
@@ -50,53 +47,6 @@ STOP_WORDS_JA: frozenset[str] = frozenset(
     "各 両 思う 言う 行う 見る 用いる 得る".split()
 )
 """crossknow's stop words: formal nouns and near-empty words of academic Japanese that pass the POS filter."""
-SUDACHI_MAX_CHARS = 10_000
-"""Text is analysed in pieces of at most this many characters (sudachipy refuses inputs over about 49 KB)."""
-
-
-@dataclass(frozen=True)
-class Word:
-    """One morpheme of a text."""
-
-    surface: str
-    lemma: str
-    """Its dictionary form."""
-    begin: int
-    """First character in the text."""
-    end: int
-    """One past its last character."""
-    pos: tuple[str, ...]
-    """Sudachi's POS tags."""
-
-
-@lru_cache(maxsize=1)
-def _sudachi() -> Any:
-    try:
-        from sudachipy import Dictionary, SplitMode
-    except ImportError as error:
-        raise MissingDependencyError("sudachipy", "text", "Synonym perturbations (Japanese POS)") from error
-    return Dictionary(dict="core").tokenizer(mode=SplitMode.C)
-
-
-def _pieces(text: str) -> Iterator[tuple[int, str]]:
-    """(start, piece) of `text` cut after a line break or '。' so that no piece exceeds SUDACHI_MAX_CHARS."""
-    start = 0
-    while start < len(text):
-        end = min(len(text), start + SUDACHI_MAX_CHARS)
-        if end < len(text):
-            cut = max(text.rfind("\n", start, end), text.rfind("。", start, end))
-            end = cut + 1 if cut >= start else end
-        yield start, text[start:end]
-        start = end
-
-
-def sudachi_words(text: str) -> list[Word]:
-    """The morphemes of `text` (split mode C), with their character spans in `text`."""
-    tokenizer = _sudachi()
-    return [
-        Word(m.surface(), m.dictionary_form(), start + m.begin(), start + m.end(), tuple(m.part_of_speech()))
-        for start, piece in _pieces(text) for m in tokenizer.tokenize(piece)
-    ]
 
 
 def kept_tag(pos: tuple[str, ...]) -> str | None:
@@ -118,19 +68,19 @@ def read_stop_words(path: str | Path | None) -> frozenset[str]:
     return frozenset(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
 
 
-def candidate_words(text: str, stop_words: frozenset[str]) -> list[Word]:
+def candidate_words(text: str, stop_words: frozenset[str]) -> list[Morpheme]:
     """The morphemes of `text` that the POS filter keeps and that are no stop words (Appendix A.3.1)."""
-    return [w for w in sudachi_words(text)
+    return [w for w in morphemes(text)
             if kept_tag(w.pos) and w.surface not in stop_words and w.lemma not in stop_words]
 
 
-def _synonyms_of(word: Word, dictionary: SynonymDictionary, lang: str, synonym_lang: str) -> tuple[str, ...]:
+def _synonyms_of(word: Morpheme, dictionary: SynonymDictionary, lang: str, synonym_lang: str) -> tuple[str, ...]:
     found = dictionary.synonyms(word.lemma, lang, synonym_lang) or dictionary.synonyms(word.surface, lang, synonym_lang)
     return tuple(s for s in found if s != word.surface and not re.fullmatch(r"\s*", s))
 
 
 def synonym_edits(
-    source: Source, words: list[Word], dictionary: SynonymDictionary, synonym_lang: str, rng: random.Random
+    source: Source, words: list[Morpheme], dictionary: SynonymDictionary, synonym_lang: str, rng: random.Random
 ) -> list[Edit]:
     """One edit per candidate word that has a synonym, words in `rng`'s order, each with a synonym drawn by `rng`."""
     text, offsets, ids = source.doc.text, source.offsets, source.ids

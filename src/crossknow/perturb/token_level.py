@@ -22,11 +22,13 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from crossknow.data.sequence_variants import SequenceVariant, variant_label
+from crossknow.data.sudachi import Morpheme
 from crossknow.perturb.edits import Edit, percent_count, reach_distance
-from crossknow.perturb.records import SYNONYM_METHODS, PerturbationFailure, SequenceVariant, variant_label
+from crossknow.perturb.records import SYNONYM_METHODS, PerturbationFailure
 from crossknow.perturb.sampling import Source
 from crossknow.perturb.synonym_dictionary import SynonymDictionary
-from crossknow.perturb.synonyms import Word, candidate_words, synonym_edits
+from crossknow.perturb.synonyms import candidate_words, synonym_edits
 from crossknow.perturb.tokenizers import Vocabulary
 
 TOLERANCE = {"mask": 0, "random": 0, "delete": 0, "reorder": 1, "monosyn": 1, "mltsyn": 1}
@@ -98,7 +100,7 @@ def reorder_edits(ids: list[int], rng: random.Random, window: int) -> list[Edit]
 
 
 def _candidates(method: str, source: Source, rng: random.Random, y: int | None, settings: TokenSettings,
-                words: list[Word]) -> list[Edit]:
+                words: list[Morpheme]) -> list[Edit]:
     ids = source.ids
     if method == "mask":
         return mask_edits(ids, rng, source.model.mask_id)
@@ -116,7 +118,7 @@ def _candidates(method: str, source: Source, rng: random.Random, y: int | None, 
 
 
 def _one(method: str, source: Source, x: int, y: int | None, settings: TokenSettings,
-         words: list[Word]) -> SequenceVariant | PerturbationFailure:
+         words: list[Morpheme]) -> SequenceVariant | PerturbationFailure:
     n, label = len(source.ids), variant_label(method, x, y)
 
     def failure(reason: str) -> PerturbationFailure:

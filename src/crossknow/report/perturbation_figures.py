@@ -15,8 +15,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from crossknow.data.sequence_variants import REWRITE_METHODS, TOKEN_METHODS
 from crossknow.dynamics.onset import OnsetParams, overfitting_onset
-from crossknow.dynamics.sequence_curves import REWRITE_METHODS, TOKEN_METHODS
 from crossknow.report.figures import ONSET_MARKER
 
 Selection = Callable[[pd.DataFrame], pd.Series]
