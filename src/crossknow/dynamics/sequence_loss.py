@@ -31,14 +31,13 @@ import pyarrow.parquet as pq
 
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import InvalidRecord
+from crossknow.dynamics.checkpoint_sweep import sweep_checkpoints
 from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.dynamics.sequence_inputs import SequenceLossConfig, TracedSequence, read_sequences
 from crossknow.dynamics.token_spans import token_spans
-from crossknow.dynamics.trace import record_checkpoint
-from crossknow.errors import CrossknowError, PrefixCacheMiss
+from crossknow.errors import CrossknowError
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
 from crossknow.models.registry import ScorerOptions
-from crossknow.models.sweep_scorers import SweepScorers
 from crossknow.scoring.normalise import Normalisation, option_loss
 from crossknow.scoring.stage import CHUNK_BATCHES, ModelPoint, score_isolating
 from crossknow.store.atomic import atomic_write
@@ -193,33 +192,9 @@ def run_sequence_loss(
         run.open(config.model_dump(), {config.variants: file_sha256(Path(config.variants))},
                  volatile=("batch_size", "device"), paths=("variants",))
         stage = SequenceStage(run, config.batch_size, config.per_token)
-        done = stage.done_keys()
-        total, finished = len(checkpoints) * len(sequences), 0
-        pending = [c for c in checkpoints
-                   if any(sequence_key(ModelPoint(c.step), s) not in done for s in sequences)]
         options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
-        scorers = SweepScorers([c.spec for c in pending], options, reuse=reuse_frozen)
-        for checkpoint in checkpoints:
-            at = ModelPoint(checkpoint.step, checkpoint.label)
-            if checkpoint not in pending:
-                finished += len(sequences)
-                continue
-            finished += sum(sequence_key(at, s) in done for s in sequences)
-            record_checkpoint(out / "checkpoints.json", checkpoint)
-            scorer = scorers.scorer_for(checkpoint.spec)
-
-            def advance(n: int, label: str = checkpoint.label) -> None:
-                nonlocal finished
-                finished += n
-                if on_progress:
-                    on_progress(finished, total, label)
-
-            try:
-                stage.run(scorer, sequences, at, advance)
-            except PrefixCacheMiss:
-                scorers.drop_reuse()
-                stage.run(scorer, sequences, at, advance)
-        scorers.close()
+        sweep_checkpoints(out, checkpoints, sequences, sequence_key, stage.done_keys(), options, stage.run,
+                          reuse_frozen=reuse_frozen, on_progress=on_progress)
         return _write_tables(out, stage, sequences, config)
 
 

@@ -22,7 +22,6 @@ labelled by language alone (crossknow's fallback).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,13 +34,13 @@ from crossknow.data.formats import load_item_set
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.pairing import InterlingualLink, PairingKey, find_pairing, read_pairing
 from crossknow.data.schemas import MCItem
-from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash, discover_checkpoints
+from crossknow.dynamics.checkpoint_sweep import sweep_checkpoints
+from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.dynamics.trace_config import TraceConfig
-from crossknow.errors import CrossknowError, PrefixCacheMiss
+from crossknow.errors import CrossknowError
 from crossknow.models.registry import ScorerOptions
-from crossknow.models.sweep_scorers import SweepScorers
 from crossknow.scoring.metrics import accuracy_table, item_predictions
-from crossknow.scoring.stage import ModelPoint, ScoringStage, ScoringTask, task_key
+from crossknow.scoring.stage import ScoringStage, ScoringTask, task_key
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
@@ -147,18 +146,6 @@ def set_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def record_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Record `checkpoint`'s spec, label and weights hash in checkpoints.json at `path`, or check them against
-    the record of a run that began earlier (a changed checkpoint is an error)."""
-    recorded = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    entry = {"spec": checkpoint.spec, "label": checkpoint.label, "weights": checkpoint_hash(checkpoint)}
-    previous = recorded.get(str(checkpoint.step))
-    if previous and previous != entry:
-        raise CrossknowError(f"checkpoint at step {checkpoint.step} changed since this trace began ({checkpoint.spec})")
-    recorded[str(checkpoint.step)] = entry
-    atomic_write_json(path, recorded)
-
-
 def run_trace(
     config: TraceConfig, out: Path, on_progress: Callable[[int, int, str], None] | None = None,
     reuse_frozen: bool = True,
@@ -183,33 +170,9 @@ def run_trace(
         stage = ScoringStage(run, config.rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, s.name, condition)
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]
-        done = stage.done_keys()
-        total = len(checkpoints) * len(tasks)
-        finished = 0
         options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
-        pending = [c for c in checkpoints if any(task_key(ModelPoint(c.step, c.label), t) not in done for t in tasks)]
-        scorers = SweepScorers([c.spec for c in pending], options, reuse=reuse_frozen)
-        for checkpoint in checkpoints:
-            at = ModelPoint(checkpoint.step, checkpoint.label)
-            todo = [task for task in tasks if task_key(at, task) not in done]
-            finished += len(tasks) - len(todo)
-            if not todo:
-                continue
-            record_checkpoint(out / "checkpoints.json", checkpoint)
-            scorer = scorers.scorer_for(checkpoint.spec)
-
-            def advance(n: int, label: str = checkpoint.label) -> None:
-                nonlocal finished
-                finished += n
-                if on_progress:
-                    on_progress(finished, total, label)
-
-            try:
-                stage.run(scorer, todo, at, advance)
-            except PrefixCacheMiss:
-                scorers.drop_reuse()
-                stage.run(scorer, todo, at, advance)
-        scorers.close()
+        sweep_checkpoints(out, checkpoints, tasks, task_key, stage.done_keys(), options, stage.run,
+                          reuse_frozen=reuse_frozen, on_progress=on_progress)
         excluded = {(row["set"], row["item_id"]) for row in stage.read_unscorable()}
         table = stage.read()
         if excluded:
