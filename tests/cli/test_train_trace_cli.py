@@ -39,6 +39,20 @@ def test_train_with_a_bad_train_layers_spec_stops_before_writing_anything(tmp_pa
     assert not out.exists()
 
 
+def test_train_with_the_instruction_recipe_and_no_question_answer_generator_stops_before_writing_anything(
+    tmp_path: Path,
+) -> None:
+    """The instruction recipe's question-answer half (Appendix A.4.1(2)) needs a generator; the error says how
+    to leave that half out."""
+    corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
+    out = tmp_path / "run"
+    result = crossknow("train", "--corpus", str(corpus), "--out", str(out), "--recipe", "instruction",
+                       "--device", "cpu", cwd=tmp_path)
+    line = one_line_user_error(result)
+    assert "--qa-generator" in line and "--qa-pairs 0" in line
+    assert not out.exists()
+
+
 def test_trace_with_a_missing_data_file_names_it(tmp_path: Path) -> None:
     out = tmp_path / "run"
     missing = tmp_path / "no-such-items.jsonl"

@@ -1,5 +1,6 @@
 """The training collator: right padding, padding out of the loss, and a padded batch's loss equal to its
-sequences' losses alone (what makes a run's losses independent of how its global batch is split)."""
+sequences' losses alone (what makes a run's losses independent of how its global batch is split). Packed rows
+and their attention blocks: tests/training/test_packing.py."""
 
 from __future__ import annotations
 
@@ -9,24 +10,30 @@ from typing import Any
 
 import pytest
 
-from crossknow.training.collate import IGNORED_LABEL, RightPaddingCollator, pad_token_id
+from crossknow.training.collate import IGNORED_LABEL, SequenceCollator, pad_token_id
 
 from .tiny_run import DEMO_DIR
 
 torch = pytest.importorskip("torch")
 
 
+def rows(*texts: list[int]) -> list[dict[str, list[int]]]:
+    """One row per text, positions 0.. (packing 'none')."""
+    return [{"input_ids": ids, "position_ids": list(range(len(ids)))} for ids in texts]
+
+
 def test_rows_are_padded_on_the_right_and_padding_is_out_of_the_loss() -> None:
-    batch = RightPaddingCollator(pad_token_id=7)([{"input_ids": [2, 10, 11, 1]}, {"input_ids": [2, 12]}])
+    batch = SequenceCollator(pad_token_id=7)(rows([2, 10, 11, 1], [2, 12]))
     assert batch["input_ids"].tolist() == [[2, 10, 11, 1], [2, 12, 7, 7]]
-    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
-    assert batch["labels"].tolist() == [[2, 10, 11, 1], [2, 12, IGNORED_LABEL, IGNORED_LABEL]]
-    assert {tensor.dtype for tensor in batch.values()} == {torch.long}
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 3], [0, 1, 0, 1]]
+    # Position 0 is never a target (nothing precedes it); padding is out of the loss.
+    assert batch["labels"].tolist() == [[IGNORED_LABEL, 10, 11, 1], [IGNORED_LABEL, 12, IGNORED_LABEL, IGNORED_LABEL]]
+    assert {batch[key].dtype for key in ("input_ids", "position_ids", "labels")} == {torch.long}
 
 
 def test_a_real_token_equal_to_the_padding_id_stays_in_the_loss() -> None:
-    batch = RightPaddingCollator(pad_token_id=0)([{"input_ids": [2, 0, 5]}, {"input_ids": [2]}])
-    assert batch["labels"].tolist() == [[2, 0, 5], [2, IGNORED_LABEL, IGNORED_LABEL]]
+    batch = SequenceCollator(pad_token_id=0)(rows([2, 0, 5], [2]))
+    assert batch["labels"].tolist() == [[IGNORED_LABEL, 0, 5], [IGNORED_LABEL, IGNORED_LABEL, IGNORED_LABEL]]
 
 
 def test_pad_token_id_falls_back_to_eos_then_zero() -> None:
@@ -49,11 +56,11 @@ def test_a_padded_batch_has_the_loss_of_its_sequences_alone(embedded_scorer: Any
     tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
     lines = (DEMO_DIR / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2]
     texts = [json.loads(line)["text"] for line in lines]
-    rows = [{"input_ids": tokenizer(text)["input_ids"][:length]} for text, length in zip(texts, (40, 16), strict=True)]
-    assert [len(row["input_ids"]) for row in rows] == [40, 16]
-    collate = RightPaddingCollator(pad_token_id(tokenizer))
-    targets = sum(len(row["input_ids"]) - 1 for row in rows)  # next-token predictions in the batch
-    together = _mean_token_loss(model, collate(rows), targets)
-    alone = sum(_mean_token_loss(model, collate([row]), targets) for row in rows)
+    cut = [tokenizer(text)["input_ids"][:length] for text, length in zip(texts, (40, 16), strict=True)]
+    assert [len(ids) for ids in cut] == [40, 16]
+    collate = SequenceCollator(pad_token_id(tokenizer))
+    targets = sum(len(ids) - 1 for ids in cut)  # next-token predictions in the batch
+    together = _mean_token_loss(model, collate(rows(*cut)), targets)
+    alone = sum(_mean_token_loss(model, collate(rows(ids)), targets) for ids in cut)
     # float32 on the CPU: the two differ by reduction order only (measured about 1e-7 relative).
     assert together == pytest.approx(alone, rel=1e-5)

@@ -1,5 +1,6 @@
-"""`crossknow train` data-parallel under torchrun: 2 CPU processes (gloo) with batch size 1 take the same
-steps as one process with batch size 2, and the run directory is written once."""
+"""`crossknow train` data-parallel under torchrun: 2 CPU processes (gloo) with the global batch of 2 (one sequence
+per process per step) take the same steps as one process with the same global batch, and the run directory is
+written once."""
 
 from __future__ import annotations
 
@@ -26,13 +27,14 @@ torch = pytest.importorskip("torch")
 PROCESSES = 2
 """Processes torchrun starts (the CI machine has 2 cores; torchrun gives each one thread)."""
 
-SETTINGS: dict[str, Any] = {**TINY_SETTINGS, "max_length": 60, "learning_rate": 2e-5}
-"""The tiny run (tests/training/tiny_run.py) with two changes. max_length 60: the six documents are 52 to 65
-tokens long (with BOS and EOS), so most batches hold sequences of different lengths and are padded.
-learning_rate 2e-5 (the paper's): at the tiny run's 1e-3 the first step overshoots (the loss doubles, 3.53
-to 7.03) and amplifies the 1e-7 rounding differences to 3e-6 relative by step 4 (measured), too close to the
-tolerance below.
-4 steps of 2 sequences over 6 documents cross an epoch boundary (the second epoch's shuffle is checked too)."""
+SETTINGS: dict[str, Any] = {**TINY_SETTINGS, "packing": "masked", "max_length": 60, "learning_rate": 2e-5}
+"""The tiny run (tests/training/tiny_run.py) with three changes. Packing masked (the default) and max_length
+60: the six documents (356 tokens with BOS and EOS) pack into five sequences of 60 and one of 56, so a step
+can hold sequences of different lengths, padded, and texts cut across two sequences. learning_rate 2e-5 (the
+paper's): at the tiny run's 1e-3 the first step overshoots (measured before packing: the loss doubled, 3.53
+to 7.03) and amplifies the 1e-7 rounding differences to 3e-6 relative by step 4, too close to the tolerance
+below. 4 steps of 2 sequences over 6 sequences cross an epoch boundary (the second epoch's shuffle is checked
+too)."""
 
 CHECKPOINT_FILES = {
     "config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
@@ -43,14 +45,16 @@ CHECKPOINT_FILES = {
 LOSS_RTOL = 1e-5
 """Per-step loss and gradient norm, relative. Both runs compute the same float32 sums over the same tokens in
 another order (one batch of 2 against two batches of 1 whose gradients gloo adds): measured here at most
-2e-7 relative (about 2 float32 ulps). The four steps' losses differ from each other by at least 8e-4
-relative, and left padding (the bug this test caught) moved them by 7e-3: a step on other examples or
-another padding fails by two orders of magnitude."""
+3.2e-7 relative on losses and 2.8e-6 on gradient norms (packed sequences, issue 12; 2e-7 and 1.9e-7 before
+packing). The four steps' losses differ from each other by at least 2.9e-3 relative, and left padding (the
+bug this test caught) moved them by 7e-3: a step on other examples or another padding fails by two orders
+of magnitude."""
 
 WEIGHT_ATOL = SETTINGS["learning_rate"] / 2
 """Trained weights, absolute. AdamW divides each gradient entry by its own running magnitude, so an entry
 whose gradient is at the rounding level can move by up to about one learning rate (2e-5) differently:
-measured at most 2.2e-6 after 2 and after 4 steps, while the weights move by up to 6.1e-5. Processes that
+measured at most 6.9e-6 after 2 and after 4 steps (2.2e-6 before packing), while the weights move by up to
+6.1e-5. Processes that
 did not average their gradients, or trained on other examples, move entries up to 2 learning rates apart."""
 
 
@@ -83,11 +87,10 @@ def test_torchrun_on_2_processes_trains_as_one_process_with_the_global_batch(
     tmp_path: Path, embedded_checkpoint_dir: Path
 ) -> None:
     corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
-    global_batch = SETTINGS["batch_size"]
     reference = run_train(tiny_config(corpus, **SETTINGS), tmp_path / "one")
 
     out = tmp_path / "two"
-    per_device = {**SETTINGS, "batch_size": global_batch // PROCESSES}
+    per_device = {**SETTINGS, "micro_batch_size": SETTINGS["batch_size"] // PROCESSES}  # the same global batch
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(PROCESSES),
                "-m", "crossknow", *_cli_args(corpus, out, per_device)]
     # gloo on the CPU; --standalone picks a free port, so parallel test runs do not collide.

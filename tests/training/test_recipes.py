@@ -1,4 +1,4 @@
-"""The training corpora of section 6.1 built from the packaged demo corpus: C_K, C_T and their mix."""
+"""The training corpora of section 6.1 built from the packaged demo corpus: C_K and C_T."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from crossknow.data.corpus import Document, read_corpus
 from crossknow.errors import CrossknowError
-from crossknow.training.recipes import build_examples, knowledge_examples, transfer_examples
+from crossknow.training.recipes import build_parts, knowledge_examples, transfer_examples
 from crossknow.training.records import TrainConfig
 from crossknow.training.templates import TemplateTable
 
@@ -80,7 +80,8 @@ def test_english_documents_only(demo_docs: list[Document], table: TemplateTable)
 
 
 def test_english_instructions_never_show_japanese(demo_docs: list[Document], table: TemplateTable) -> None:
-    examples = knowledge_examples(config(DEMO_DIR / "corpus.jsonl", ["en"], recipe="instruction"), demo_docs, table)
+    cfg = config(DEMO_DIR / "corpus.jsonl", ["en"], recipe="instruction", qa_pairs=0)
+    examples = knowledge_examples(cfg, demo_docs, table)
     leaks = [e.id for e in examples if JAPANESE.search(e.text)]
     assert leaks == []
     kinds = Counter(e.kind for e in examples)
@@ -95,7 +96,7 @@ def test_english_instructions_never_show_japanese(demo_docs: list[Document], tab
 def test_both_languages_with_instructions_translate_each_pair_both_ways(
     demo_docs: list[Document], table: TemplateTable
 ) -> None:
-    examples = knowledge_examples(config(DEMO_DIR / "corpus.jsonl", ["en", "ja"], recipe="instruction"),
+    examples = knowledge_examples(config(DEMO_DIR / "corpus.jsonl", ["en", "ja"], recipe="instruction", qa_pairs=0),
                                   demo_docs, table)
     by_id = {d.id: d for d in demo_docs}
     partners = pairs_of(demo_docs)
@@ -144,19 +145,30 @@ def test_romanisation_pairs_the_romaji_with_the_japanese(split_corpora: dict[str
         assert example.text.index(romaji) < len(example.text) - len(doc.text)
 
 
-def test_roman2en_pairs_the_romaji_with_the_english(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+def test_roman2en_translates_between_romaji_and_english_both_ways(
+    split_corpora: dict[str, Any], table: TemplateTable
+) -> None:
+    """Section 6.1(2): "translation instructions between romanized Japanese and English". Before issue 12 only
+    romaji -> English was built (one instruction per pair, from the Japanese document)."""
     cutlet = pytest.importorskip("cutlet")
     katsu = cutlet.Cutlet()
     cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
                  transfer_recipe="roman2en")
     examples = transfer_examples(cfg, split_corpora["transfer"], table)
     pairs = pairs_of(split_corpora["transfer"])
-    assert sorted(e.doc_id for e in examples) == sorted(pair["ja"].id for pair in pairs.values())
+    assert len(pairs) == 20
+    assert sorted(e.doc_id for e in examples) == sorted(d.id for pair in pairs.values() for d in pair.values())
     for example in examples:
         pair = pairs[example.doc_id.rsplit("-", 1)[0]]
-        assert katsu.romaji(pair["ja"].text) in example.text
-        assert example.text.endswith(pair["en"].text)
+        romaji, english = katsu.romaji(pair["ja"].text), pair["en"].text
+        assert example.kind == "roman2en" and example.part == "transfer"
         assert pair["ja"].text not in example.text  # the Japanese script itself is never shown
+        if example.doc_id.endswith("-ja"):  # romaji -> English, instruction in Japanese
+            assert example.text.endswith(english) and romaji in example.text[: -len(english)]
+            assert JAPANESE.search(example.text.replace(romaji, "").replace(english, ""))
+        else:  # English -> romaji, instruction in English
+            assert example.text.endswith(romaji) and english in example.text[: -len(romaji)]
+            assert not JAPANESE.search(example.text)
 
 
 def test_documents_transfer_is_every_document_as_it_is(split_corpora: dict[str, Any], table: TemplateTable) -> None:
@@ -189,29 +201,26 @@ def test_check_disjoint_refuses_a_transfer_corpus_holding_the_knowledge(
     transfer = [*split_corpora["transfer"], extra]
     cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus="ct.jsonl", transfer_recipe="documents")
     with pytest.raises(CrossknowError, match=rf"ct\.jsonl: 1 transfer documents .*{extra.id}"):
-        build_examples(cfg, knowledge, transfer, table)
+        build_parts(cfg, knowledge, transfer, table)
     # The same corpus without the leaked document is accepted.
-    assert build_examples(cfg, knowledge, split_corpora["transfer"], table)
+    assert build_parts(cfg, knowledge, split_corpora["transfer"], table)
 
 
-def test_the_mix_is_shuffled_by_the_seed(split_corpora: dict[str, Any], table: TemplateTable) -> None:
-    def ids(seed: int) -> list[str]:
-        cfg = config(split_corpora["knowledge_path"], ["en"], recipe="instruction", seed=seed,
-                     transfer_corpus=str(split_corpora["transfer_path"]), transfer_recipe="translation")
-        return [e.id for e in build_examples(cfg, split_corpora["knowledge"], split_corpora["transfer"], table)]
-
-    first = ids(0)
-    assert len(set(first)) == len(first)
-    assert first == ids(0)
-    assert ids(1) != first and sorted(ids(1)) == sorted(first)
-    parts = [identifier.split(":")[1] for identifier in first[:40]]
-    assert "translation" in parts and "document" in parts  # C_K and C_T interleaved, not concatenated
+def test_the_parts_come_in_corpus_order(split_corpora: dict[str, Any], table: TemplateTable) -> None:
+    """Mixing (and budgets) happen after tokenisation, in crossknow.training.budget."""
+    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
+                 transfer_recipe="documents")
+    parts = build_parts(cfg, split_corpora["knowledge"], split_corpora["transfer"], table)
+    assert [e.doc_id for e in parts["knowledge"]] == [d.id for d in split_corpora["knowledge"] if d.lang == "en"]
+    assert [e.doc_id for e in parts["transfer"]] == [d.id for d in split_corpora["transfer"]]
+    no_transfer = build_parts(config(split_corpora["knowledge_path"], ["en"]), split_corpora["knowledge"], [], table)
+    assert list(no_transfer) == ["knowledge"]
 
 
 def test_adding_a_document_does_not_change_another_documents_instructions(
     demo_docs: list[Document], table: TemplateTable
 ) -> None:
-    cfg = config(DEMO_DIR / "corpus.jsonl", ["en"], recipe="instruction", seed=11)
+    cfg = config(DEMO_DIR / "corpus.jsonl", ["en"], recipe="instruction", qa_pairs=0, seed=11)
     english = [d for d in demo_docs if d.lang == "en"]
     alone = knowledge_examples(cfg, english[:1], table)
     assert len(alone) > 1

@@ -21,11 +21,17 @@ from crossknow.errors import CrossknowError
 from crossknow.models.protocol import ScoreRequest
 from crossknow.models.registry import ScorerOptions, load_scorer
 from crossknow.training.callbacks import RESUME_FILES, complete_checkpoints
-from crossknow.training.records import TrainConfig, TrainSummary
-from crossknow.training.trainer import SUMMARY_FILE, TRAIN_LOG_SCHEMA, model_source, run_train
+from crossknow.training.records import PartTokens, TrainConfig, TrainSummary
+from crossknow.training.trainer import (
+    SUMMARY_FILE,
+    TRAIN_LOG_SCHEMA,
+    gradient_accumulation,
+    model_source,
+    run_train,
+)
 
 from ..processes import run_until_then_kill
-from .tiny_run import TINY_SETTINGS, TinyTrainRun, tiny_cli_args, tiny_config
+from .tiny_run import TINY_SETTINGS, TINY_TOKENS, TinyTrainRun, tiny_cli_args, tiny_config
 
 pytest.importorskip("transformers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -59,11 +65,19 @@ def test_the_run_directory(tiny_train_run: TinyTrainRun) -> None:
     texts = [json.loads(line) for line in (out / "train_data.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(t["text"] for t in texts) == sorted(d["text"] for d in documents(tiny_train_run.corpus))
     assert {t["kind"] for t in texts} == {"document"}
+    # No budget; packing none cuts each text at max_length, and train_data.jsonl says so.
+    assert all(t["tokens"] == TINY_SETTINGS["max_length"] for t in texts)
+    assert sum(t["full_tokens"] for t in texts) == TINY_TOKENS
 
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["checkpoint-2", "checkpoint-4"]
     assert TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8")) == summary
     assert summary.steps == 4 and summary.checkpoints == [2, 4]
     assert summary.examples == {"knowledge/document": 6}
+    cut_tokens = 6 * TINY_SETTINGS["max_length"]
+    assert summary.parts == {"knowledge": PartTokens(texts_built=6, tokens_built=cut_tokens, budget=None, texts=6,
+                                                     tokens=cut_tokens, cut=0)}
+    assert summary.sequences == 6
+    assert summary.qa is None
 
 
 def test_the_parameter_counts_match_the_saved_weights(tiny_train_run: TinyTrainRun, embedded_checkpoint_dir: Path):
@@ -89,7 +103,7 @@ def test_the_step_log(tiny_train_run: TinyTrainRun, embedded_scorer: Any) -> Non
     # Every document is longer than max_length tokens (with BOS and EOS), so each step sees 2 x 48.
     tokenizer = embedded_scorer.tokenizer
     lengths = [len(tokenizer(d["text"])["input_ids"]) + 1 for d in documents(tiny_train_run.corpus)]
-    assert min(lengths) > TINY_SETTINGS["max_length"]
+    assert sum(lengths) == TINY_TOKENS and min(lengths) > TINY_SETTINGS["max_length"]
     per_step = TINY_SETTINGS["batch_size"] * TINY_SETTINGS["max_length"]
     assert [r["tokens"] for r in rows] == [per_step * r["step"] for r in rows]
     assert tiny_train_run.summary.tokens_seen == 4 * per_step
@@ -172,6 +186,46 @@ def test_config_validation() -> None:
         TrainConfig(**base, save_every_steps=2, save_every_tokens=100)
     with pytest.raises(ValidationError, match="recipe"):
         TrainConfig(**base, recipe="poems")
+    with pytest.raises(ValidationError, match="not a multiple of --micro-batch-size 3"):
+        TrainConfig(**base, batch_size=32, micro_batch_size=3)
+    with pytest.raises(ValidationError, match="--tokens-transfer needs --transfer-corpus"):
+        TrainConfig(**base, tokens_transfer=100)
+    with pytest.raises(ValidationError, match="packing"):
+        TrainConfig(**base, packing="greedy")
+
+
+def test_the_defaults_are_the_papers() -> None:
+    """Appendix A.4.2: learning rate 2e-5 down to 2e-6, weight decay 0.1, clipping 1.0, micro-batch 1, global batch
+    32, sequence length 4096; section 6.1(3): one epoch. Before issue 12 the batch was 8 sequences per device and
+    the length 512, each text truncated and padded."""
+    config = TrainConfig(model="default", corpus="c.jsonl")
+    assert (config.learning_rate, config.min_learning_rate, config.weight_decay, config.max_grad_norm) == (
+        2e-5, 2e-6, 0.1, 1.0)
+    assert (config.batch_size, config.micro_batch_size, config.max_length, config.epochs) == (32, 1, 4096, 1.0)
+    assert config.packing == "masked"
+    assert (config.tokens_knowledge, config.tokens_transfer) == (None, None)
+
+
+def test_the_instruction_recipe_asks_for_a_question_answer_generator() -> None:
+    base = {"model": "default", "corpus": "c.jsonl", "recipe": "instruction"}
+    with pytest.raises(ValidationError, match="needs --qa-generator"):
+        TrainConfig(**base)
+    assert TrainConfig(**base, qa_pairs=0).asks_qa_pairs is False  # the regex half alone: crossknow's option
+    assert TrainConfig(**base, qa_generator="default").asks_qa_pairs is True
+    with pytest.raises(ValidationError, match="--qa-generator: 'openai:m' needs --qa-base-url"):
+        TrainConfig(**base, qa_generator="openai:m")
+    with pytest.raises(ValidationError, match="--qa-generator: unknown generator spec"):
+        TrainConfig(**base, qa_generator="gpt-4")
+    with pytest.raises(ValidationError, match="used only by --recipe instruction"):
+        TrainConfig(model="default", corpus="c.jsonl", qa_generator="default")
+
+
+def test_gradient_accumulation_makes_up_the_global_batch() -> None:
+    config = TrainConfig(model="default", corpus="c.jsonl", batch_size=32, micro_batch_size=2)
+    assert gradient_accumulation(config, 1) == 16
+    assert gradient_accumulation(config, 4) == 4  # 4 processes x 2 sequences x 4 passes = 32
+    with pytest.raises(CrossknowError, match="--batch-size 32 is not a multiple of --micro-batch-size 2 x 3"):
+        gradient_accumulation(config, 3)
 
 
 def test_model_source(embedded_checkpoint_dir: Path) -> None:

@@ -5,11 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.table import Table
 
 from crossknow.cli.app import app, console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import bar
-from crossknow.training.records import TrainConfig
+from crossknow.training.records import TrainConfig, TrainSummary
+
+
+def stage_table(summary: TrainSummary) -> Table:
+    """What went into training, per corpus: texts and tokens built, the budget, texts and tokens trained on."""
+    table = Table(title=f"training data ({summary.sequences:,} sequences)")
+    for column in ("corpus", "texts built", "tokens built", "budget", "texts trained", "tokens trained"):
+        table.add_column(column, justify="left" if column == "corpus" else "right")
+    names = {"knowledge": "C_K (knowledge)", "transfer": "C_T (transfer)"}
+    for part, row in summary.parts.items():
+        budget = "all" if row.budget is None else f"{row.budget:,}"
+        texts = f"{row.texts:,}" + (f" ({row.cut} cut)" if row.cut else "")
+        table.add_row(names.get(part, part), f"{row.texts_built:,}", f"{row.tokens_built:,}", budget, texts,
+                      f"{row.tokens:,}")
+    if summary.qa is not None:
+        qa = summary.qa
+        table.caption = (
+            f"question-answer pairs ({qa.generator}): {qa.documents} documents, {qa.complete} complete, "
+            f"{qa.partial} with fewer pairs, {qa.invalid} invalid; {qa.calls_this_run} calls sent, "
+            f"{qa.cached_calls_this_run} from the cache"
+        )
+    return table
 
 
 @config_command(app, TrainConfig, comma_lists=("langs",))
@@ -22,6 +44,7 @@ def train(
 
     with bar(errors, "training") as update:
         summary = run_train(config, out, update)
+    console.print(stage_table(summary))
     console.print(
         f"{summary.steps} steps, {summary.tokens_seen} tokens, {len(summary.checkpoints)} checkpoints "
         f"({summary.trainable_parameters:,} of {summary.total_parameters:,} parameters trained) "

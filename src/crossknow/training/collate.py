@@ -1,13 +1,21 @@
-"""Training batches: token sequences padded on the right, padding left out of the loss.
+"""Training batches: token sequences with their position ids, padded on the right, with no attention mask.
 
-Padding goes on the right because there a causal model's real tokens never see it: each sequence's
-logits, and so its loss, are those it has alone. Left padding (the embedded Gemma tokenizer's default
-side, which transformers' `DataCollatorForLanguageModeling` follows) changes them: measured with the
-embedded model (sdpa attention) on two tiny-run documents of 57 and 52 tokens, the mean token loss of
-the pair was 4.3330 with each document alone and 4.4079 left-padded into one batch (4.3330 again
-right-padded). Right padding makes a run's per-step losses independent of how its global batch is
-split into per-device batches, so `torchrun` on N processes with batch size B trains as one process
-with batch size N x B does.
+Each row carries `position_ids` that start again at 0 where a new text starts (`crossknow.training.packing`).
+The batch holds no `attention_mask`: given position ids and no mask, transformers' mask functions
+(`masking_utils.find_packed_sequence_indices`, and the flash-attention varlen path on GPUs) read every
+restart as the start of a separate sequence and build a block-diagonal causal mask, sliding-window layers
+included. Padding is a block of its own (positions 0, 1, ... after the last real token), so a real token
+never sees it, and it is out of the loss. The first token of every block is out of the loss too: it
+would be predicted from the end of the block before, which it cannot see. `use_cache=False` goes with
+every batch: a model that builds a key-value cache skips that packed-sequence detection (transformers
+5.23) and lets every token attend to everything before it in the row.
+
+Padding goes on the right because there a causal model's real tokens never see it. Left padding (the
+embedded Gemma tokenizer's default side, which transformers' `DataCollatorForLanguageModeling` follows)
+changes the loss: measured with the embedded model (sdpa attention) on two tiny-run documents of 57 and
+52 tokens, the mean token loss of the pair was 4.3330 with each document alone and 4.4079 left-padded
+into one batch. Right padding makes a run's per-step losses independent of how its global batch is
+split into per-device batches, so `torchrun` on N processes trains as one process does.
 """
 
 from __future__ import annotations
@@ -20,29 +28,37 @@ IGNORED_LABEL = -100
 
 
 @dataclass(frozen=True)
-class RightPaddingCollator:
-    """Batches `{"input_ids": [...]}` rows into tensors padded on the right to the batch's longest row."""
+class SequenceCollator:
+    """Batches `{"input_ids": [...], "position_ids": [...]}` rows into right-padded tensors."""
 
     pad_token_id: int
-    """Token id written into the padding; it is masked out of attention and loss, so any id will do."""
+    """Token id written into the padding. transformers' Trainer counts the tokens that differ from the
+    tokenizer's padding id as the non-padding tokens seen, so this is that id."""
 
     def __call__(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
-        """input_ids, attention_mask (1 on real tokens) and labels (the ids; IGNORED_LABEL on padding)."""
+        """input_ids, position_ids, labels (the ids; IGNORED_LABEL on padding and at position 0) and
+        use_cache=False."""
         import torch
 
         width = max(len(row["input_ids"]) for row in rows)
         input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
+        position_ids = torch.zeros((len(rows), width), dtype=torch.long)
+        real = torch.zeros((len(rows), width), dtype=torch.bool)
         for index, row in enumerate(rows):
             length = len(row["input_ids"])
+            if len(row["position_ids"]) != length:
+                raise ValueError(f"row {index}: {length} input ids but {len(row['position_ids'])} position ids")
             input_ids[index, :length] = torch.tensor(row["input_ids"], dtype=torch.long)
-            attention_mask[index, :length] = 1
-        labels = input_ids.masked_fill(attention_mask == 0, IGNORED_LABEL)
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+            position_ids[index, :length] = torch.tensor(row["position_ids"], dtype=torch.long)
+            position_ids[index, length:] = torch.arange(width - length)
+            real[index, :length] = True
+        labels = input_ids.masked_fill(~real | (position_ids == 0), IGNORED_LABEL)
+        return {"input_ids": input_ids, "position_ids": position_ids, "labels": labels, "use_cache": False}
 
 
 def pad_token_id(tokenizer: Any) -> int:
-    """The tokenizer's padding id, else its end-of-sequence id, else 0 (padding is masked: only its type matters)."""
+    """The tokenizer's padding id, else its end-of-sequence id, else 0. (Without a padding id in the
+    tokenizer, transformers' Trainer counts padding among the tokens seen.)"""
     for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
         if candidate is not None:
             return int(candidate)

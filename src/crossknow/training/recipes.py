@@ -1,8 +1,9 @@
-"""Training corpora of section 6.1: the knowledge-injection corpus C_K and the transfer corpus C_T, mixed.
+"""Training corpora of section 6.1: the knowledge-injection corpus C_K and the transfer corpus C_T.
 
 C_K holds the target knowledge in the training language(s); C_T holds no new knowledge and only
-links the languages. `build_examples` refuses a C_T that shares a pair id or document id with C_K,
+links the languages. `build_parts` refuses a C_T that shares a pair id or document id with C_K,
 because the knowledge evaluated in the other language must be absent from C_T (section 6.1 (1)).
+The two parts are sampled to their token budgets and mixed by `crossknow.training.budget`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.training.instructions import LANGUAGE_NAMES, reading_comprehension
-from crossknow.training.records import TrainConfig, TrainingExample
+from crossknow.training.records import Part, TrainConfig, TrainingExample
 from crossknow.training.templates import TemplateTable, fill
 
 
@@ -51,7 +52,8 @@ def _partner(doc: Any, by_pair: dict[str, dict[str, Any]]) -> Any | None:
 
 
 def knowledge_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateTable) -> list[TrainingExample]:
-    """C_K: the documents in `config.langs`, plus their reading-comprehension instructions under 'instruction'.
+    """C_K: the documents in `config.langs`, plus their reading-comprehension instructions under 'instruction'
+    (the recipe's question-answer texts are added by `crossknow.training.qa_pairs.qa_examples`).
 
     A translation instruction is built only when both documents of a pair are in `config.langs`, so
     training on English alone never shows the model the Japanese text.
@@ -83,7 +85,9 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
     - documents: every document as it is (e.g. the paper's Medical-Japanese baseline);
     - translation: for every pair with English and Japanese, one instruction each way (Medical-Translation);
     - romanisation: every Japanese document in romaji -> in Japanese script (Medical-Roman);
-    - roman2en: every pair's Japanese text in romaji -> its English text (Medical-Roman2En).
+    - roman2en: every pair's Japanese text in romaji -> its English text, and its English text -> the
+      Japanese in romaji (Medical-Roman2En: "translation instructions between romanized Japanese and
+      English", section 6.1(2)); the instruction is written in the source text's language.
     """
     recipe = config.transfer_recipe
     if recipe == "documents":
@@ -103,9 +107,10 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
         elif recipe == "romanisation" and doc.lang == "ja":
             examples.append(_instruction("romanisation", doc, table, config.seed,
                                          {"romaji": romanise(doc.text), "text": doc.text}))
-        elif recipe == "roman2en" and doc.lang == "ja" and partner is not None and partner.lang == "en":
+        elif recipe == "roman2en" and partner is not None and {doc.lang, partner.lang} == {"ja", "en"}:
+            japanese, english = (doc, partner) if doc.lang == "ja" else (partner, doc)
             examples.append(_instruction("roman2en", doc, table, config.seed,
-                                         {"romaji": romanise(doc.text), "english": partner.text}))
+                                         {"romaji": romanise(japanese.text), "english": english.text}))
     if not examples:
         raise CrossknowError(f"{config.transfer_corpus}: the {recipe!r} recipe built no examples from it")
     return examples
@@ -123,13 +128,13 @@ def check_disjoint(knowledge_docs: Sequence[Any], transfer_docs: Sequence[Any], 
         )
 
 
-def build_examples(
+def build_parts(
     config: TrainConfig, knowledge_docs: Sequence[Any], transfer_docs: Sequence[Any], table: TemplateTable
-) -> list[TrainingExample]:
-    """C_K and C_T built, concatenated and shuffled with `config.seed`."""
-    examples = knowledge_examples(config, knowledge_docs, table)
+) -> dict[Part, list[TrainingExample]]:
+    """C_K and C_T (when a transfer recipe is set) as built, in corpus order, by part."""
+    parts: dict[Part, list[TrainingExample]] = {"knowledge": knowledge_examples(config, knowledge_docs, table)}
     if config.transfer_recipe != "none":
-        check_disjoint([d for d in knowledge_docs if d.lang in config.langs], transfer_docs, str(config.transfer_corpus))
-        examples += transfer_examples(config, transfer_docs, table)
-    random.Random(config.seed).shuffle(examples)
-    return examples
+        chosen = [d for d in knowledge_docs if d.lang in config.langs]
+        check_disjoint(chosen, transfer_docs, str(config.transfer_corpus))
+        parts["transfer"] = transfer_examples(config, transfer_docs, table)
+    return parts

@@ -1,4 +1,5 @@
-"""The records `crossknow train` saves: its config (config.yaml), the examples it built, and its summary."""
+"""The records `crossknow train` saves: its config (config.yaml), the texts it trained on, the question-answer
+pairs it asked for, and its summary."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.errors import CrossknowError
+from crossknow.models.registry import check_spec
 from crossknow.training.layers import LAYER_SPEC
 
 KnowledgeRecipe = Literal["documents", "instruction"]
 TransferRecipe = Literal["none", "documents", "translation", "romanisation", "roman2en"]
+Packing = Literal["masked", "unmasked", "none"]
+Part = Literal["knowledge", "transfer"]
 
 
 class TrainConfig(Record):
@@ -24,7 +29,30 @@ class TrainConfig(Record):
     recipe: KnowledgeRecipe = Field(
         default="documents",
         description="C_K recipe: 'documents' (raw text) or 'instruction' (raw text plus reading-comprehension "
-        "instructions, Appendix A.4.1).",
+        "instructions and LLM-written question-answer pairs, Appendix A.4.1).",
+    )
+    qa_generator: str | None = Field(
+        default=None,
+        description="Generator spec that writes the instruction recipe's question-answer pairs (Appendix A.4.1(2)): "
+        "default, hf:PATH, gguf:FILE or openai:MODEL with --qa-base-url.",
+    )
+    qa_pairs: int = Field(
+        default=5, ge=0,
+        description="Question-answer pairs asked per C_K document (Appendix A.4.1(2): 5); 0 leaves that half of the "
+        "instruction recipe out (crossknow's option).",
+    )
+    qa_max_tokens: int = Field(default=1024, ge=16, description="Most tokens of one question-answer answer.")
+    qa_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: --qa-generator.")
+    qa_api_key_env: str = Field(
+        default="OPENAI_API_KEY", description="Environment variable that holds the API key of --qa-base-url."
+    )
+    qa_cache: str | None = Field(
+        default=None,
+        description="SQLite request cache of the question-answer calls (unset: the user's cache directory).",
+    )
+    qa_concurrency: int = Field(default=8, ge=1, description="Question-answer requests in flight at once (servers).")
+    qa_timeout_s: float = Field(
+        default=300.0, gt=0, description="Seconds before one question-answer server request is retried."
     )
     transfer_corpus: str | None = Field(
         default=None, description="Cross-lingual transfer corpus C_T (JSONL documents); must not share pairs with C_K."
@@ -32,20 +60,44 @@ class TrainConfig(Record):
     transfer_recipe: TransferRecipe = Field(
         default="none",
         description="C_T recipe: 'documents' (raw text), 'translation' (both directions of every pair), "
-        "'romanisation' (romaji -> Japanese script), 'roman2en' (romaji Japanese -> English), or 'none'.",
+        "'romanisation' (romaji -> Japanese script), 'roman2en' (romaji Japanese <-> English, both directions), "
+        "or 'none'.",
+    )
+    tokens_knowledge: int | None = Field(
+        default=None, ge=1,
+        description="Token budget of C_K (section 6.1(3): 0.5B): texts sampled with the seed until exactly this many "
+        "tokens; unset: all of C_K.",
+    )
+    tokens_transfer: int | None = Field(
+        default=None, ge=1,
+        description="Token budget of C_T (section 6.1(3): 0.5B), sampled like --tokens-knowledge; unset: all of C_T.",
     )
     epochs: float = Field(
         default=1.0, gt=0, description="Passes over the mixed corpus (ignored when max_steps is set)."
     )
     max_steps: int | None = Field(default=None, ge=1, description="Optimizer steps to train; overrides epochs.")
     learning_rate: float = Field(default=2e-5, gt=0, description="Peak learning rate (Appendix A.4.2: 2e-5).")
-    min_learning_rate: float = Field(default=2e-6, ge=0, description="Learning rate at the end of the cosine decay.")
+    min_learning_rate: float = Field(
+        default=2e-6, ge=0, description="Learning rate at the end of the decay (Appendix A.4.2: 2e-6)."
+    )
     warmup_ratio: float = Field(default=0.0, ge=0, lt=1, description="Fraction of steps with linear warm-up.")
-    weight_decay: float = Field(default=0.1, ge=0, description="AdamW weight decay (Appendix A.4.2: 0.1).")
+    weight_decay: float = Field(default=0.1, ge=0, description="Weight decay (Appendix A.4.2: 0.1).")
     max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm (Appendix A.4.2: 1.0).")
-    batch_size: int = Field(default=8, ge=1, description="Sequences per device per forward pass.")
-    grad_accum: int = Field(default=1, ge=1, description="Forward passes per optimizer step.")
-    max_length: int = Field(default=512, ge=8, description="Tokens per sequence; longer examples are truncated.")
+    batch_size: int = Field(
+        default=32, ge=1, description="Sequences per optimizer step over all processes: the global batch "
+        "(Appendix A.4.2: 32)."
+    )
+    micro_batch_size: int = Field(
+        default=1, ge=1,
+        description="Sequences per process per forward pass (Appendix A.4.2: 1); gradient accumulation makes up the "
+        "global batch.",
+    )
+    max_length: int = Field(default=4096, ge=8, description="Tokens per training sequence (Appendix A.4.2: 4096).")
+    packing: Packing = Field(
+        default="masked",
+        description="'masked': texts packed into max_length sequences, each attending only to itself; 'unmasked': "
+        "packed, attention crosses texts; 'none': one text per sequence, cut at max_length and padded.",
+    )
     save_every_steps: int | None = Field(default=None, ge=1, description="Save a checkpoint every N optimizer steps.")
     save_every_tokens: int | None = Field(
         default=None, ge=1, description="Save a checkpoint each time N more (non-padding) tokens have been seen."
@@ -55,7 +107,11 @@ class TrainConfig(Record):
         description="Parameters that train: 'all', 'blocks' (decoder blocks and final norm; embeddings frozen), "
         "or 'last:N' (the last N decoder blocks and the final norm).",
     )
-    seed: int = Field(default=0, description="Seed of the data order, template draws, shuffling and initialisation.")
+    seed: int = Field(
+        default=0,
+        description="Seed of the token budgets' samples, template draws, the mix's order, shuffling and "
+        "initialisation.",
+    )
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda'.")
     dtype: Literal["float32", "bfloat16"] = Field(
         default="float32",
@@ -76,20 +132,105 @@ class TrainConfig(Record):
     def _check(self) -> TrainConfig:
         if (self.transfer_corpus is None) != (self.transfer_recipe == "none"):
             raise ValueError("give --transfer-corpus and --transfer-recipe together (or neither)")
+        if self.tokens_transfer is not None and self.transfer_corpus is None:
+            raise ValueError("--tokens-transfer needs --transfer-corpus")
         if self.save_every_steps and self.save_every_tokens:
             raise ValueError("give --save-every-steps or --save-every-tokens, not both")
+        if self.batch_size % self.micro_batch_size:
+            raise ValueError(f"--batch-size {self.batch_size} is not a multiple of --micro-batch-size "
+                             f"{self.micro_batch_size}")
+        if self.asks_qa_pairs and self.qa_generator is None:
+            raise ValueError("the instruction recipe's question-answer half (Appendix A.4.1(2)) needs --qa-generator "
+                             "SPEC; --qa-pairs 0 leaves it out")
+        if self.qa_generator is not None:
+            if not self.asks_qa_pairs:
+                raise ValueError("--qa-generator is used only by --recipe instruction with --qa-pairs above 0")
+            try:
+                check_spec(self.qa_generator, self.qa_base_url, "generator", server_hint="needs --qa-base-url URL")
+            except CrossknowError as error:
+                raise ValueError(f"--qa-generator: {error}") from error
         return self
+
+    @property
+    def asks_qa_pairs(self) -> bool:
+        """True when the C_K recipe includes LLM-written question-answer pairs."""
+        return self.recipe == "instruction" and self.qa_pairs > 0
+
+
+VOLATILE = ("device", "qa_base_url", "qa_api_key_env", "qa_cache", "qa_concurrency", "qa_timeout_s")
+"""Config keys that may change when a run resumes: where the model runs and how the generator is reached."""
 
 
 class TrainingExample(Record):
-    """One training text (a line of train_data.jsonl)."""
+    """One training text as a recipe built it."""
 
     id: str = Field(description="Unique id: '<document id>:<kind>'.")
-    part: Literal["knowledge", "transfer"] = Field(description="C_K (knowledge injection) or C_T (transfer).")
-    kind: str = Field(description="'document', an instruction type, 'translation', 'romanisation' or 'roman2en'.")
+    part: Part = Field(description="C_K (knowledge injection) or C_T (transfer).")
+    kind: str = Field(
+        description="'document', an instruction type, 'qa_pairs', 'translation', 'romanisation' or 'roman2en'."
+    )
     doc_id: str = Field(description="The document it was built from.")
     template_index: int | None = Field(description="The template drawn, for instructions; None for raw documents.")
     text: str = Field(description="The text the model trains on.")
+
+
+class TrainedText(TrainingExample):
+    """One text the run trained on (a line of train_data.jsonl, in the mix's order)."""
+
+    full_tokens: int = Field(description="Tokens of the whole text: the tokenizer's special tokens, the text, EOS.")
+    tokens: int = Field(
+        description="Tokens trained on: the first `tokens` of those; fewer than full_tokens where the token budget "
+        "(or max_length, with packing 'none') cut the text."
+    )
+
+
+class PartTokens(Record):
+    """How much of one corpus went into training: a row of the stage table."""
+
+    texts_built: int = Field(description="Texts the recipe built from the corpus.")
+    tokens_built: int = Field(description="Their tokens (with packing 'none', each cut at max_length).")
+    budget: int | None = Field(description="The token budget (--tokens-knowledge or --tokens-transfer); None: all.")
+    texts: int = Field(description="Texts trained on, the one cut by the budget included.")
+    tokens: int = Field(description="Tokens trained on: the budget exactly, or tokens_built without one.")
+    cut: int = Field(description="Texts the budget cut short (0 or 1).")
+
+
+class QAPair(Record):
+    """One question about a document and its answer."""
+
+    question: str = Field(min_length=1, description="A question the document answers.")
+    answer: str = Field(min_length=1, description="Its answer, from the document.")
+
+    @field_validator("question", "answer")
+    @classmethod
+    def _has_words(cls, text: str) -> str:
+        # A placeholder such as "..." (copied from a format description by a small model) is no pair.
+        if not any(character.isalnum() for character in text):
+            raise ValueError(f"{text!r} holds no word")
+        return text.strip()
+
+
+class QARecord(Record):
+    """The question-answer pairs asked for one C_K document (a line of qa_pairs.jsonl)."""
+
+    doc_id: str = Field(description="The document.")
+    lang: str = Field(description="Its language (the prompt's language).")
+    pairs: list[QAPair] = Field(description="The pairs kept: at most --qa-pairs; empty when the output was invalid.")
+    error: str | None = Field(description="Why the output was invalid after all attempts; None when valid.")
+    attempts: int = Field(description="Model calls made for the document, cached ones included.")
+    cached: bool = Field(description="True when every call came from the request cache.")
+
+
+class QASummary(Record):
+    """What the question-answer half of the instruction recipe produced."""
+
+    generator: str = Field(description="'backend:model id' of the generator.")
+    documents: int = Field(description="Documents asked.")
+    complete: int = Field(description="Documents with all the pairs asked for.")
+    partial: int = Field(description="Documents with fewer pairs than asked (the paper notes this happens).")
+    invalid: int = Field(description="Documents whose output was invalid after all attempts (no pairs; recorded).")
+    calls_this_run: int = Field(description="Model calls this invocation sent (cache misses).")
+    cached_calls_this_run: int = Field(description="Model calls this invocation answered from the cache.")
 
 
 class TrainSummary(Record):
@@ -97,7 +238,12 @@ class TrainSummary(Record):
 
     steps: int = Field(description="Optimizer steps taken in total.")
     tokens_seen: int = Field(description="Non-padding tokens seen in total.")
-    examples: dict[str, int] = Field(description="Training texts per part and kind, e.g. 'knowledge/document'.")
+    examples: dict[str, int] = Field(description="Texts trained on per part and kind, e.g. 'knowledge/document'.")
+    parts: dict[str, PartTokens] = Field(
+        description="Per part ('knowledge', 'transfer'): texts and tokens that went in."
+    )
+    sequences: int = Field(description="Training sequences the texts were packed (or cut) into.")
+    qa: QASummary | None = Field(description="The question-answer pairs, when the recipe asked for them.")
     trainable_parameters: int = Field(description="Parameters that were updated.")
     total_parameters: int = Field(description="All parameters of the model.")
     checkpoints: list[int] = Field(description="Steps of the saved checkpoints (checkpoints/checkpoint-STEP).")

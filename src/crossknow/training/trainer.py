@@ -1,17 +1,19 @@
 """`crossknow train`: continual pretraining with transformers' Trainer, checkpointed and resumable.
 
-The run directory holds config.yaml, inputs.json (the corpora's SHA-256), train_data.jsonl (every
-training text, in training order before the Trainer's seeded shuffling), checkpoints/checkpoint-STEP
-(model and tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl
-(one line per optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again
-on a finished directory, it returns the saved summary.
+The run directory holds config.yaml, inputs.json (the corpora's SHA-256), qa_pairs.jsonl (the
+question-answer pairs of the instruction recipe, when it asks for them), train_data.jsonl (every text
+trained on, in the mix's order, with the tokens it contributed), checkpoints/checkpoint-STEP (model and
+tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl (one line per
+optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again on a finished
+directory, it returns the saved summary.
 
 Because it is transformers' Trainer, `torchrun --nproc-per-node N -m crossknow train ...` or
 `accelerate launch -m crossknow train ...` runs it data-parallel on several devices and nodes; the
-batch size is per device, and N processes with batch size B take the same optimizer steps on the same
-examples as one process with batch size N x B (docs/distributed.md; tests/training/test_distributed.py
-checks it with 2 CPU processes). Only the main process (RANK 0) writes the run directory's files and
-the checkpoints' weights; each process adds its own rng_state_RANK.pth to a checkpoint, for resuming.
+batch size is global, and each process takes batch_size / (micro_batch_size x N) forward passes of
+micro_batch_size sequences per optimizer step, so N processes take the same optimizer steps on the same
+sequences as one process (docs/distributed.md; tests/training/test_distributed.py checks it with 2 CPU
+processes). Only the main process (RANK 0) writes the run directory's files and the checkpoints'
+weights; each process adds its own rng_state_RANK.pth to a checkpoint, for resuming.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from crossknow.models.registry import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
+from crossknow.training.budget import TokenisedText, budgeted_mix
 from crossknow.training.callbacks import (
     RESUME_FILES,
     PruneResumeState,
@@ -42,10 +45,12 @@ from crossknow.training.callbacks import (
     drop_resume_state,
     read_step_log,
 )
-from crossknow.training.collate import RightPaddingCollator, pad_token_id
+from crossknow.training.collate import SequenceCollator, pad_token_id
 from crossknow.training.layers import select_trainable
-from crossknow.training.recipes import build_examples
-from crossknow.training.records import TrainConfig, TrainingExample, TrainSummary
+from crossknow.training.packing import check_document_masking, sequences
+from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, summarise
+from crossknow.training.recipes import build_parts
+from crossknow.training.records import VOLATILE, QARecord, QASummary, TrainConfig, TrainSummary
 from crossknow.training.templates import TemplateTable
 
 TRAIN_LOG_SCHEMA = pa.schema(
@@ -55,9 +60,7 @@ TRAIN_LOG_SCHEMA = pa.schema(
 """train_log.parquet: training loss, learning rate, gradient norm and tokens seen after each optimizer step."""
 
 SUMMARY_FILE = "train_summary.json"
-
-VOLATILE = ("device",)
-"""Config keys that may change when a run resumes."""
+QA_FILE = "qa_pairs.jsonl"
 
 
 def model_source(spec: str) -> tuple[str, str | None]:
@@ -72,18 +75,23 @@ def _is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def _write_examples(path: Path, examples: list[TrainingExample]) -> None:
-    atomic_write_text(path, "".join(e.model_dump_json() + "\n" for e in examples))
+def _write_lines(path: Path, records: list[Any]) -> None:
+    atomic_write_text(path, "".join(r.model_dump_json() + "\n" for r in records))
 
 
-def _tokenised(examples: list[TrainingExample], tokenizer: Any, max_length: int) -> list[dict[str, list[int]]]:
-    """Each text with the tokenizer's special tokens and an end-of-sequence token, cut at `max_length`."""
-    rows = []
-    for example in examples:
-        ids = tokenizer(example.text, add_special_tokens=True)["input_ids"]
-        ids = (ids + [tokenizer.eos_token_id])[:max_length]
-        rows.append({"input_ids": ids, "attention_mask": [1] * len(ids)})
-    return rows
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def gradient_accumulation(config: TrainConfig, processes: int) -> int:
+    """Forward passes per optimizer step on each of `processes` processes that make up the global batch."""
+    per_pass = config.micro_batch_size * processes
+    if config.batch_size % per_pass:
+        raise CrossknowError(
+            f"--batch-size {config.batch_size} is not a multiple of --micro-batch-size {config.micro_batch_size} "
+            f"x {processes} processes"
+        )
+    return config.batch_size // per_pass
 
 
 def _training_arguments(config: TrainConfig, out: Path) -> Any:
@@ -93,8 +101,8 @@ def _training_arguments(config: TrainConfig, out: Path) -> Any:
     use_cpu = config.device == "cpu" or (config.device == "auto" and not torch.cuda.is_available())
     return TrainingArguments(
         output_dir=str(out / "checkpoints"),
-        per_device_train_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.grad_accum,
+        per_device_train_batch_size=config.micro_batch_size,
+        gradient_accumulation_steps=gradient_accumulation(config, _world_size()),
         num_train_epochs=config.epochs,
         max_steps=config.max_steps or -1,
         learning_rate=config.learning_rate,
@@ -123,6 +131,25 @@ def _resume_point(checkpoints: dict[int, Path]) -> Path | None:
     return resumable[-1] if resumable else None
 
 
+def _question_answer_pairs(
+    config: TrainConfig, knowledge: list[Any], args: Any
+) -> tuple[list[QARecord], QASummary | None]:
+    """The instruction recipe's question-answer pairs of the C_K documents in `config.langs`, in corpus order.
+
+    Under several processes the main one asks first and the others then find its answers in the cache. A
+    local generator's weights are freed on return, before the model to train is loaded."""
+    if not config.asks_qa_pairs:
+        return [], None
+    docs = [doc for doc in knowledge if doc.lang in config.langs]
+    with args.main_process_first(desc="question-answer pairs"):
+        client = qa_client(config)
+        try:
+            records = ask_qa_pairs(client, docs, config.qa_pairs)
+        finally:
+            client.cache.close()  # type: ignore[union-attr]
+    return records, summarise(records, config.qa_pairs, client)
+
+
 def run_train(
     config: TrainConfig, out: Path, on_progress: Callable[[int, int], None] | None = None
 ) -> TrainSummary:
@@ -139,35 +166,43 @@ def run_train(
 
     knowledge = read_corpus(Path(config.corpus))
     transfer = read_corpus(Path(config.transfer_corpus)) if config.transfer_corpus else []
-    examples = build_examples(config, knowledge, transfer, TemplateTable.load())
+    parts = build_parts(config, knowledge, transfer, TemplateTable.load())  # a recipe error stops it here
     inputs = {config.corpus: file_sha256(Path(config.corpus))}
     if config.transfer_corpus:
         inputs[config.transfer_corpus] = file_sha256(Path(config.transfer_corpus))
+    gradient_accumulation(config, _world_size())  # a batch the processes cannot share fails before anything runs
 
     out = Path(out)
     checkpoints = complete_checkpoints(out / "checkpoints")
     if _is_main_process():
         with RunDir(out) as run:  # checked and recorded; the Trainer's own files are its resume state
             run.open(config.model_dump(), inputs, volatile=VOLATILE, has_results=bool(checkpoints))
-        _write_examples(out / "train_data.jsonl", examples)
     if (out / SUMMARY_FILE).exists():
         return TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
+    args = _training_arguments(config, out)
+    qa, qa_summary = _question_answer_pairs(config, knowledge, args)
+    parts["knowledge"] += qa_examples(qa)
     path, revision = model_source(config.model)
     torch.manual_seed(config.seed)
     # float32 master weights, on the CPU until the Trainer places them (and switches to train mode)
     tokenizer, model = load_causal_lm(path, revision, config.model, "cpu", "float32")
+    texts, part_tokens = budgeted_mix(config, parts, tokenizer)
+    rows = sequences([text.ids for text in texts], config.max_length, config.packing)
+    if _is_main_process():
+        if qa_summary is not None:
+            _write_lines(out / QA_FILE, qa)
+        _write_lines(out / "train_data.jsonl", [text.trained() for text in texts])
+    collate = SequenceCollator(pad_token_id(tokenizer))
+    if config.packing == "masked":
+        check_document_masking(model, tokenizer, collate)
     trainable, total = select_trainable(model, config.train_layers)
 
     callbacks: list[Any] = [StepLog(out / "train_log.jsonl", on_progress), PruneResumeState()]
     if config.save_every_tokens:
         callbacks.append(TokenIntervalSave(config.save_every_tokens))
     trainer = Trainer(
-        model=model,
-        args=_training_arguments(config, out),
-        train_dataset=_tokenised(examples, tokenizer, config.max_length),
-        data_collator=RightPaddingCollator(pad_token_id(tokenizer)),
-        processing_class=tokenizer,
+        model=model, args=args, train_dataset=rows, data_collator=collate, processing_class=tokenizer,
         callbacks=callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # the step log and the progress bar report instead
@@ -182,7 +217,10 @@ def run_train(
     summary = TrainSummary(
         steps=final_step,
         tokens_seen=int(trainer.state.num_input_tokens_seen),
-        examples=dict(Counter(f"{e.part}/{e.kind}" for e in examples)),
+        examples=_kinds(texts),
+        parts=part_tokens,
+        sequences=len(rows),
+        qa=qa_summary,
         trainable_parameters=trainable,
         total_parameters=total,
         checkpoints=sorted(saved),
@@ -195,3 +233,8 @@ def run_train(
         if final_step in saved:  # the run is finished: nothing will resume from it
             drop_resume_state(saved[final_step])
     return summary
+
+
+def _kinds(texts: list[TokenisedText]) -> dict[str, int]:
+    """Texts trained on per 'part/kind', sorted."""
+    return dict(sorted(Counter(f"{t.example.part}/{t.example.kind}" for t in texts).items()))
