@@ -1,9 +1,10 @@
-"""`crossknow pitfalls`: Cross-Lingual Pitfalls. `eval` answers bilingual pairs with any models (more to come:
-probe, expand, affinity, finetune)."""
+"""`crossknow pitfalls`: Cross-Lingual Pitfalls. `probe` searches for bilingual pairs, `eval` answers pairs with
+any models, `demo` runs a small probe with local models (more to come: expand, affinity, finetune)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,6 +12,11 @@ from crossknow.cli.app import app, console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.eval_records import PitfallsEvalConfig
+from crossknow.pitfalls.probe_run import PitfallsProbeConfig
+
+if TYPE_CHECKING:
+    from crossknow.pitfalls.probe import ProbeAccount
+    from crossknow.pitfalls.sources import SourceSample
 
 pitfalls_app = typer.Typer(
     help="Cross-Lingual Pitfalls: questions that models answer in English but not in a target language.",
@@ -42,3 +48,39 @@ def evaluate(
     console.print(f"{metrics.n_usable} usable pairs of {metrics.n_read} read ({metrics.n_flawed} flawed, see "
                   f"invalid.jsonl); this run: {spent(meter)}; {metrics.seconds:.1f} s{pending}", highlight=False)
     console.print(f"report: {write_eval_report(out)}", highlight=False, soft_wrap=True)
+
+
+PROBE_FLAGS = {"simulators": "--simulator", "base_urls": "--base-url", "timeout_s": "--timeout"}
+"""Probe config fields whose option is not `--field-name`."""
+
+
+@config_command(pitfalls_app, PitfallsProbeConfig, flags=PROBE_FLAGS, name="probe")
+def probe(
+    config: PitfallsProbeConfig,
+    out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),
+) -> None:
+    """Draw English questions, keep those every simulator answers right, search them for bilingual pairs that
+    the simulators answer in English but not in the target language; write candidates, account.json and
+    report.html."""
+    from crossknow.pitfalls.probe_run import probe_from_config
+
+    with stage_bars(errors) as update:
+        account, sample = probe_from_config(config, out, update)
+    print_probe(account, sample, out)
+
+
+def print_probe(account: ProbeAccount, sample: SourceSample, out: Path) -> None:
+    """The probe's outcome on the console: the prefilter, the conversion rate, the spend per found pair,
+    and the report's path."""
+    from crossknow.report.pitfalls_probe_report import probe_lead, write_probe_report
+
+    console.print(f"sources: {sample.drawn} drawn, {sample.kept} kept by the English prefilter "
+                  f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid in English)", highlight=False)
+    console.print(probe_lead(account), highlight=False, soft_wrap=True)
+    console.print(f"this run: proxy {account.proxy.calls:.0f} calls, ${account.proxy.cost_usd:.4f}; simulation "
+                  f"{account.simulation.calls:.0f} questions, ${account.simulation.cost_usd:.4f}; "
+                  f"{account.seconds:.1f} s", highlight=False)
+    console.print(f"report: {write_probe_report(out)}", highlight=False, soft_wrap=True)
+
+
+from crossknow.cli import pitfalls_affinity_cmd, pitfalls_demo  # noqa: E402, F401  (register expand, affinity, demo)

@@ -193,14 +193,18 @@ class StructuredClient:
         confidence_field: str | None = None,
         top_logprobs: int = 5,
         seeds: Sequence[int] | None = None,
+        parsers: Sequence[TextParser] | None = None,
     ) -> list[StructuredOutcome]:
         """One outcome per prompt, in order. `schema` is a pydantic model (JSON output validated
         against it) or a TextOutput (free text and its parser). `confidence_field` names a yes/no
         field of a pydantic `schema` whose P(yes) is wanted (see the module docstring); top
         log-probabilities are asked for only then, and only from a backend that cannot score
-        continuations. `seeds`: one base seed per prompt (default: the client's seed for all)."""
+        continuations. `seeds`: one base seed per prompt (default: the client's seed for all). `parsers`: one
+        parser per prompt for a TextOutput `schema`, in place of its own (an answer valid for one question only)."""
         if seeds is not None and len(seeds) != len(prompts):
             raise CrossknowError(f"{len(seeds)} seeds for {len(prompts)} prompts")
+        if parsers is not None and (len(parsers) != len(prompts) or not isinstance(schema, TextOutput)):
+            raise CrossknowError(f"{len(parsers)} parsers for {len(prompts)} prompts; parsers need a TextOutput")
         json_schema, note, parse = self._output_form(schema, confidence_field)
         base_seeds = list(seeds) if seeds is not None else [self.seed] * len(prompts)
         started = time.monotonic()
@@ -221,7 +225,8 @@ class StructuredClient:
                 for i, request, (result, cached, failure) in zip(pending, requests, answers, strict=True):
                     progress[i].messages = request.messages
                     done = self._record(
-                        progress[i], result, cached, failure, parse, None if scores else confidence_field
+                        progress[i], result, cached, failure, parsers[i] if parsers else parse,
+                        None if scores else confidence_field,
                     )
                     if isinstance(done, StructuredOutcome):
                         outcomes[i] = done

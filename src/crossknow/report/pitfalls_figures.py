@@ -2,12 +2,14 @@
 
 - `accuracy_figure`: English and target-language accuracy per model (the paper's Fig. 3 and 5).
 - `affinity_heatmap`: the Relative Affinity Score D_{x,y} with its numbers in the cells (the paper's Fig. 7).
+- `distance_heatmap`, `tsne_figure`: the embedding analysis (the paper's Fig. 8 and 9).
 - `write_eval_report`: report.html of an evaluation run, leading with the pair table.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +69,38 @@ def affinity_heatmap(ras: AffinityMatrix, title: str = "Relative Affinity Score"
     axes.set_ylabel("evaluated language x")
     axes.set_title(title)
     figure.colorbar(image, ax=axes, shrink=0.8, label="D (lower: stronger affinity)")
+    return figure
+
+
+def distance_heatmap(languages: Sequence[str], distances: np.ndarray, title: str = "Cosine distance") -> Figure:
+    """The pairwise cosine distances between languages, with the value in each cell (the paper's Fig. 8)."""
+    size = 0.55 * len(languages) + 2.5
+    figure = Figure(figsize=(size, size * 0.85))
+    axes = figure.add_subplot()
+    image = axes.imshow(distances, cmap="viridis_r")
+    bound = float(np.max(distances)) or 1.0
+    for i in range(len(languages)):
+        for j in range(len(languages)):
+            axes.text(j, i, f"{distances[i, j]:.3f}", ha="center", va="center", fontsize=7,
+                      color="white" if distances[i, j] / bound < 0.4 else "black")
+    axes.set_xticks(range(len(languages)), languages)
+    axes.set_yticks(range(len(languages)), languages)
+    axes.set_title(title)
+    figure.colorbar(image, ax=axes, shrink=0.8, label="1 - cosine similarity")
+    return figure
+
+
+def tsne_figure(points: np.ndarray, labels: Sequence[str], title: str = "t-SNE of question embeddings") -> Figure:
+    """The 2-D t-SNE points coloured by language (the paper's Fig. 9)."""
+    figure = Figure(figsize=(5.5, 4.5))
+    axes = figure.add_subplot()
+    for k, lang in enumerate(dict.fromkeys(labels)):
+        chosen = np.array([label == lang for label in labels])
+        axes.scatter(points[chosen, 0], points[chosen, 1], s=14, color=f"C{k % 10}", label=lang, alpha=0.8)
+    axes.legend(fontsize=7, loc="best", markerscale=1.2)
+    axes.set_xticks([])
+    axes.set_yticks([])
+    axes.set_title(title)
     return figure
 
 

@@ -1,0 +1,117 @@
+"""`crossknow pitfalls demo`: the probe end to end with local models only, on the CPU, in minutes.
+
+Sources: 24 short English questions written for crossknow (samples/pitfalls/: 12 of elementary science,
+12 of everyday knowledge; not the release's questions, which stay in the user's copy of the release).
+The embedded Gemma 3 270M is loaded once and plays every part:
+
+- proxy: its generator (JSON outputs under a grammar), at most `--proxy-max-tokens` tokens an output;
+- two simulators, the same weights answering by loss under two normalisations of the lm-eval rule: the
+  summed log-probability (lm-eval's acc) and the log-probability per character (lm-eval's acc_norm).
+  They are one model seen twice, not K independent models: the demo's documented stand-in for a second
+  local simulator (a `crossknow train` checkpoint or a generative pass is too slow for a CPU demo).
+
+It draws `--n` questions equally over the two files, keeps those both simulators answer right in
+English, then runs the np and dp recipes on them and a reduced beam (the `paper` recipe with batch 1,
+w = 3, d1 = 1, d2 = 2: the demo's setting, not the paper's) on the first `--beam-sources` of them, and
+prints the three conversion rates. A base model this small is a weak proxy and a weak simulator: expect
+few or no pairs; the demo shows the machinery and its accounting, not the paper's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from crossknow.cli.app import console, errors
+from crossknow.cli.demo_cmd import demo_file
+from crossknow.cli.pitfalls_cmd import pitfalls_app
+from crossknow.cli.progress import stage_bars
+from crossknow.store.atomic import atomic_write_json
+
+SOURCE_FILES = ("../pitfalls/science.jsonl", "../pitfalls/everyday.jsonl")
+"""The demo's source files, relative to samples/demo/."""
+ANSWERING = "loss (lm-eval: sum and per_char)"
+"""How the demo's simulators answer, as recorded in sources.json."""
+BEAM = {"initial_batch": 1, "width": 3, "depth": 1, "extended_depth": 2}
+"""The demo's reduced beam (the paper's: 4, 12, 4, 6)."""
+
+
+@pitfalls_app.command()
+def demo(
+    out: Path = typer.Option(Path("runs/pitfalls-demo"), help="Directory of the three runs; run again to resume."),
+    lang: str = typer.Option("ja", help="Target language code."),
+    n: int = typer.Option(6, help="Questions drawn (equally over the two files) before the English prefilter."),
+    beam_sources: int = typer.Option(1, help="Prefiltered questions the reduced beam searches."),
+    proxy_max_tokens: int = typer.Option(64, help="Most tokens of one proxy output (the paper's: 1,024)."),
+    seed: int = typer.Option(0, help="Seed of the draw."),
+) -> None:
+    """Probe short English questions with the embedded model as proxy and as two loss simulators: np, dp and a
+    reduced beam, with their conversion rates and spend."""
+    from crossknow.models.registry import GeneratorOptions, load_generator
+    from crossknow.pitfalls.probe_run import PitfallsProbeConfig, probe_from_config
+    from crossknow.pitfalls.simulate import LossSimulator
+    from crossknow.pitfalls.transformation import ProxyLLM
+    from crossknow.report.pitfalls_probe_report import write_probe_report
+    from crossknow.scoring.normalise import Normalisation
+    from crossknow.store.request_cache import RequestCache
+
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    generator = load_generator("default", GeneratorOptions(device="cpu"))
+    scorer = generator.scorer()  # type: ignore[attr-defined]  # HFGenerator: the same weights, loaded once
+    simulators = [LossSimulator("default/loss-sum", scorer, "lm-eval", Normalisation.SUM),
+                  LossSimulator("default/loss-per-char", scorer, "lm-eval", Normalisation.PER_CHAR)]
+    loaded = time.monotonic() - started
+    sources = [str(demo_file(name).resolve()) for name in SOURCE_FILES]
+    cache = RequestCache(out / "requests.sqlite")
+    proxy = ProxyLLM.from_generator(generator, cache, max_tokens=proxy_max_tokens, max_attempts=2)
+    base = dict(sources=sources, n=n, lang=lang, proxy="default", simulators=[s.name for s in simulators],
+                seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device="cpu",
+                cache=str(out / "requests.sqlite"))
+    configs = {
+        "np": PitfallsProbeConfig(recipe="np", **base),
+        "dp": PitfallsProbeConfig(recipe="dp", **base),
+        "beam": PitfallsProbeConfig(recipe="paper", limit=beam_sources, **base, **BEAM),
+    }
+    results = {}
+    try:
+        with stage_bars(errors) as update:
+            for name, config in configs.items():
+                begun = time.monotonic()
+                found = probe_from_config(
+                    config, out / name, lambda stage, done, total, meter, run=name: update(
+                        f"{run}: {stage}", done, total, meter),
+                    proxy=proxy, simulators=simulators, answering=ANSWERING)
+                results[name] = (found, time.monotonic() - begun)
+    finally:
+        cache.close()
+    table = Table("recipe", "sources", "converted", "conversion rate", "pairs", "calls / pair", "s / pair", "seconds")
+    summary = {"load_seconds": round(loaded, 1), "runs": {}}
+    for name, ((account, sample), seconds) in results.items():
+        per = account.per_found_pair
+        table.add_row(name, str(account.sources), str(account.converted), f"{account.conversion_rate:.1%}",
+                      str(account.candidates), f"{per.calls:.1f}" if per else "—", f"{per.seconds:.1f}" if per else "—",
+                      f"{seconds:.1f}")
+        write_probe_report(out / name)
+        summary["runs"][name] = {"account": account.model_dump(mode="json"), "seconds": round(seconds, 1),
+                                 "drawn": sample.drawn, "kept": sample.kept}
+    total = time.monotonic() - started
+    summary["seconds"] = round(total, 1)
+    atomic_write_json(out / "demo.json", summary)
+    sample = results["np"][0][1]
+    console.print(f"English prefilter: {sample.kept} of {sample.drawn} drawn questions kept "
+                  f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid); model loaded in {loaded:.0f} s")
+    console.print(table)
+    for name in results:
+        lines = (out / name / "candidates.jsonl").read_text(encoding="utf-8").splitlines() \
+            if (out / name / "candidates.jsonl").exists() else []
+        if lines:
+            pair = json.loads(lines[0])
+            console.print(f"a {name} pair (V = {pair['value']:.2f}, depth {pair['depth']}): "
+                          f"en {pair['english']['question']!r} / {lang} {pair['target']['question']!r}",
+                          highlight=False, soft_wrap=True)
+    console.print(f"demo finished in {total:.0f} s; reports: {out}/{{np,dp,beam}}/report.html", highlight=False)

@@ -1,0 +1,275 @@
+"""`crossknow pitfalls expand`: seed pairs translated into the other languages (section 3.3, Appendix B).
+
+Each sampled seed pair (`crossknow.pitfalls.seeds`) is expanded into every other seed language x: its
+original part is translated together with its choices and its correct answer as one structured output
+(the paper used GPT-4o for this part), and its inserted text before and after it is translated
+separately (the paper used Google Translate), through the proxy's translation client (`ProxyLLM`,
+temperature 0.001) and its request cache. The translated question is the translated before part, original
+part and after part joined by one space where not empty (crossknow's choice: the release joins them
+with no separator). The English side stays the seed's own English question, and the seed pair in its
+own language is kept untranslated (the paper's 16 x 100 x 16 includes it).
+
+The structured output is valid only when it has the issue's four properties: the same number of choices,
+the answer among the translated choices, at the seed's answer index and nowhere else, and no empty
+choice (`crossknow.pitfalls.flaws.pair_flaws`). An invalid output is retried by the client (a new seed
+each attempt), then dropped with its reason and counted; a request that failed in transport is not
+recorded and is asked again by the next run. Rows are committed per chunk to the `expanded` stage (key:
+the expanded pair id), so a killed run resumes with the same command and pays for nothing twice.
+
+The run directory holds config.yaml, inputs.json, invalid.jsonl (unusable seeds), stages/expanded/, and
+at the end items.jsonl (English and target items with one pair_id per expanded pair, which `crossknow
+pitfalls eval` and `affinity` read; metadata `seed_lang` and `seed_id`) and metrics.json (ExpandMetrics).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from crossknow.data.jsonl import write_invalid, write_jsonl
+from crossknow.data.schemas import MCItem
+from crossknow.errors import CrossknowError
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import TRANSPORT_FAILURE, ChatPrompt, CostMeter
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.pitfalls.expansion_records import (
+    EXPAND_VOLATILE,
+    EXPANDED_SCHEMA,
+    ExpandConfig,
+    ExpandedRow,
+    ExpandMetrics,
+)
+from crossknow.pitfalls.flaws import FLAWS, pair_flaws
+from crossknow.pitfalls.pairs import Perturbation
+from crossknow.pitfalls.probe import LANGUAGE_NAMES
+from crossknow.pitfalls.seeds import QuestionParts, SeedFile, SeedPair, read_seed_file, sample_seeds
+from crossknow.pitfalls.simulate import MCQuestion
+from crossknow.pitfalls.transformation import ProxyLLM
+from crossknow.store.atomic import atomic_write_json
+from crossknow.store.hashing import file_sha256
+from crossknow.store.request_cache import RequestCache
+from crossknow.store.run_dir import RunDir
+
+Progress = Callable[[str, int, int, CostMeter], None]
+"""on_progress(stage label, expansions done, expansions in all, what the proxy spent so far)."""
+
+TRANSLATE_PAIR_TEMPLATE = """Translate the multiple-choice question, its choices and its correct answer below \
+into {language}. Keep the meaning of the question and of every choice exactly, keep the choices in the same order, \
+translate each choice on its own, leave no choice empty, and give as the answer exactly your translation of the \
+correct choice.
+[The Start of the Question]
+{question}
+[The End of the Question]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+[The Start of the Correct Answer]
+{answer}
+[The End of the Correct Answer]
+Return a JSON object: {{"question": "<the translated question>", "choices": ["<translated choice 1>", ...], \
+"answer": "<the translated correct answer, written exactly as in choices>"}}"""
+"""crossknow's prompt for the original part of a seed pair with its choices and answer, as one output."""
+
+INVALID_OUTPUT = "invalid output"
+"""The reason code of a drop that is none of the four flaws (unparseable JSON, a failed text translation)."""
+
+
+class TranslatedPair(BaseModel):
+    """A translated question with its choices and answer; valid only without a flaw of `pair_flaws`."""
+
+    model_config = ConfigDict(extra="forbid")
+    expected_choices: ClassVar[int] = 0
+    answer_index: ClassVar[int] = 0
+
+    question: str = Field(min_length=1, description="The translated question.")
+    choices: list[str] = Field(description="The translated choices, in order.")
+    answer: str = Field(description="The translated correct answer, exactly as among the choices.")
+
+    @model_validator(mode="after")
+    def _no_flaw(self) -> TranslatedPair:
+        placeholders = [str(i) for i in range(self.expected_choices)]
+        flaws = pair_flaws(placeholders, str(self.answer_index), self.choices, self.answer)
+        if flaws:
+            raise ValueError("; ".join(f"{code}: {FLAWS[code]}" for code in flaws))
+        return self
+
+
+@cache
+def translated_pair_schema(count: int, answer_index: int) -> type[TranslatedPair]:
+    """The output schema of a question with `count` choices whose answer is choice `answer_index`."""
+    schema = create_model(
+        f"TranslatedPair{count}x{answer_index}", __base__=TranslatedPair,
+        choices=(list[str], Field(description="The translated choices, in order.",
+                                  json_schema_extra={"minItems": count, "maxItems": count})),
+    )
+    schema.expected_choices, schema.answer_index = count, answer_index
+    return schema
+
+
+def drop_reason(error: str) -> str:
+    """The reason code of a dropped translation: the first flaw code named in `error`, else INVALID_OUTPUT."""
+    return next((code for code in FLAWS if f"{code}:" in error), INVALID_OUTPUT)
+
+
+def translate_seeds(
+    proxy: ProxyLLM, seeds: Sequence[SeedPair], lang: str, expand_from: str
+) -> list[ExpandedRow | None]:
+    """Each seed pair translated into `lang` (an ExpandedRow, made or dropped), or None where a request
+    failed in transport (asked again by the next run); see the module docstring."""
+    language = LANGUAGE_NAMES.get(lang, lang)
+    parts = [seed.target_parts if expand_from == "seed" else seed.english_parts for seed in seeds]
+    originals: list[TranslatedPair | str | None] = [None] * len(seeds)
+    for count, index in sorted({(len(p.choices), seed.english.answer) for p, seed in zip(parts, seeds, strict=True)}):
+        asked = [i for i, seed in enumerate(seeds) if (len(parts[i].choices), seed.english.answer) == (count, index)]
+        prompts = [ChatPrompt(None, _prompt(parts[i], language)) for i in asked]
+        for i, outcome in zip(asked, proxy.translator.call_many(prompts, translated_pair_schema(count, index)),
+                              strict=True):
+            originals[i] = outcome.value if outcome.valid else outcome.error or INVALID_OUTPUT
+    inserted = proxy.translate([text for p in parts for text in (p.before, p.after)], language)
+    rows: list[ExpandedRow | None] = []
+    for i, seed in enumerate(seeds):
+        (before, before_error), (after, after_error) = inserted[2 * i], inserted[2 * i + 1]
+        original, errors = originals[i], [e for e in (before_error, after_error) if e]
+        if isinstance(original, str):
+            errors.insert(0, original)
+        if any(TRANSPORT_FAILURE in error for error in errors):
+            rows.append(None)
+        elif errors or not isinstance(original, TranslatedPair) or before is None or after is None:
+            reason = drop_reason(errors[0]) if errors else INVALID_OUTPUT
+            rows.append(_row(seed, lang, None, f"{reason}: {'; '.join(errors)}"))
+        else:
+            target = MCQuestion(original.question.strip(), tuple(c.strip() for c in original.choices),
+                                seed.english.answer, lang)
+            _, joined = Perturbation("", "", before, after, None).apply(seed.english, target)
+            rows.append(_row(seed, lang, joined, None))
+    return rows
+
+
+def _prompt(parts: QuestionParts, language: str) -> str:
+    choices = "\n".join(f"{n + 1}. {choice}" for n, choice in enumerate(parts.choices))
+    return TRANSLATE_PAIR_TEMPLATE.format(language=language, question=parts.original, choices=choices,
+                                          answer=parts.answer)
+
+
+def _row(seed: SeedPair, lang: str, question: MCQuestion | None, error: str | None) -> ExpandedRow:
+    return ExpandedRow(pair_id=f"{seed.id}>{lang}", seed_id=seed.id, seed_lang=seed.lang, lang=lang,
+                       question=question.question if question else None,
+                       choices=list(question.choices) if question else None, answer=seed.english.answer, error=error)
+
+
+def proxy_from_config(config: ExpandConfig) -> tuple[ProxyLLM, RequestCache]:
+    """The translator `config.proxy` names, with its request cache (the caller closes it)."""
+    check_spec(config.proxy, config.base_url, "generator")
+    generator = load_generator(config.proxy, GeneratorOptions(
+        device=config.device, dtype=config.dtype, base_url=config.base_url, api_key_env=config.api_key_env,
+        concurrency=config.concurrency, timeout_s=config.timeout_s))
+    cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
+    prices = PriceTable.load(config.prices) if config.prices else None
+    proxy = ProxyLLM.from_generator(generator, cache, prices=prices, max_tokens=config.max_tokens,
+                                    max_attempts=config.max_attempts)
+    return proxy, cache
+
+
+def run_expand(
+    config: ExpandConfig, out: Path, proxy: ProxyLLM | None = None, on_progress: Progress | None = None,
+) -> ExpandMetrics:
+    """Expand `config.seeds` into the run directory `out` and return the metrics (see the module docstring).
+    `proxy` is the translator; None builds `config.proxy` when a translation is first needed."""
+    started = time.monotonic()
+    files = [read_seed_file(path) for path in config.seeds]
+    languages = [seed_file.lang for seed_file in files]
+    if len(set(languages)) != len(languages):
+        raise CrossknowError(f"two seed files of one language among {', '.join(config.seeds)}")
+    sampled = {f.lang: sample_seeds(f, config.per_seed, config.sample_seed) for f in files}
+    if proxy is None:
+        check_spec(config.proxy, config.base_url, "generator")
+    built: list[ProxyLLM] = [proxy] if proxy is not None else []
+    caches: list[RequestCache] = []
+    try:
+        return _expand(config, out, files, languages, sampled, built, caches, on_progress, started)
+    finally:
+        for cache in caches:
+            cache.close()
+
+
+def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: list[str],
+            sampled: dict[str, list[SeedPair]], built: list[ProxyLLM], caches: list[RequestCache],
+            on_progress: Progress | None, started: float) -> ExpandMetrics:
+    seeds = [seed for lang in languages for seed in sampled[lang]]
+    with RunDir(out) as run:
+        run.open(config.model_dump(), {str(f.path): file_sha256(f.path) for f in files}, volatile=EXPAND_VOLATILE,
+                 paths=("seeds", "cache", "prices"))
+        write_invalid(out / "invalid.jsonl", [record for f in files for record in f.invalid])
+        stage, pending, total = run.stage("expanded"), 0, len(seeds) * len(languages)
+        finished = len(stage.done_keys())
+        for lang in languages:
+            done = stage.done_keys()
+            todo = [seed for seed in seeds if f"{seed.id}>{lang}" not in done]
+            for start in range(0, len(todo), config.batch_size):
+                chunk = todo[start : start + config.batch_size]
+                own = [seed for seed in chunk if seed.lang == lang]
+                others = [seed for seed in chunk if seed.lang != lang]
+                rows = [_row(seed, lang, seed.target, None) for seed in own]
+                if others:
+                    if not built:
+                        made, cache = proxy_from_config(config)
+                        built.append(made)
+                        caches.append(cache)
+                    translated = translate_seeds(built[0], others, lang, config.expand_from)
+                    pending += sum(row is None for row in translated)
+                    rows += [row for row in translated if row is not None]
+                if rows:
+                    table = pa.Table.from_pylist([row.model_dump() for row in rows], schema=EXPANDED_SCHEMA)
+                    stage.append(table, [row.pair_id for row in rows])
+                finished += len(chunk)
+                if on_progress:
+                    on_progress(f"expand into {lang}", finished, total, _meter(built))
+        rows = [ExpandedRow.model_validate(row) for row in stage.read(EXPANDED_SCHEMA).to_pylist()]
+        write_jsonl(out / "items.jsonl", expanded_items(seeds, rows, languages))
+        metrics = _metrics(files, sampled, rows, languages, pending, _meter(built), time.monotonic() - started)
+        atomic_write_json(out / "metrics.json", metrics.model_dump())
+        return metrics
+
+
+def expanded_items(seeds: Sequence[SeedPair], rows: Sequence[ExpandedRow], languages: Sequence[str]) -> list[MCItem]:
+    """Per made row, its English and its target item with one pair_id, seed by seed and language by language."""
+    by_id = {row.pair_id: row for row in rows if row.error is None}
+    items = []
+    for seed in seeds:
+        for lang in languages:
+            row = by_id.get(f"{seed.id}>{lang}")
+            if row is None or row.question is None or row.choices is None:
+                continue
+            metadata = {"seed_id": seed.id, "seed_lang": seed.lang, "source_id": seed.id, "source": seed.source,
+                        "category": seed.category}
+            for side_lang, question, choices in (("en", seed.english.question, list(seed.english.choices)),
+                                                 (lang, row.question, row.choices)):
+                items.append(MCItem(id=f"{row.pair_id}:{side_lang}", lang=side_lang, kind="question", prompt=question,
+                                    options=choices, answer=row.answer, source_lang="en", pair_id=row.pair_id,
+                                    metadata=metadata))
+    return items
+
+
+def _meter(built: Sequence[ProxyLLM]) -> CostMeter:
+    return built[0].translator.meter if built else CostMeter()
+
+
+def _metrics(files: Sequence[SeedFile], sampled: dict[str, list[SeedPair]], rows: Sequence[ExpandedRow],
+             languages: list[str], pending: int, meter: CostMeter, seconds: float) -> ExpandMetrics:
+    made = Counter(row.lang for row in rows if row.error is None)
+    dropped = Counter(row.error.partition(":")[0] for row in rows if row.error is not None)
+    return ExpandMetrics(
+        languages=languages, seeds_read={f.lang: f.n_read for f in files},
+        seeds_flawed={f.lang: len(f.invalid) for f in files}, seeds_sampled={k: len(v) for k, v in sampled.items()},
+        made={lang: made[lang] for lang in languages}, dropped=dict(dropped), pending=pending, calls=meter.calls,
+        cached_calls=meter.cached_calls, tokens=meter.prompt_tokens + meter.completion_tokens,
+        cost_usd=round(meter.cost_usd, 6), seconds=round(seconds, 3),
+    )

@@ -1,0 +1,192 @@
+"""`crossknow pitfalls probe` as a library call: sources drawn and prefiltered, then `run_probe`, from one config.
+
+`probe_from_config(config, out)` reads the source files, draws `n` questions equally over them with the
+seed, keeps those every simulator answers right in English (`sources.py`; recorded in `sources.json`,
+which a resumed run reuses when the draw's settings are unchanged, so the prefilter is not asked again),
+then runs the recipe with `run_probe` (resumable: see `probe.py`). The proxy and the simulators are built
+from model specs; callers that hold models already (the demo) pass them in instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from crossknow.data.schemas import Record
+from crossknow.errors import CrossknowError
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import CostMeter, sum_meters
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
+from crossknow.pitfalls.evaluation import SimulatorFactory
+from crossknow.pitfalls.pairs import SourceQuestion
+from crossknow.pitfalls.probe import ProbeAccount, run_probe
+from crossknow.pitfalls.recipes import Recipe, get_recipe
+from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, GenerativeSimulator, Simulator
+from crossknow.pitfalls.sources import SourceFile, SourceSample, prefilter, read_source_files
+from crossknow.pitfalls.transformation import ProxyLLM
+from crossknow.scoring.rules import Rule
+from crossknow.store.atomic import atomic_write_json
+from crossknow.store.hashing import file_sha256
+from crossknow.store.request_cache import RequestCache
+
+SOURCES_FILE = "sources.json"
+"""The draw and the prefilter's report (a SourceSample) in the run directory."""
+
+
+class PitfallsProbeConfig(Record):
+    """Everything that decides a probe run."""
+
+    recipe: Literal["paper", "np", "dp"] = Field(description="paper: beam search (Appendix B.1); np: translation "
+                                                 "only; dp: one direct perturbation.")
+    sources: list[str] = Field(min_length=1, description="Source file: a released source/*.json or any crossknow "
+                               "item file (its English question items).")
+    n: int = Field(ge=1, description="Questions drawn, equally over the source files, before the English prefilter.")
+    lang: str = Field(default="ja", description="Target language code (one of the release's 16).")
+    proxy: str = Field(description="Model spec of the proxy LLM that perturbs and translates.")
+    proxy_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: proxy.")
+    proxy_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the "
+                                   "proxy server's key.")
+    proxy_max_tokens: int = Field(default=1024, ge=1, description="Most tokens of one proxy output (the paper's "
+                                  "1,024).")
+    simulators: list[str] = Field(min_length=1, description="Model spec of a simulation model (repeat for K models).")
+    base_urls: list[str] = Field(default_factory=list, description="Server of the openai: simulators: once for all, "
+                                 "or once per simulator in order.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the simulators' "
+                             "server key.")
+    answering: Answering = Field(default="loss", description="'loss': the option with the lowest loss (crossknow's "
+                                 "addition); 'generative': the paper's zero-shot CoT templates.")
+    rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
+    prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
+                            "English (the paper's starting point).")
+    limit: int | None = Field(default=None, ge=1, description="Probe only the first N questions the prefilter kept "
+                              "(unset: all).")
+    seed: int = Field(default=0, description="Seed of the draw over the source files.")
+    epsilon: float = Field(default=0.2, ge=0, le=1, description="ε: a pair needs mean English accuracy >= 1 - ε.")
+    max_resimulations: int = Field(default=2, ge=0, description="Times a question with an invalid answer is asked "
+                                   "again before its pair is left unscored.")
+    initial_batch: int | None = Field(default=None, ge=1, description="Override: original pairs searched together.")
+    width: int | None = Field(default=None, ge=1, description="Override: beam width w.")
+    depth: int | None = Field(default=None, ge=0, description="Override: initial depth d1.")
+    extended_depth: int | None = Field(default=None, ge=0, description="Override: extended depth d2.")
+    max_attempts: int = Field(default=3, ge=1, description="Calls per request before its output counts as invalid.")
+    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
+                                                             "local models.")
+    batch_size: int = Field(default=16, ge=1, description="Questions per scorer batch (loss answering).")
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
+    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
+    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+
+    def recipe_with_overrides(self) -> Recipe:
+        """The named recipe with the overridden beam settings (a reduced search, e.g. the demo's)."""
+        recipe = get_recipe(self.recipe)
+        names = ("initial_batch", "width", "depth", "extended_depth")
+        changes = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return dataclasses.replace(recipe, settings=dataclasses.replace(recipe.settings, **changes))
+
+
+Progress = Callable[[str, int, int, CostMeter], None]
+"""progress(stage, done, total, spend so far): stage 'prefilter' (0 or 1 of 1) or the recipe's name (batches);
+the spend sums the proxy's and the generative simulators' meters (loss answering is local and free)."""
+
+
+def build_proxy(config: PitfallsProbeConfig, cache: RequestCache) -> ProxyLLM:
+    """The proxy LLM of `config.proxy` over the shared request cache."""
+    check_spec(config.proxy, config.proxy_base_url, "generator", "needs --proxy-base-url")
+    generator = load_generator(config.proxy, GeneratorOptions(
+        device=config.device, dtype=config.dtype, base_url=config.proxy_base_url,
+        api_key_env=config.proxy_api_key_env, concurrency=config.concurrency, timeout_s=config.timeout_s))
+    return ProxyLLM.from_generator(generator, cache, prices=PriceTable.load(config.prices) if config.prices else None,
+                                   max_tokens=config.proxy_max_tokens, max_attempts=config.max_attempts)
+
+
+def build_simulators(config: PitfallsProbeConfig) -> tuple[list[Simulator], SimulatorFactory]:
+    """The K simulators (through `crossknow pitfalls eval`'s factory); close the factory when done."""
+    urls = config.base_urls
+    if len(urls) not in (0, 1, len(config.simulators)):
+        raise CrossknowError(f"--base-url: give it once or once per --simulator ({len(config.simulators)}), "
+                             f"not {len(urls)} times")
+    per_simulator = [urls[0] if len(urls) == 1 else urls[k] if urls else None for k in range(len(config.simulators))]
+    for spec, url in zip(config.simulators, per_simulator, strict=True):
+        check_spec(spec, url)
+    shared = dict(answering=config.answering, rule=config.rule, max_tokens=SIMULATION_MAX_TOKENS,
+                  max_attempts=config.max_attempts, seed=config.seed, api_key_env=config.api_key_env,
+                  device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+                  concurrency=config.concurrency, timeout_s=config.timeout_s, cache=config.cache, prices=config.prices)
+    first = PitfallsEvalConfig(pairs="", models=config.simulators, base_url=per_simulator[0], **shared)
+    factory = SimulatorFactory(first)
+    simulators = [factory(spec, first.model_copy(update={"base_url": url}))
+                  for spec, url in zip(config.simulators, per_simulator, strict=True)]
+    return simulators, factory
+
+
+def draw_sources(
+    config: PitfallsProbeConfig, files: Sequence[SourceFile], out: Path, simulators: Sequence[Simulator],
+    answering: str,
+) -> tuple[list[SourceQuestion], SourceSample]:
+    """The probe's sources from `files`: reused from `sources.json` when its draw matches, else drawn and
+    prefiltered."""
+    names = [s.name for s in simulators] if config.prefilter else []
+    path = out / SOURCES_FILE
+    if path.exists():
+        previous = SourceSample.model_validate_json(path.read_text(encoding="utf-8"))
+        same = (previous.seed, previous.n, previous.simulators, previous.answering) == (config.seed, config.n, names,
+                                                                                        answering)
+        if same and [(f.path, f.sha256) for f in previous.files] == [(str(f.path), file_sha256(f.path)) for f in files]:
+            by_id = {q.id: q for f in files for q in f.questions}
+            return [by_id[i] for i in previous.kept_ids], previous
+    kept, report = prefilter(files, config.n, config.seed, simulators if config.prefilter else [], answering)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, report.model_dump(mode="json"))
+    return kept, report
+
+
+def probe_from_config(
+    config: PitfallsProbeConfig, out: str | Path, progress: Progress | None = None, *,
+    proxy: ProxyLLM | None = None, simulators: Sequence[Simulator] | None = None, answering: str | None = None,
+) -> tuple[ProbeAccount, SourceSample]:
+    """Draw, prefilter and probe (see the module docstring). `proxy` and `simulators`, when given, replace
+    the ones `config` names, and `answering` then describes how the simulators answer (it is recorded)."""
+    out = Path(out)
+    files = read_source_files(config.sources)  # a bad file fails before any model loads
+    cache = None if proxy else RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
+    factory = None
+    try:
+        if simulators is None:
+            simulators, factory = build_simulators(config)
+            answering = f"{config.answering} ({config.rule})" if config.answering == "loss" else config.answering
+        if proxy is None:
+            assert cache is not None
+            proxy = build_proxy(config, cache)
+        meters = [proxy.perturber.meter, proxy.translator.meter,
+                  *(s.client.meter for s in simulators if isinstance(s, GenerativeSimulator))]
+
+        def report(stage: str, done: int, total: int) -> None:
+            if progress:
+                progress(stage, done, total, sum_meters(meters))
+
+        report("prefilter", 0, 1)
+        sources, sample = draw_sources(config, files, out, simulators, answering or "given")
+        report("prefilter", 1, 1)
+        if not sources:
+            raise CrossknowError(f"the prefilter kept none of the {sample.drawn} questions drawn "
+                                 f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid in English); "
+                                 f"see {out / SOURCES_FILE}")
+        account = run_probe(
+            config.recipe_with_overrides(), sources[: config.limit], proxy, simulators, out, lang=config.lang,
+            epsilon=config.epsilon, max_resimulations=config.max_resimulations,
+            progress=lambda done, total: report(config.recipe, done, total),
+        )
+        return account, sample
+    finally:
+        if cache is not None:
+            cache.close()
+        if factory is not None:
+            factory.close()

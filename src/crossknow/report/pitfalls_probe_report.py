@@ -1,0 +1,83 @@
+"""report.html of `crossknow pitfalls probe`: the conversion rate and the spend per found pair first (the
+paper's Table 1 and Fig. 4), then the pairs found, then the draw, the prefilter and the settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from crossknow.pitfalls.candidates import CandidateRecord
+from crossknow.pitfalls.probe import ProbeAccount
+from crossknow.pitfalls.sources import SourceSample
+from crossknow.report.html import meta_table, paragraph, report_page, table
+from crossknow.store.atomic import atomic_write_text
+
+SPEND_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cost_usd")
+"""The columns of the spend table, as named in account.json."""
+
+
+def probe_lead(account: ProbeAccount) -> str:
+    """The report's first sentence: the conversion rate and what one found pair cost."""
+    rate = (f"Conversion rate {account.conversion_rate:.1%} ({account.converted} of {account.sources} English "
+            f"questions gave at least one pair that models answer in English but not in {account.lang}; recipe "
+            f"{account.recipe}, {account.candidates} pairs in the list).")
+    per = account.per_found_pair
+    if per is None:
+        return rate + " No pair was found by this invocation, so there is no spend per found pair."
+    return rate + (f" Per found pair: {per.calls:.1f} model calls, {per.prompt_tokens + per.completion_tokens:,.0f} "
+                   f"tokens, {per.seconds:.1f} s, ${per.cost_usd:.4f}.")
+
+
+def _spend_rows(account: ProbeAccount) -> list[list[object]]:
+    rows = [["proxy", *(getattr(account.proxy, f) for f in SPEND_FIELDS)],
+            ["simulation", *(getattr(account.simulation, f) for f in SPEND_FIELDS)]]
+    if account.per_found_pair is not None:
+        rows.append(["per found pair", *(getattr(account.per_found_pair, f) for f in SPEND_FIELDS)])
+    return rows
+
+
+def write_probe_report(out: str | Path) -> Path:
+    """Write report.html from account.json, sources.json, candidates.jsonl and config.yaml of run `out`."""
+    out = Path(out)
+    account = ProbeAccount.model_validate_json((out / "account.json").read_text(encoding="utf-8"))
+    sample_path = out / "sources.json"
+    sample = SourceSample.model_validate_json(sample_path.read_text(encoding="utf-8")) if sample_path.exists() else None
+    lines = (out / "candidates.jsonl").read_text(encoding="utf-8").splitlines() \
+        if (out / "candidates.jsonl").exists() else []
+    candidates = [CandidateRecord.model_validate_json(line) for line in lines if line.strip()]
+    simulators = sorted({name for c in candidates for name in c.beta_en})
+    findings = [
+        table("table-spend", "What this invocation spent (calls of simulators = questions answered)",
+              ["part", "calls", "prompt tokens", "completion tokens", "seconds", "cost (USD)"], _spend_rows(account)),
+        table("table-pairs", "Pairs in the candidate list", ["pair", "source", "depth", "V",
+              *(f"β_E {s}" for s in simulators), *(f"β_T {s}" for s in simulators), "inserted English text"],
+              [[c.id, c.source_id, c.depth, c.value, *(c.beta_en[s] for s in simulators),
+                *(c.beta_target[s] for s in simulators), c.lineage[-1].perturbation_en if c.lineage else ""]
+               for c in candidates], text_columns=2),
+    ]
+    if not candidates:
+        findings.append(paragraph("The candidate list is empty.", "note"))
+    counts = {"scored pairs": account.scored, "unscored pairs (invalid after re-simulation)": account.unscored,
+              "invalid answers (each asked again)": account.invalid_answers,
+              "untranslated sources": account.untranslated, "duplicate children": account.duplicates,
+              "dropped by the cap k": account.dropped_by_cap,
+              **{f"rejected: {k}": v for k, v in account.rejected.items()}}
+    collapsed: list[tuple[str, list[str]]] = [("Search counts", [meta_table(counts, "table-counts", "Counts")])]
+    if sample is not None:
+        collapsed.append(("Sources and the English prefilter", [
+            paragraph(f"{sample.drawn} questions drawn with seed {sample.seed}; {sample.kept} kept, "
+                      f"{sample.dropped_wrong} dropped as wrong in English, {sample.dropped_invalid} as invalid."),
+            table("table-sources", "Per source file", ["file", "available", "unusable", "drawn", "kept"],
+                  [[f.name, f.available, f.unusable, f.drawn, f.kept] for f in sample.files]),
+            meta_table({"wrong in English": sample.wrong_by_simulator,
+                        "invalid in English": sample.invalid_by_simulator}, "table-prefilter", "Per simulator"),
+        ]))
+    config = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8")) if (out / "config.yaml").exists() else {}
+    config.pop("sources", None)
+    collapsed.append(("Settings", [meta_table(config, "table-config", "config.yaml (source ids left out)"),
+                                   paragraph("account.json: " + json.dumps(account.model_dump(mode="json")))]))
+    html = report_page(f"Cross-Lingual Pitfalls probe: {account.recipe}, {account.lang}", probe_lead(account),
+                       findings, collapsed)
+    return atomic_write_text(out / "report.html", html)

@@ -1,0 +1,144 @@
+"""`crossknow pitfalls probe` through typer's CliRunner with scripted models (the proxy of the transformation
+tests, a simulator fooled by hints), its resume and its errors; `crossknow pitfalls demo` end to end with the
+embedded model (slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from crossknow.cli.app import app
+from crossknow.pitfalls import probe_run
+from crossknow.pitfalls.simulate import SimAnswer
+from crossknow.pitfalls.transformation import ProxyLLM
+from tests.cli.test_cli import assert_user_error, crossknow
+from tests.pitfalls.test_transformation import ScriptedProxy
+
+
+class FooledByHints:
+    """Right in English except on question q1; in French wrong exactly when the question holds a 'hint'."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.asked = 0
+
+    def answer(self, questions):
+        self.asked += len(questions)
+        wrong = [(q.lang == "fr" and "hint" in q.question) or q.question == "q1" for q in questions]
+        return [SimAnswer((q.answer + w) % len(q.choices), None, None) for q, w in zip(questions, wrong, strict=True)]
+
+
+@pytest.fixture()
+def scripted(monkeypatch, tmp_path):
+    """The probe command's models replaced by scripted ones; returns (proxy generator, simulators)."""
+    generator = ScriptedProxy()
+    simulators = [FooledByHints("sim-a"), FooledByHints("sim-b")]
+    monkeypatch.setattr(probe_run, "build_proxy", lambda config, cache: ProxyLLM.from_generator(generator, cache))
+    monkeypatch.setattr(probe_run, "build_simulators", lambda config: (simulators, None))
+    return generator, simulators
+
+
+def write_sources(path: Path, count: int) -> Path:
+    records = [{"question": f"q{i}", "choices": ["a", "b", "c", "d"], "answer": "a"} for i in range(count)]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def probe_args(tmp_path: Path, *sources: Path, recipe: str = "dp", n: int = 4) -> list[str]:
+    args = ["pitfalls", "probe", "--recipe", recipe, "--n", str(n), "--lang", "fr", "--proxy", "openai:x",
+            "--proxy-base-url", "http://127.0.0.1:9/v1", "--simulator", "openai:a", "--simulator", "openai:b",
+            "--base-url", "http://127.0.0.1:9/v1", "--cache", str(tmp_path / "requests.sqlite"),
+            "--out", str(tmp_path / "run")]
+    for source in sources:
+        args += ["--sources", str(source)]
+    return args
+
+
+def test_probe_prefilters_searches_reports_and_resumes(scripted, tmp_path):
+    generator, simulators = scripted
+    first, second = write_sources(tmp_path / "one.json", 3), write_sources(tmp_path / "two.json", 3)
+    result = CliRunner().invoke(app, probe_args(tmp_path, first, second, n=4))
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "run"
+    sample = json.loads((out / "sources.json").read_text())
+    # 2 drawn from each file; q1 (wrong in English for both simulators) is dropped wherever it was drawn
+    assert [f["drawn"] for f in sample["files"]] == [2, 2]
+    expected_dropped = [i for i in sample["kept_ids"] + list(sample["dropped"]) if i.endswith(":1")]
+    assert sample["dropped_wrong"] == len(expected_dropped) and sample["kept"] == 4 - len(expected_dropped)
+    account = json.loads((out / "account.json").read_text())
+    # dp: a kept root holds no hint (V = 1 - 1 = 0) and neither does its one rewrite ("Some background. q An
+    # example."), so nothing qualifies
+    assert account["sources"] == sample["kept"] and account["candidates"] == 0 and account["per_found_pair"] is None
+    assert f"Conversion rate 0.0% (0 of {sample['kept']}" in result.output
+    report = (out / "report.html").read_text()
+    assert "Conversion rate 0.0%" in report and "table-sources" in report
+    asked, calls = simulators[0].asked, len(generator.requests)
+    again = CliRunner().invoke(app, probe_args(tmp_path, first, second, n=4))
+    assert again.exit_code == 0, again.output
+    # resumed: the draw and the prefilter come from sources.json, the batches are done: nothing is asked
+    assert simulators[0].asked == asked and len(generator.requests) == calls
+    assert "proxy 0 calls" in again.output
+
+
+def test_probe_with_the_paper_recipe_finds_the_hinted_pairs_and_leads_with_the_rate(scripted, tmp_path):
+    source = write_sources(tmp_path / "s.json", 3)
+    result = CliRunner().invoke(app, [*probe_args(tmp_path, source, recipe="paper", n=3), "--width", "3",
+                                      "--depth", "1", "--extended-depth", "1"])
+    assert result.exit_code == 0, result.output
+    account = json.loads((tmp_path / "run" / "account.json").read_text())
+    # q0 and q2 kept; each of their 3 hinted children has V = 1 >= 0.8, capped at k = 3 per question
+    assert (account["sources"], account["converted"], account["candidates"]) == (2, 2, 6)
+    assert "Conversion rate 100.0% (2 of 2" in result.output
+    config = (tmp_path / "run" / "config.yaml").read_text()
+    assert "width: 3" in config and "depth: 1" in config  # the overrides are recorded
+    per = account["per_found_pair"]
+    assert per["calls"] == pytest.approx((account["proxy"]["calls"] + account["simulation"]["calls"]) / 6)
+    report = (tmp_path / "run" / "report.html").read_text()
+    assert report.index("Conversion rate 100.0%") < report.index("table-spend") < report.index("table-pairs")
+
+
+def test_a_source_file_of_the_wrong_shape_is_one_error_naming_file_line_and_field(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"question": "q", "choices": ["a", "b"], "answer": "a"}, {"question": "q"}]))
+    args = ["pitfalls", "probe", "--recipe", "np", "--sources", str(bad), "--n", "2", "--proxy", "default",
+            "--simulator", "default", "--out", str(tmp_path / "run")]
+    stderr = assert_user_error(crossknow(*args, cwd=tmp_path))
+    assert f"{bad}, line 2: field 'choices'" in stderr.replace("\n", "")
+
+
+def test_base_urls_must_be_one_or_one_per_simulator(tmp_path):
+    source = write_sources(tmp_path / "s.json", 2)
+    args = ["pitfalls", "probe", "--recipe", "np", "--sources", str(source), "--n", "2", "--proxy", "default",
+            "--simulator", "openai:a", "--simulator", "openai:b", "--simulator", "openai:c",
+            "--base-url", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:8/v1",
+            "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "run")]
+    stderr = assert_user_error(crossknow(*args, cwd=tmp_path))
+    assert "once per --simulator (3), not 2 times" in stderr
+
+
+@pytest.mark.slow
+def test_the_demo_runs_three_recipes_with_local_models_and_resumes_for_free(tmp_path):
+    out = tmp_path / "demo"
+    args = ["pitfalls", "demo", "--out", str(out), "--proxy-max-tokens", "24"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "demo.json").read_text())
+    for name in ("np", "dp", "beam"):
+        account = summary["runs"][name]["account"]
+        lines = (out / name / "candidates.jsonl").read_text().splitlines() \
+            if (out / name / "candidates.jsonl").exists() else []
+        # the conversion rate from the candidate list itself: distinct questions with a pair / questions probed
+        converted = len({json.loads(line)["source_id"] for line in lines})
+        assert account["converted"] == converted and account["candidates"] == len(lines)
+        assert account["conversion_rate"] == pytest.approx(converted / account["sources"])
+        assert f"{converted / account['sources']:.1%}" in result.output
+        assert (out / name / "report.html").exists()
+    assert summary["runs"]["beam"]["account"]["sources"] == 1  # the reduced beam probes one question
+    assert summary["runs"]["np"]["account"]["proxy"]["calls"] >= 1  # the translations were asked of the model
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    rerun = json.loads((out / "demo.json").read_text())["runs"]
+    assert all(rerun[name]["account"]["proxy"]["calls"] == 0 for name in ("np", "dp", "beam"))
