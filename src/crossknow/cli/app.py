@@ -78,9 +78,14 @@ def main() -> None:
 # Sub-commands defined in their own modules register themselves on `app` when imported.
 from crossknow.cli import (  # noqa: E402, F401
     annotate_cmd,
+    compare_cmd,
     demo_cmd,
+    eclektic_cmd,
     generate_cmd,
+    perturb_cmd,
+    pitfalls_cmd,
     report_cmd,
     trace_cmd,
+    trace_sequences_cmd,
     train_cmd,
 )

@@ -1,0 +1,122 @@
+"""`crossknow eclektic demo`: ECLEKTIC's measurement on a model whose knowledge source is known, on the CPU.
+
+The 40 invented facts of the tracing demo (samples/demo/: nothing a model can know) are asked as closed-book
+questions in English and Japanese. The embedded Gemma 3 270M is trained on the 40 English question-answer
+pairs only, written in the chat turns the local generator asks in, so that English is the facts' one source
+language. The base model and the trained one then answer all 80 questions closed-book; the answers are
+judged judge-free by answer recall (crossknow's own judge: no LLM judge runs offline), and scored under the
+paper's reading of the source rows and with them excluded. Expected: the base model knows nothing; the
+trained one answers in English and, without transfer, not in Japanese, so its transfer score is the share
+of source rows in K under the paper's reading and 0 without them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from crossknow.cli.app import console, errors
+from crossknow.cli.demo_cmd import demo_file
+from crossknow.cli.eclektic_cmd import eclektic_app, execute
+from crossknow.cli.progress import bar
+from crossknow.store.atomic import atomic_write_text
+
+ANSWER_TOKENS = 8
+"""Most tokens of a demo answer: every answer is one invented word (crossknow's choice, to keep the demo short;
+an untrained model would otherwise write to the budget)."""
+QUESTION_KIND = "question"
+"""The demo items used: the questions (the cloze items are sentence completions, not questions)."""
+
+
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _read(name: str) -> list[dict]:
+    return [json.loads(line) for line in demo_file(name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def write_demo_set(path: Path) -> Path:
+    """The demo's ECLEKTIC set (crossknow QA items): each fact's question in English and Japanese, its answer
+    (the keyed option), the abstract in that language as context, English as the source language."""
+    abstracts = {(doc["metadata"]["pair_id"], doc["lang"]): doc["text"] for doc in _read("corpus.jsonl")}
+    rows = [{"id": f"{item['metadata']['fact']}:{item['lang']}", "lang": item["lang"], "question": item["prompt"],
+             "answer": item["options"][item["answer"]], "context": abstracts[(item["metadata"]["fact"], item["lang"])],
+             "source_lang": item["source_lang"], "pair_id": item["metadata"]["fact"]}
+            for item in _read("items.jsonl") if item["kind"] == QUESTION_KIND]
+    return atomic_write_text(path, _jsonl(rows))
+
+
+def write_training_corpus(path: Path) -> Path:
+    """The 40 English question-answer pairs as training documents, each the generator's chat turns for the
+    question followed by the answer and the end of the model's turn."""
+    from crossknow.models.generator import ChatMessage
+    from crossknow.models.hf_generator import gemma_prompt
+
+    rows = [{"id": f"qa-{item['metadata']['fact']}", "lang": "en",
+             "text": gemma_prompt([ChatMessage("user", item["prompt"])]) + item["options"][item["answer"]]
+             + "<end_of_turn>", "metadata": {"pair_id": item["metadata"]["fact"]}}
+            for item in _read("items.jsonl") if item["kind"] == QUESTION_KIND and item["lang"] == "en"]
+    return atomic_write_text(path, _jsonl(rows))
+
+
+def readings_table(runs: dict[str, Path]) -> Table:
+    """Overall success and transfer score of each run under both readings of the source rows."""
+    import pyarrow.parquet as pq
+
+    from crossknow.eclektic.judge import majority_vote
+    from crossknow.eclektic.metrics import eclektic_metrics, format_estimate
+
+    table = Table(title="ECLEKTIC demo (judge: answer recall)")
+    for column in ("model", "source rows", "overall success", "transfer score", "n", "|K|"):
+        table.add_column(column, justify="left" if column in ("model", "source rows") else "right")
+    for label, run in runs.items():
+        correctness = majority_vote(pq.read_table(run / "judgements.parquet"))
+        for reading in ("include", "exclude"):
+            metrics = eclektic_metrics(correctness, source_rows=reading)
+            table.add_row(label, reading, format_estimate(metrics.overall), format_estimate(metrics.transfer),
+                          str(metrics.overall.n), str(metrics.transfer.n))
+    return table
+
+
+@eclektic_app.command()
+def demo(
+    out: Path = typer.Option(Path("runs/eclektic-demo"), help="Demo directory; run again to resume."),
+    epochs: float = typer.Option(9.0, help="Passes over the 40 English question-answer pairs (5 steps each)."),
+    learning_rate: float = typer.Option(2e-4, help="Peak learning rate (cosine decay to a tenth of it)."),
+    dtype: str = typer.Option("bfloat16", help="Compute dtype of training (mixed) and generation."),
+) -> None:
+    """Train the embedded model on English-only facts, then measure ECLEKTIC transfer, base vs trained."""
+    from crossknow.eclektic.run_config import EclekticConfig
+    from crossknow.report.eclektic_runs import leaderboard_of_runs, rebuild_eclektic_report
+    from crossknow.training.records import TrainConfig
+    from crossknow.training.trainer import run_train
+
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    data = write_demo_set(out / "set.jsonl")
+    train_config = TrainConfig(
+        model="default", corpus=str(write_training_corpus(out / "train_corpus.jsonl")), langs=["en"],
+        recipe="documents", epochs=epochs, learning_rate=learning_rate, min_learning_rate=learning_rate / 10,
+        batch_size=2, max_length=128, train_layers="last:4", seed=0, device="cpu", dtype=dtype,
+    )
+    with bar(errors, "1/3 training on the English question-answer pairs") as update:
+        summary = run_train(train_config, out / "train", update)
+    console.print(f"trained {summary.steps} steps ({summary.tokens_seen} tokens) in {summary.seconds:.0f} s",
+                  highlight=False)
+    checkpoint = out / "train" / "checkpoints" / f"checkpoint-{summary.checkpoints[-1]}"
+    runs = {"base": out / "base", "trained-en": out / "trained"}
+    for step, (label, run), model in zip((2, 3), runs.items(), ("default", f"hf:{checkpoint}"), strict=True):
+        config = EclekticConfig(data=str(data), model=model, judge_free=["recall"], max_tokens=ANSWER_TOKENS,
+                                device="cpu", dtype=dtype, batch_size=40)
+        console.print(f"{step}/3 {label}: {model}", highlight=False, soft_wrap=True)
+        execute(config, run, "scores")
+        rebuild_eclektic_report(run)
+    console.print(readings_table(runs))
+    board = leaderboard_of_runs(list(runs.values()), out, labels=list(runs))
+    console.print(f"demo finished in {time.monotonic() - started:.0f} s; reports: "
+                  f"{runs['trained-en'] / 'report.html'}, {board}", highlight=False, soft_wrap=True)

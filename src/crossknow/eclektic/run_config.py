@@ -1,0 +1,115 @@
+"""The config of an ECLEKTIC run (`crossknow eclektic run|answer|judge`), saved as the run's config.yaml.
+
+One config covers the three stages, so that `answer`, `judge` and `run` on one run directory are the same
+run taken to different ends. The scoring fields and the list of judges may change between invocations
+(VOLATILE): scores are recomputed from the judgements every time, metrics.json records how, and judgements
+are kept per judge, so a judge added later only judges what it has not.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from crossknow.data.schemas import Record
+from crossknow.eclektic.answer import ANSWER_MAX_TOKENS
+from crossknow.eclektic.examples import Variant
+from crossknow.eclektic.judge import JUDGE_MAX_TOKENS
+from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, RECALL_THRESHOLD
+from crossknow.eclektic.metrics import Interval, SourceRows
+from crossknow.eclektic.prompts import Setting
+
+JUDGE_FREE = (RECALL_JUDGE, GOLD_LOSS_JUDGE)
+"""The judge-free judges (crossknow's own, `crossknow.eclektic.judge_free`)."""
+
+VOLATILE = (
+    "judges", "judge_free", "source_rows", "ci", "confidence", "n_boot", "boot_seed", "params", "batch_size",
+    "concurrency", "timeout_s", "base_url", "api_key_env", "judge_base_url", "judge_api_key_env", "device", "cache",
+    "prices",
+)
+"""Config keys that may change when a run resumes: they cannot change an answer or a judgement already made."""
+
+
+class ScoreConfig(Record):
+    """How verdicts become scores (`crossknow eclektic score`; part of every run's config)."""
+
+    source_rows: SourceRows = Field(default="include", description="Which rows are examples: 'include' (the "
+                                    "paper's reading), 'exclude' or 'helm' (crossknow.eclektic.metrics).")
+    ci: Interval = Field(default="normal", description="Interval method: 'normal' approximation or 'bootstrap' "
+                         "over questions.")
+    confidence: float = Field(default=0.95, gt=0, lt=1, description="Confidence level of the intervals.")
+    n_boot: int = Field(default=2000, ge=1, description="Bootstrap resamples (with --ci bootstrap).")
+    boot_seed: int = Field(default=0, description="Seed of the bootstrap (with --ci bootstrap).")
+
+
+class EclekticConfig(ScoreConfig):
+    """Everything that decides an ECLEKTIC run (the scoring fields first)."""
+
+    data: str = Field(description="The set: ECLEKTIC's released JSON lines, or crossknow's QA/MC item file with "
+                      "pair_id and source_lang (see crossknow.eclektic.examples).")
+    model: str = Field(description="Generator spec of the model under test: default, hf:PATH, gguf:FILE or "
+                       "openai:MODEL (with --base-url).")
+    variant: Variant = Field(default="main", description="'main': every question in every language of the set; "
+                             "'popular': each question only in the languages it has (section 5).")
+    limit: int | None = Field(default=None, ge=1, description="Keep the first N questions (unset: all).")
+    setting: Setting = Field(default="closed-book", description="The prompt setting (Appendix A.3; Table 3).")
+    samples: int = Field(default=1, ge=1, description="Answers sampled per question row (above 1 needs "
+                         "--temperature above 0).")
+    temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the model under test.")
+    seed: int = Field(default=0, description="Base seed of the answers' sampling.")
+    max_tokens: int = Field(default=ANSWER_MAX_TOKENS, ge=1, description="Most tokens of one answer.")
+    judges: list[str] = Field(default_factory=list, description="Generator spec of an LLM judge (the paper's "
+                              "prompt, Appendix A.2), e.g. openai:gpt-4o with --judge-base-url.")
+    judge_free: list[str] = Field(default_factory=list, description="A judge-free judge, crossknow's own: 'recall' "
+                                  "(gold-answer word recall) or 'gold-loss' (greedy check of the gold answer's "
+                                  "tokens through the engine; a model that can score).")
+    recall_threshold: float = Field(default=RECALL_THRESHOLD, gt=0, le=1,
+                                    description="Recall at or above which the 'recall' judge says correct.")
+    judge_max_tokens: int = Field(default=JUDGE_MAX_TOKENS, ge=1, description="Most tokens of one LLM verdict.")
+    max_attempts: int = Field(default=3, ge=1, description="Calls per prompt before its output counts as invalid.")
+    params: float | None = Field(default=None, gt=0, description="Parameter count of the model under test, for "
+                                 "the leaderboard's size plot (e.g. 7.6e9).")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: --model.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of "
+                             "--base-url.")
+    judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of openai: judges.")
+    judge_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key "
+                                   "of --judge-base-url.")
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server; does not change the "
+                             "output.")
+    timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
+    device: str = Field(default="auto", description="Device of local models: auto, cpu, cuda, cuda:1, ...")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
+                                                              "local models.")
+    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
+    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+    batch_size: int = Field(default=16, ge=1, description="Questions per committed shard; does not change the "
+                            "output.")
+
+    @field_validator("judge_free")
+    @classmethod
+    def _known_judge_free(cls, names: list[str]) -> list[str]:
+        unknown = [name for name in names if name not in JUDGE_FREE]
+        if unknown:
+            raise ValueError(f"unknown judge-free judge {unknown[0]!r}; choose from {', '.join(JUDGE_FREE)}")
+        return list(dict.fromkeys(names))
+
+    @field_validator("judges")
+    @classmethod
+    def _distinct_judges(cls, specs: list[str]) -> list[str]:
+        clash = [spec for spec in specs if spec in JUDGE_FREE]
+        if clash:
+            raise ValueError(f"{clash[0]!r} is a judge-free judge: pass it with --judge-free")
+        return list(dict.fromkeys(specs))
+
+    @model_validator(mode="after")
+    def _samples_need_temperature(self) -> EclekticConfig:
+        if self.samples > 1 and self.temperature <= 0:
+            raise ValueError(f"{self.samples} samples at temperature 0 would be copies of one greedy answer: set "
+                             "--temperature above 0")
+        return self
+
+    def all_judges(self) -> list[str]:
+        """Every judge of the run, LLM judges first, in the order given."""
+        return [*self.judges, *self.judge_free]
