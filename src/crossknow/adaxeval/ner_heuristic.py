@@ -18,10 +18,8 @@ Entities are counted once each, ignoring case.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any
 
-from crossknow.errors import MissingDependencyError
+from crossknow.data.sudachi import Morpheme, morphemes
 
 _KATAKANA = re.compile(r"^[\u30a0-\u30ffー]{3,}$")
 _LATIN = re.compile(r"^[A-Za-z][A-Za-z0-9\-+]*$")
@@ -59,51 +57,39 @@ _OPENERS = frozenset(
 )
 
 
-@lru_cache(maxsize=1)
-def _sudachi() -> Any:
-    try:
-        from sudachipy import Dictionary, SplitMode
-    except ImportError as error:
-        raise MissingDependencyError("sudachipy", "text", "Japanese entity detection") from error
-    try:
-        return Dictionary().tokenizer(mode=SplitMode.A)
-    except Exception as error:  # the dictionary package missing or broken
-        raise MissingDependencyError("sudachidict-core", "text", "Japanese entity detection") from error
-
-
 def japanese_entities(sentence: str) -> list[str]:
     """Entities of a Japanese sentence: noun compounds, proper nouns and technical words."""
-    runs: list[list[Any]] = []
-    current: list[Any] = []
-    morphemes = list(_sudachi().tokenize(sentence))
-    for index, morpheme in enumerate(morphemes):
-        pos = morpheme.part_of_speech()
+    runs: list[list[Morpheme]] = []
+    current: list[Morpheme] = []
+    words = morphemes(sentence, mode="A")
+    for index, morpheme in enumerate(words):
+        pos = morpheme.pos
         content = (pos[0] in _CONTENT_POS and pos[1] != "代名詞") or (pos[0] == "接尾辞" and pos[1] == "名詞的")
-        nxt = morphemes[index + 1].part_of_speech()[0] if index + 1 < len(morphemes) else ""
+        nxt = words[index + 1].pos[0] if index + 1 < len(words) else ""
         if content:
             current.append(morpheme)
-        elif current and morpheme.surface() in _JOINERS and nxt == "名詞":
+        elif current and morpheme.surface in _JOINERS and nxt == "名詞":
             current.append(morpheme)
         elif current:
             runs.append(current)
             current = []
     if current:
         runs.append(current)
-    return distinct_entities(["".join(m.surface() for m in run) for run in runs if _is_japanese_entity(run)])
+    return distinct_entities(["".join(m.surface for m in run) for run in runs if _is_japanese_entity(run)])
 
 
-def _is_japanese_entity(run: list[Any]) -> bool:
-    parts = [m for m in run if m.surface() not in _JOINERS]
-    if parts and parts[0].part_of_speech()[0] == "接頭辞" and parts[0].surface() in _DEMONSTRATIVE_PREFIXES:
+def _is_japanese_entity(run: list[Morpheme]) -> bool:
+    parts = [m for m in run if m.surface not in _JOINERS]
+    if parts and parts[0].pos[0] == "接頭辞" and parts[0].surface in _DEMONSTRATIVE_PREFIXES:
         parts = parts[1:]
     if not parts:
         return False
-    if any(m.part_of_speech()[1] == "固有名詞" for m in parts):
+    if any(m.pos[1] == "固有名詞" for m in parts):
         return True
-    nouns = [m for m in parts if m.part_of_speech()[0] == "名詞" and m.part_of_speech()[1] != "数詞"]
+    nouns = [m for m in parts if m.pos[0] == "名詞" and m.pos[1] != "数詞"]
     if len(parts) >= 2 and nouns:
         return True
-    text = "".join(m.surface() for m in parts)
+    text = "".join(m.surface for m in parts)
     return len(parts) == 1 and bool(nouns) and bool(_KATAKANA.match(text) or (_LATIN.match(text) and len(text) >= 2))
 
 

@@ -39,11 +39,11 @@ from crossknow.adaxeval.records import (
     SplitRecord,
 )
 from crossknow.adaxeval.split import split_document
-from crossknow.adaxeval.stages import StageRow, StageStore, meter_total, run_chunks
+from crossknow.adaxeval.stages import StageRow, StageStore, run_chunks
 from crossknow.adaxeval.summary import binary_confidence, invalid_lines, stage_counts, total_cost
 from crossknow.data.corpus import Document, pair_documents, read_corpus
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import CostMeter
+from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import load_generator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
@@ -128,7 +128,7 @@ def run_generate(
 
     def progress(stage: str, done: int, total: int) -> None:
         if on_progress:
-            on_progress(stage, done, total, meter_total(clients.meters()))
+            on_progress(stage, done, total, sum_meters(clients.meters()))
 
     pending: dict[str, int] = {}
     try:
@@ -221,7 +221,7 @@ def run_generate(
         files = write_dataset(out, kept, config.langs, config.seed, partners)
         atomic_write_text(out / "invalid.jsonl", "".join(invalid_lines(stores)))
         files["invalid"] = "invalid.jsonl"
-        meter = meter_total(clients.meters())
+        meter = sum_meters(clients.meters())
         lengths = {lang: [r.item for r in kept if r.item.query.fact.sentence.lang == lang] for lang in config.langs}
         summary = GenerateSummary(
             counts=stage_counts(

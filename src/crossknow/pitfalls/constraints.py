@@ -14,13 +14,13 @@ A constraint returns, per node, None when satisfied or the reason it is violated
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from crossknow.errors import CrossknowError
 from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import PairNode
+from crossknow.scoring.chrf import chrf
 
 
 class Similarity(Protocol):
@@ -91,8 +91,7 @@ class SemanticSimilarity:
 
 
 class ChrF:
-    """chrF (Popović 2015) as sacrebleu computes it by default: character n-grams of orders 1-6 with
-    whitespace removed, β = 2; in [0, 1]."""
+    """chrF (`crossknow.scoring.chrf`) as a Similarity; in [0, 1]."""
 
     name = "chrf"
 
@@ -105,26 +104,8 @@ class ChrF:
         return [self.score(reference, candidate) for reference, candidate in pairs]
 
     def score(self, reference: str, candidate: str) -> float:
-        """chrF of one candidate against one reference: precision and recall averaged over the orders
-        both texts have, then F_β of the two averages."""
-        ref, hyp = "".join(reference.split()), "".join(candidate.split())
-        precision, recall, orders = 0.0, 0.0, 0
-        for n in range(1, self.order + 1):
-            ref_grams, hyp_grams = _ngrams(ref, n), _ngrams(hyp, n)
-            if not ref_grams or not hyp_grams:
-                continue
-            matches = sum((ref_grams & hyp_grams).values())
-            precision += matches / sum(hyp_grams.values())
-            recall += matches / sum(ref_grams.values())
-            orders += 1
-        if not orders or precision + recall == 0:
-            return 0.0
-        precision, recall, factor = precision / orders, recall / orders, self.beta**2
-        return (1 + factor) * precision * recall / (factor * precision + recall)
-
-
-def _ngrams(text: str, n: int) -> Counter[str]:
-    return Counter(text[i : i + n] for i in range(len(text) - n + 1))
+        """chrF of one candidate against one reference."""
+        return chrf(candidate, reference, self.order, self.beta)
 
 
 def violations(
