@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from crossknow.eclektic.metrics import EclekticMetrics, format_estimate
+from crossknow.errors import CrossknowError
 from crossknow.report import html
 from crossknow.report.eclektic_figures import (
     CELL_COLUMNS,
@@ -133,8 +134,7 @@ def eclektic_report(metrics: EclekticMetrics, out_dir: Path, *, model: str, meta
     `extra` are HTML sections placed after the heatmaps (e.g. the judges' agreement)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    body = [f"<h1>ECLEKTIC: {html.escape(model)}</h1>", html.paragraph(_lead(metrics), "lead"),
-            html.table("table-summary", "Scores (value ± half-width of the interval, in percent)", SUMMARY_HEADERS,
+    body = [html.table("table-summary", "Scores (value ± half-width of the interval, in percent)", SUMMARY_HEADERS,
                        [summary_row(model, metrics)])]
     numbers = []
     for metric in METRICS:
@@ -146,22 +146,23 @@ def eclektic_report(metrics: EclekticMetrics, out_dir: Path, *, model: str, meta
             "the strips are unweighted means of the non-empty cells")]
         numbers.append(_matrix_table(cells, metric))
     body += list(extra)
-    body.append(html.details("Numbers behind the heatmaps", numbers))
     run_parts = [html.meta_table(meta)] if meta else []
     run_parts += ["<h3>Definitions</h3>", html.preformatted(definitions(metrics))]
-    body.append(html.details("Run: config, inputs and definitions", run_parts))
-    return atomic_write_text(out_dir / REPORT_FILE, html.page(f"ECLEKTIC report: {model}", body))
+    collapsed = [("Numbers behind the heatmaps", numbers), ("Run: config, inputs and definitions", run_parts)]
+    page = html.report_page(f"ECLEKTIC: {model}", _lead(metrics), body, collapsed)
+    return atomic_write_text(out_dir / REPORT_FILE, page)
 
 
 def leaderboard_report(results: Sequence[ModelResult], out_dir: Path) -> Path:
     """Write leaderboard.html (and figures/scaling.png) comparing `results` into `out_dir`: the models ranked by
     overall success as Table 2, then the size plot of Figure 4 when at least two carry a parameter count;
     returns the page's path."""
+    if not results:
+        raise CrossknowError("a leaderboard needs at least one scored run")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ranked = sorted(results, key=lambda r: -(r.metrics.overall.value if r.metrics.overall.value is not None else -1))
-    body = ["<h1>ECLEKTIC leaderboard</h1>",
-            html.table("table-leaderboard", "Models ranked by overall success (value ± half-width, in percent)",
+    body = [html.table("table-leaderboard", "Models ranked by overall success (value ± half-width, in percent)",
                        SUMMARY_HEADERS, [summary_row(r.name, r.metrics) for r in ranked])]
     if sum(r.params is not None for r in results) >= 2:
         points = pd.DataFrame([{
@@ -179,5 +180,8 @@ def leaderboard_report(results: Sequence[ModelResult], out_dir: Path) -> Path:
     runs = html.table("table-runs", "Runs", ["model", "parameters", "run directory"],
                       [[r.name, params_label(r.params) if r.params else None, r.run] for r in results],
                       text_columns=3)
-    body.append(html.details("Runs and definitions", [*notes, runs]))
-    return atomic_write_text(out_dir / LEADERBOARD_FILE, html.page("ECLEKTIC leaderboard", body))
+    best = ranked[0]
+    lead = (f"{len(results)} models; the best overall success is {best.name}'s "
+            f"({format_estimate(best.metrics.overall)}).")
+    page = html.report_page("ECLEKTIC leaderboard", lead, body, [("Runs and definitions", [*notes, runs])])
+    return atomic_write_text(out_dir / LEADERBOARD_FILE, page)
