@@ -11,12 +11,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
-import pandas as pd
 
 from crossknow.errors import CrossknowError
+
+if TYPE_CHECKING:  # pandas only in annotations: importing this module (the CLI does) stays light
+    import pandas as pd
 
 Number = TypeVar("Number", float, np.ndarray)
 
