@@ -24,6 +24,7 @@ on first use around this generator's loaded model, not a second copy): the yes/n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models.generator import (
@@ -108,12 +109,7 @@ class HFGenerator:
 
     def prompt_text(self, messages: Sequence[ChatMessage]) -> str:
         """The prompt as text, ending where the model's answer starts; the tokenizer adds BOS to it."""
-        if getattr(self.tokenizer, "chat_template", None):
-            chat = [{"role": m.role, "content": m.content} for m in messages]
-            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-            bos = self.tokenizer.bos_token
-            return text[len(bos) :] if bos and text.startswith(bos) else text
-        return gemma_prompt(messages)
+        return chat_prompt_text(self.tokenizer, messages)
 
     def prompt_ids(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Token ids of the prompt, ending where the model's answer starts."""
@@ -203,3 +199,15 @@ class HFGenerator:
             [ScoreRequest(self.prompt_text(r.messages) + r.answer_prefix, r.continuation) for r in requests]
         )
         return [result.logprob_sum for result in scored]
+
+
+def chat_prompt_text(tokenizer: Any, messages: Sequence[ChatMessage]) -> str:
+    """`messages` as the text a local model continues, ending where its answer starts, without BOS (the
+    tokenizer adds it): the tokenizer's chat template, or Gemma's turn format when it has none (the embedded
+    GGUF ships no template)."""
+    if getattr(tokenizer, "chat_template", None):
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        bos = tokenizer.bos_token
+        return text[len(bos) :] if bos and text.startswith(bos) else text
+    return gemma_prompt(messages)

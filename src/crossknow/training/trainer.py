@@ -94,7 +94,9 @@ def gradient_accumulation(config: TrainConfig, processes: int) -> int:
     return config.batch_size // per_pass
 
 
-def _training_arguments(config: TrainConfig, out: Path) -> Any:
+def hf_training_arguments(config: TrainConfig, out: Path) -> Any:
+    """transformers' TrainingArguments of `crossknow train` for `config`, writing into `out` (also used by
+    `crossknow pitfalls finetune`)."""
     import torch
     from transformers import TrainingArguments
 
@@ -126,7 +128,8 @@ def _training_arguments(config: TrainConfig, out: Path) -> Any:
     )
 
 
-def _resume_point(checkpoints: dict[int, Path]) -> Path | None:
+def resume_point(checkpoints: dict[int, Path]) -> Path | None:
+    """The newest of `checkpoints` (step -> directory) that holds an optimizer state to resume from, or None."""
     resumable = [path for path in checkpoints.values() if all((path / f).exists() for f in RESUME_FILES[:2])]
     return resumable[-1] if resumable else None
 
@@ -180,7 +183,7 @@ def run_train(
     if (out / SUMMARY_FILE).exists():
         return TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
-    args = _training_arguments(config, out)
+    args = hf_training_arguments(config, out)
     qa, qa_summary = _question_answer_pairs(config, knowledge, args)
     parts["knowledge"] += qa_examples(qa)
     path, revision = model_source(config.model)
@@ -206,7 +209,7 @@ def run_train(
         callbacks=callbacks,
     )
     trainer.remove_callback(PrinterCallback)  # the step log and the progress bar report instead
-    resume = _resume_point(checkpoints)
+    resume = resume_point(checkpoints)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     # Under torchrun every process writes its own rng_state_RANK.pth into the final checkpoint, with no
     # barrier after it: wait for all of them before the main process cleans that checkpoint up.

@@ -1,0 +1,92 @@
+"""`crossknow pitfalls finetune` end to end with the embedded model: SFT and DPO on released Japanese pairs, the
+evaluations before and after, Table 2 recomputed from the per-pair rows, resume."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from crossknow.pitfalls.finetune_records import PitfallsFinetuneConfig
+from crossknow.pitfalls.finetune_run import run_pitfalls_finetune
+from crossknow.report.pitfalls_finetune_report import write_finetune_report
+
+from ..conftest import SHARED_DATA
+
+RELEASE = SHARED_DATA / "cross-lingual-pitfalls"
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not RELEASE.exists(), reason=f"{RELEASE} is not present")]
+
+TINY = {"max_steps": 1, "batch_size": 1, "warmup_ratio": 0.0, "train_layers": "last:1", "device": "cpu",
+        "answering": "loss"}
+"""A tiny training (one optimizer step of one example, the last decoder block) so that the test runs on a CPU;
+no warm-up, since the first step of a warm-up has learning rate 0 and would change nothing."""
+
+
+def _target_accuracy(directory) -> dict[str, bool]:
+    """pair id -> target-language correctness, read from an evaluation's pairs.parquet."""
+    return {row["pair_id"]: row["target_correct"] for row in pq.read_table(directory / "pairs.parquet").to_pylist()}
+
+
+def test_sft_run_reports_table_2_from_the_two_evaluations_and_resumes(tmp_path):
+    out = tmp_path / "sft"
+    config = PitfallsFinetuneConfig(train_pairs=str(RELEASE / "Japanese.json"), limit=8,
+                                    eval_pairs=[str(RELEASE / "French.json")], eval_limit=2, **TINY)
+    metrics = run_pitfalls_finetune(config, out)
+
+    checkpoint = out / metrics.training.checkpoint
+    assert (checkpoint / "config.json").exists() and (checkpoint / "model.safetensors").exists()
+    assert not (checkpoint / "optimizer.pt").exists()  # a finished run keeps no resume state
+    examples = [json.loads(line) for line in (out / "train" / "examples.jsonl").read_text().splitlines()]
+    assert [e["split"] for e in examples].count("validation") == 1 and len(examples) == 8  # 10% of 8, rounded
+    assert (metrics.training.train_examples, metrics.training.validation_examples, metrics.training.steps) == (7, 1, 1)
+    raw = json.loads((RELEASE / "Japanese.json").read_text(encoding="utf-8"))
+    assert examples[0]["target"] == " " + raw[0]["transanswer"]  # the correct answer, as the lm-eval continuation
+
+    assert [(row.lang, row.role) for row in metrics.rows] == [("ja", "training"), ("ja", "held-out"),
+                                                             ("fr", "evaluation")]
+    for row, stem, held in ((metrics.rows[0], "Japanese", None), (metrics.rows[1], "Japanese", "validation"),
+                            (metrics.rows[2], "French", None)):
+        before, after = _target_accuracy(out / "eval/base" / stem), _target_accuracy(out / "eval/tuned" / stem)
+        ids = [e["pair_id"] for e in examples if e["split"] == held] if held else list(before)
+        assert set(after) == set(before) and row.n_pairs == len(ids) == row.n_compared  # loss answering: all valid
+        original = sum(before[i] for i in ids) / len(ids)
+        enhanced = sum(after[i] for i in ids) / len(ids)
+        assert (row.original, row.enhanced) == pytest.approx((original, enhanced))
+        assert row.diff == pytest.approx(enhanced - original)
+    assert metrics.rows[0].n_pairs == 8 and metrics.rows[2].n_pairs == 2
+
+    page = write_finetune_report(out).read_text(encoding="utf-8")
+    assert 'id="table-finetune"' in page and 'id="fig-pitfalls_finetune_diff"' in page
+    assert (out / "figures" / "pitfalls_finetune_diff.png").stat().st_size > 0
+
+    log = (out / "train" / "train_log.jsonl").read_text()
+    again = run_pitfalls_finetune(config, out)  # finished stages are skipped: nothing is trained twice
+    assert again.rows == metrics.rows and again.training == metrics.training
+    assert (out / "train" / "train_log.jsonl").read_text() == log
+
+
+def test_dpo_run_trains_away_from_the_base_models_wrong_answers(tmp_path, embedded_checkpoint_dir):
+    from safetensors import safe_open
+
+    out = tmp_path / "dpo"
+    config = PitfallsFinetuneConfig(train_pairs=str(RELEASE / "Japanese.json"), limit=4, method="dpo",
+                                    validation_fraction=0.0, **TINY)
+    metrics = run_pitfalls_finetune(config, out)
+
+    base_rows = pq.read_table(out / "eval/base/Japanese/pairs.parquet").to_pylist()
+    wrong = [row for row in base_rows if row["target_correct"] is False]
+    counts = metrics.preference
+    assert (counts.pairs, counts.with_rejected, counts.right) == (4, len(wrong), 4 - len(wrong))
+    raw = json.loads((RELEASE / "Japanese.json").read_text(encoding="utf-8"))
+    triples = [json.loads(line) for line in (out / "train" / "examples.jsonl").read_text().splitlines()]
+    for triple, row in zip(triples, wrong, strict=True):
+        record = raw[int(row["pair_id"].split(":")[1])]
+        assert triple["chosen"] == " " + record["transanswer"]
+        assert triple["rejected"] == " " + record["transchoices"][row["target_choice"]]
+
+    tuned = out / metrics.training.checkpoint / "model.safetensors"
+    with safe_open(tuned, "pt") as after, safe_open(embedded_checkpoint_dir / "model.safetensors", "pt") as before:
+        changed = {name for name in after.keys() if not after.get_tensor(name).equal(before.get_tensor(name))}
+    assert changed and all(name.startswith("model.layers.17.") or name == "model.norm.weight" for name in changed)
