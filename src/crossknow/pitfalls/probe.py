@@ -25,6 +25,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.candidates import CandidateList, append_json_line, cut_torn_last_line
 from crossknow.pitfalls.constraints import Similarity
+from crossknow.pitfalls.e5 import THETA, THETA_CROSS
 from crossknow.pitfalls.objective import SimulationObjective
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.recipes import Recipe, default_constraints, get_recipe
@@ -81,9 +82,9 @@ def run_probe(
     lang: str,
     epsilon: float = 0.2,
     similarity: Similarity | None = None,
-    theta: float = 0.8,
+    theta: float = THETA,
     cross_similarity: Similarity | None = None,
-    theta_cross: float = 0.8,
+    theta_cross: float = THETA_CROSS,
     samples: int = 1,
     max_resimulations: int = 2,
     progress: Callable[[int, int], None] | None = None,

@@ -22,6 +22,8 @@ from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.pitfalls.constraints import ChrF, Similarity
+from crossknow.pitfalls.e5 import THETA, THETA_CROSS, E5Similarity
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import SimulatorFactory
 from crossknow.pitfalls.pairs import SourceQuestion
@@ -68,6 +70,13 @@ class PitfallsProbeConfig(Record):
                               "(unset: all).")
     seed: int = Field(default=0, description="Seed of the draw over the source files.")
     epsilon: float = Field(default=0.2, ge=0, le=1, description="ε: a pair needs mean English accuracy >= 1 - ε.")
+    similarity: Literal["e5", "chrf", "none"] = Field(
+        default="e5", description="S of the semantic checks: 'e5' (multilingual-e5-small embeddings, the paper's "
+        "kind: both θ and θ'), 'chrf' (character n-grams: θ only, within English), 'none' (both checks off).")
+    theta: float = Field(default=THETA, ge=0, le=1, description="θ: S(original English, perturbed English) >= θ "
+                         "(crossknow's default for e5; the paper gives none).")
+    theta_cross: float = Field(default=THETA_CROSS, ge=0, le=1, description="θ': S(perturbed English, perturbed "
+                               "target) >= θ', also for the unperturbed pair (crossknow's default for e5).")
     max_resimulations: int = Field(default=2, ge=0, description="Times a question with an invalid answer is asked "
                                    "again before its pair is left unscored.")
     initial_batch: int | None = Field(default=None, ge=1, description="Override: original pairs searched together.")
@@ -83,6 +92,14 @@ class PitfallsProbeConfig(Record):
     timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
     cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
     prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+
+    def similarities(self) -> tuple[Similarity | None, Similarity | None]:
+        """(S for θ, S for θ'): both e5 under 'e5'; chrF and none under 'chrf' (chrF compares within one
+        language); none under 'none'."""
+        if self.similarity == "e5":
+            shared = E5Similarity()
+            return shared, shared
+        return (ChrF(), None) if self.similarity == "chrf" else (None, None)
 
     def recipe_with_overrides(self) -> Recipe:
         """The named recipe with the overridden beam settings (a reduced search, e.g. the demo's)."""
@@ -179,9 +196,11 @@ def probe_from_config(
             raise CrossknowError(f"the prefilter kept none of the {sample.drawn} questions drawn "
                                  f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid in English); "
                                  f"see {out / SOURCES_FILE}")
+        similarity, cross_similarity = config.similarities()
         account = run_probe(
             config.recipe_with_overrides(), sources[: config.limit], proxy, simulators, out, lang=config.lang,
-            epsilon=config.epsilon, max_resimulations=config.max_resimulations,
+            epsilon=config.epsilon, similarity=similarity, theta=config.theta, cross_similarity=cross_similarity,
+            theta_cross=config.theta_cross, max_resimulations=config.max_resimulations,
             progress=lambda done, total: report(config.recipe, done, total),
         )
         return account, sample

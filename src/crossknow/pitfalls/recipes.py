@@ -18,6 +18,7 @@ from typing import Literal
 
 from crossknow.errors import CrossknowError
 from crossknow.pitfalls.constraints import Constraint, EnglishAccuracy, SemanticSimilarity, Similarity
+from crossknow.pitfalls.e5 import THETA, THETA_CROSS
 from crossknow.pitfalls.search import BeamSettings
 from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, Transformation
 
@@ -56,13 +57,14 @@ def get_recipe(name: str) -> Recipe:
 
 
 def default_constraints(
-    epsilon: float = 0.2, similarity: Similarity | None = None, theta: float = 0.8,
-    cross_similarity: Similarity | None = None, theta_cross: float = 0.8,
+    epsilon: float = 0.2, similarity: Similarity | None = None, theta: float = THETA,
+    cross_similarity: Similarity | None = None, theta_cross: float = THETA_CROSS,
 ) -> list[Constraint]:
     """The constraints of equation 4: English accuracy >= 1 − ε always; S(q^E, q^E') >= θ when
-    `similarity` is given and S(q^E', q^T') >= θ' when `cross_similarity` is (a multilingual one: chrF
-    compares within one language only). θ = θ' = 0.8 is crossknow's choice; the paper gives no values.
-    A check without its similarity is off, and the run's config says so."""
+    `similarity` is given and S(q^E', q^T') >= θ' when `cross_similarity` is (a multilingual one such as
+    `E5Similarity`: chrF compares within one language only). The default θ = θ' = 0.75 is crossknow's
+    choice for e5 (`crossknow.pitfalls.e5`); the paper gives no values. A check without its similarity is
+    off, and the run's config says so."""
     constraints: list[Constraint] = [EnglishAccuracy(epsilon)]
     if similarity is not None:
         constraints.append(SemanticSimilarity(similarity, theta, "original"))
