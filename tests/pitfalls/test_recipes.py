@@ -73,7 +73,12 @@ def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
     (out / "batches.jsonl").write_text(batches[0])
     resumed = run_probe("paper", sources, proxy, [FooledByHints()], out, lang="fr")
     assert (resumed.candidates, resumed.found_now) == (15, 2)
-    assert resumed.proxy.calls == 0 and len(generator.requests) == 23  # the replay came from the cache
+    assert len(generator.requests) == 23  # the replay came from the cache
+    # the account covers the whole run: the first batch's 4 translations + 12 perturbations + 3 δq^E
+    # translations; the killed batch's 4 paid calls (1 translation, 3 perturbations) were replayed free
+    assert resumed.proxy.calls == 19 and resumed.batches == 2 and resumed.scored == 20
+    assert resumed.simulation.calls == 40  # simulation is local: the replay asked again
+    assert resumed.per_found_pair.calls == pytest.approx((19 + 40) / 15)
     assert (out / "candidates.jsonl").read_text().splitlines(keepends=True) == lines
 
 
@@ -130,4 +135,6 @@ def test_a_real_run_of_the_baselines_accounts_for_what_it_spent(recipe, llama_ch
         total = account.proxy.seconds + account.simulation.seconds
         assert account.per_found_pair.seconds == pytest.approx(total / account.found_now)
     again = run_probe(recipe, sources, proxy, [simulator], tmp_path / "run", lang="fr", epsilon=1.0)
-    assert again.proxy.calls == 0 and again.simulation.calls == 0 and again.candidates == account.candidates
+    # nothing left to do: the account of the whole run is read back unchanged
+    assert again.found_now == 0 and again.candidates == account.candidates
+    assert (again.proxy, again.simulation, again.scored) == (account.proxy, account.simulation, account.scored)

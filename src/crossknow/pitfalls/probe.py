@@ -6,13 +6,19 @@ same pairs as items `crossknow evaluate` reads), `batches.jsonl` (one line per f
 `account.json` (conversion, calls, tokens, seconds and cost, in total and per found pair: the paper's
 Fig. 4). Sources are cut into fixed batches by position; a resumed run skips the finished batches and
 replays an unfinished one through the request cache (paid calls are not paid again), the candidate
-list keeping each pair once and the cap of k per question. `account.json` counts what this
-invocation spent (a replay from the cache costs nothing).
+list keeping each pair once and the cap of k per question.
+
+`account.json` describes the whole run, over all its invocations: each finished batch's line in
+`batches.jsonl` records what the batch found and spent (a `BatchRecord`), and the account sums them.
+A resumed run so reports what an uninterrupted one would, except the calls a killed batch had already
+paid: its rerun replays them from the request cache at no cost, so they are counted nowhere (at most
+one batch's spend per kill).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -49,27 +55,47 @@ class Spend(Record):
     cost_usd: float = Field(description="Cost at the price table (local models cost 0).")
 
 
-class ProbeAccount(Record):
-    """What one `run_probe` invocation found and spent (`account.json`)."""
+class BatchCounts(Record):
+    """What the search did in one batch."""
+
+    untranslated: int = Field(default=0, description="Sources whose translation failed (see `rejected`).")
+    scored: int = Field(default=0, description="Pairs the simulators scored.")
+    unscored: int = Field(default=0, description="Pairs left unscored: invalid simulation after re-simulation.")
+    invalid_answers: int = Field(default=0, description="Invalid simulator answers received (each re-simulated).")
+    duplicates: int = Field(default=0, description="Children dropped because their text repeated a pair of "
+                            "their batch.")
+    dropped_by_cap: int = Field(default=0, description="Pairs dropped because their question had k pairs.")
+    rejected: dict[str, int] = Field(default_factory=dict, description="Pairs not made or not kept, by reason.")
+
+
+class BatchRecord(Record):
+    """One finished batch (a line of batches.jsonl)."""
+
+    batch: int = Field(description="The batch's number (sources cut by position into initial_batch).")
+    sources: list[str] = Field(description="Ids of its source questions.")
+    found: int = Field(description="Pairs it added to the candidate list.")
+    counts: BatchCounts = Field(description="What the search did in it.")
+    proxy: Spend = Field(description="What the proxy spent on it (cache replays cost nothing).")
+    simulation: Spend = Field(description="What the simulators spent on it (calls = questions answered).")
+    seconds: float = Field(description="Wall-clock seconds of the batch.")
+
+
+class ProbeAccount(BatchCounts):
+    """What a probe run found and spent, over all its invocations (`account.json`)."""
 
     recipe: str = Field(description="The recipe run.")
     lang: str = Field(description="Target language code.")
     sources: int = Field(description="Original English questions given.")
-    untranslated: int = Field(description="Sources whose translation failed in this invocation (see `rejected`).")
+    batches: int = Field(description="Batches finished (of ceil(sources / initial_batch)).")
     converted: int = Field(description="Sources with at least one pair in the candidate list.")
     conversion_rate: float = Field(description="converted / sources (the paper's conversion rate).")
     candidates: int = Field(description="Pairs in the candidate list.")
     found_now: int = Field(description="Pairs added by this invocation.")
-    scored: int = Field(description="Pairs the simulators scored in this invocation.")
-    unscored: int = Field(description="Pairs left unscored: invalid simulation after re-simulation.")
-    invalid_answers: int = Field(description="Invalid simulator answers received (each re-simulated).")
-    duplicates: int = Field(description="Children dropped because their text repeated a pair of their batch.")
-    dropped_by_cap: int = Field(description="Pairs dropped because their question had k pairs.")
-    rejected: dict[str, int] = Field(description="Pairs not made or not kept, by reason.")
-    proxy: Spend = Field(description="What the proxy LLM spent (perturbation and translation).")
-    simulation: Spend = Field(description="What the simulators spent (calls = questions answered).")
-    seconds: float = Field(description="Wall-clock seconds of the whole invocation.")
-    per_found_pair: Spend | None = Field(description="proxy + simulation spend divided by found_now; None if 0.")
+    proxy: Spend = Field(description="What the proxy LLM spent (perturbation and translation), whole run.")
+    simulation: Spend = Field(description="What the simulators spent (calls = questions answered), whole run.")
+    seconds: float = Field(description="Wall-clock seconds of the finished batches, whole run.")
+    per_found_pair: Spend | None = Field(description="proxy + simulation spend divided by the pairs in the "
+                                         "candidate list (the paper's Fig. 4); None if there are none.")
 
 
 def run_probe(
@@ -91,7 +117,6 @@ def run_probe(
 ) -> ProbeAccount:
     """Probe `sources` for pairs in target language `lang` with `recipe`; see the module docstring.
     `progress(batches done, batches)` is called after each batch."""
-    started = time.monotonic()
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if lang not in LANGUAGE_NAMES:
         raise CrossknowError(f"unknown target language {lang!r}; known: {', '.join(sorted(LANGUAGE_NAMES))}")
@@ -114,13 +139,13 @@ def run_probe(
         search = BeamSearch(recipe.settings, recipe.transformation(proxy, LANGUAGE_NAMES[lang]), objective,
                             constraints, candidates, recipe.name)
         sim_meters = _simulator_meters(simulators)
-        start_meters = _copy(sum_meters([proxy.perturber.meter, proxy.translator.meter])), _copy(sum_meters(sim_meters))
         size = recipe.settings.initial_batch
         batches = [sources[i : i + size] for i in range(0, len(sources), size)]
-        done = _done_batches(out / "batches.jsonl")
-        untranslated = 0
+        records = _done_batches(out / "batches.jsonl")
         for number, batch in enumerate(batches):
-            if number not in done:
+            if number not in records:
+                mark = _Mark(proxy, sim_meters, objective, search, len(candidates))
+                untranslated = 0
                 translated = proxy.translate_questions([s.question for s in batch], lang, LANGUAGE_NAMES[lang])
                 roots = []
                 for source, target in zip(batch, translated, strict=True):
@@ -130,38 +155,70 @@ def run_probe(
                     else:
                         roots.append(root_node(source, target))
                 search.run_batch(roots)
-                append_json_line(out / "batches.jsonl", {"batch": number, "sources": [s.id for s in batch]})
+                records[number] = mark.record(number, [s.id for s in batch], untranslated, len(candidates))
+                append_json_line(out / "batches.jsonl", records[number].model_dump(mode="json"))
             if progress is not None:
                 progress(number + 1, len(batches))
         candidates.write_items(out / "candidate_items.jsonl")
-        proxy_spend = _spend(sum_meters([proxy.perturber.meter, proxy.translator.meter]), start_meters[0])
-        sim_spend = _spend(sum_meters(sim_meters), start_meters[1])
-        meter = objective.meter
-        sim_spend = sim_spend.model_copy(update={"calls": meter.questions, "seconds": meter.seconds})
-        account = _account(recipe, lang, sources, candidates, before, untranslated, search, objective,
-                           proxy_spend, sim_spend, time.monotonic() - started)
+        account = _account(recipe, lang, sources, candidates, before, list(records.values()))
         atomic_write_json(out / "account.json", account.model_dump(mode="json"))
         return account
     finally:
         run.close()
 
 
+class _Mark:
+    """The meters and counters at the start of a batch, to record what the batch added."""
+
+    def __init__(self, proxy: ProxyLLM, sim_meters: list[CostMeter], objective: SimulationObjective,
+                 search: BeamSearch, candidates: int):
+        self.started = time.monotonic()
+        self.proxy, self.sim_meters, self.objective, self.search = proxy, sim_meters, objective, search
+        self.proxy_start = _copy(sum_meters([proxy.perturber.meter, proxy.translator.meter]))
+        self.sim_start = _copy(sum_meters(sim_meters))
+        meter, stats = objective.meter, search.stats
+        self.questions, self.sim_seconds, self.invalid = meter.questions, meter.seconds, meter.invalid_answers
+        self.stats = (stats.scored, stats.unscored, stats.duplicates, stats.dropped_by_cap, Counter(stats.rejected))
+        self.candidates = candidates
+
+    def record(self, number: int, source_ids: list[str], untranslated: int, candidates: int) -> BatchRecord:
+        """The batch's record, from the differences since the mark."""
+        meter, stats = self.objective.meter, self.search.stats
+        scored, unscored, duplicates, capped, rejected = self.stats
+        simulation = _spend(sum_meters(self.sim_meters), self.sim_start).model_copy(
+            update={"calls": meter.questions - self.questions, "seconds": meter.seconds - self.sim_seconds})
+        counts = BatchCounts(
+            untranslated=untranslated, scored=stats.scored - scored, unscored=stats.unscored - unscored,
+            invalid_answers=meter.invalid_answers - self.invalid, duplicates=stats.duplicates - duplicates,
+            dropped_by_cap=stats.dropped_by_cap - capped, rejected=dict(Counter(stats.rejected) - rejected))
+        return BatchRecord(
+            batch=number, sources=source_ids, found=candidates - self.candidates, counts=counts,
+            proxy=_spend(sum_meters([self.proxy.perturber.meter, self.proxy.translator.meter]), self.proxy_start),
+            simulation=simulation, seconds=time.monotonic() - self.started)
+
+
 def _account(
     recipe: Recipe, lang: str, sources: Sequence[SourceQuestion], candidates: CandidateList, before: int,
-    untranslated: int, search: BeamSearch, objective: SimulationObjective, proxy: Spend, sim: Spend, seconds: float,
+    records: Sequence[BatchRecord],
 ) -> ProbeAccount:
     converted = len({r.source_id for r in candidates.records()} & {s.id for s in sources})
-    found = len(candidates) - before
-    total = {k: getattr(proxy, k) + getattr(sim, k) for k in Spend.model_fields}
-    stats = search.stats
+    proxy, sim = _total([r.proxy for r in records]), _total([r.simulation for r in records])
+    spent = _total([proxy, sim])
+    counts = {name: sum(getattr(r.counts, name) for r in records) for name in BatchCounts.model_fields
+              if name != "rejected"}
+    rejected = sum((Counter(r.counts.rejected) for r in records), Counter())
+    found = len(candidates)
     return ProbeAccount(
-        recipe=recipe.name, lang=lang, sources=len(sources), untranslated=untranslated, converted=converted,
-        conversion_rate=converted / len(sources) if sources else 0.0, candidates=len(candidates), found_now=found,
-        scored=stats.scored, unscored=stats.unscored, invalid_answers=objective.meter.invalid_answers,
-        duplicates=stats.duplicates, dropped_by_cap=stats.dropped_by_cap, rejected=dict(stats.rejected),
-        proxy=proxy, simulation=sim, seconds=seconds,
-        per_found_pair=Spend(**{k: v / found for k, v in total.items()}) if found else None,
+        recipe=recipe.name, lang=lang, sources=len(sources), batches=len(records), converted=converted,
+        conversion_rate=converted / len(sources) if sources else 0.0, candidates=found,
+        found_now=found - before, **counts, rejected=dict(rejected), proxy=proxy, simulation=sim,
+        seconds=sum(r.seconds for r in records),
+        per_found_pair=Spend(**{k: getattr(spent, k) / found for k in Spend.model_fields}) if found else None,
     )
+
+
+def _total(spends: Sequence[Spend]) -> Spend:
+    return Spend(**{k: sum(getattr(s, k) for s in spends) for k in Spend.model_fields})
 
 
 def _simulator_meters(simulators: Sequence[Simulator]) -> list[CostMeter]:
@@ -181,9 +238,10 @@ def _spend(now: CostMeter, start: CostMeter) -> Spend:
     )
 
 
-def _done_batches(path: Path) -> set[int]:
-    """Numbers of the batches a previous invocation finished."""
+def _done_batches(path: Path) -> dict[int, BatchRecord]:
+    """The batches a previous invocation finished, by number."""
     if not path.exists():
-        return set()
+        return {}
     cut_torn_last_line(path)
-    return {int(record["batch"]) for _, record in iter_json_lines(path)}
+    records = (BatchRecord.model_validate(record) for _, record in iter_json_lines(path))
+    return {record.batch: record for record in records}

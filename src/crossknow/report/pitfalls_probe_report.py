@@ -25,7 +25,7 @@ def probe_lead(account: ProbeAccount) -> str:
             f"{account.recipe}, {account.candidates} pairs in the list).")
     per = account.per_found_pair
     if per is None:
-        return rate + " No pair was found by this invocation, so there is no spend per found pair."
+        return rate + " The candidate list is empty, so there is no spend per found pair."
     return rate + (f" Per found pair: {per.calls:.1f} model calls, {per.prompt_tokens + per.completion_tokens:,.0f} "
                    f"tokens, {per.seconds:.1f} s, ${per.cost_usd:.4f}.")
 
@@ -49,7 +49,7 @@ def write_probe_report(out: str | Path) -> Path:
     candidates = [CandidateRecord.model_validate_json(line) for line in lines if line.strip()]
     simulators = sorted({name for c in candidates for name in c.beta_en})
     findings = [
-        table("table-spend", "What this invocation spent (calls of simulators = questions answered)",
+        table("table-spend", "What the run spent over all its invocations (calls of simulators = questions answered)",
               ["part", "calls", "prompt tokens", "completion tokens", "seconds", "cost (USD)"], _spend_rows(account)),
         table("table-pairs", "Pairs in the candidate list", ["pair", "source", "depth", "V",
               *(f"β_E {s}" for s in simulators), *(f"β_T {s}" for s in simulators), "inserted English text"],
