@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.data.formats import load_item_set
+from crossknow.models.generator import GenerationFailed
 from crossknow.pitfalls.pairs import SourceQuestion
 from crossknow.pitfalls.probe import run_probe
 from crossknow.pitfalls.recipes import RECIPES, get_recipe
@@ -138,3 +139,29 @@ def test_a_real_run_of_the_baselines_accounts_for_what_it_spent(recipe, llama_ch
     # nothing left to do: the account of the whole run is read back unchanged
     assert again.found_now == 0 and again.candidates == account.candidates
     assert (again.proxy, again.simulation, again.scored) == (account.proxy, account.simulation, account.scored)
+
+
+class DownOnce(ScriptedProxy):
+    """The scripted proxy behind a server that fails its first translation request in transport."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = True
+
+    def generate(self, requests):
+        if self.down and any("[The Start of the Choices]" in r.messages[-1].content for r in requests):
+            self.down = False
+            raise GenerationFailed([None] * len(requests), {i: "connection refused" for i in range(len(requests))})
+        return super().generate(requests)
+
+
+def test_a_batch_whose_translation_failed_in_transport_is_finished_by_the_next_run(tmp_path):
+    sources = [source(i) for i in range(2)]
+    generator = DownOnce()
+    proxy = ProxyLLM.from_generator(generator, RequestCache(tmp_path / "requests.sqlite"))
+    first = run_probe("np", sources, proxy, [FooledByHints()], tmp_path / "run", lang="fr")
+    assert (first.batches, first.unfinished, first.candidates) == (0, 1, 0)
+    assert not (tmp_path / "run" / "batches.jsonl").exists()
+    second = run_probe("np", sources, proxy, [FooledByHints()], tmp_path / "run", lang="fr")
+    # asked again, translated, scored: two roots without a hint are right in both languages (V = 0)
+    assert (second.batches, second.unfinished, second.scored, second.untranslated) == (1, 0, 2, 0)

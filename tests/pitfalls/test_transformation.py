@@ -7,9 +7,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult, Usage
 from crossknow.pitfalls.prompts import DIRECT_PERTURBATION_TEMPLATE, PERTURBATION_TEMPLATE
+from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, parse_distraction
 from crossknow.store.request_cache import RequestCache
 
@@ -43,7 +46,9 @@ class ScriptedProxy:
         if "[The Start of the Choices]" in prompt:
             question = re.search(r"\[The Start of the Question\]\n(.*)\n", prompt).group(1)
             choices = re.findall(r"^\d+\. (.*)$", prompt, re.M)
-            return json.dumps({"text": f"FR({question})", "choices": [f"FR({c})" for c in choices]})
+            answer = re.search(r"\[The Start of the Correct Answer\]\n(.*)\n", prompt).group(1)
+            return json.dumps({"question": f"FR({question})", "choices": [f"FR({c})" for c in choices],
+                               "answer": f"FR({answer})"})
         text = re.search(r"\[The Start of the Text\]\n(.*)\n\[The End of the Text\]", prompt, re.S).group(1)
         return json.dumps({"text": f"FR({text})"})
 
@@ -107,3 +112,42 @@ class _Rewriter:
 
     def generate(self, requests):
         return [GenerateResult("New question: Something else entirely.", "scripted", "rewriter") for _ in requests]
+
+
+class _FlawedTranslator:
+    """Translates by a fixed script of outputs, one per call (the client retries an invalid one)."""
+
+    name, model_id = "scripted", "flawed"
+
+    def __init__(self, outputs):
+        self.outputs = list(outputs)
+        self.calls = 0
+
+    def generate(self, requests):
+        self.calls += len(requests)
+        return [GenerateResult(json.dumps(self.outputs.pop(0)), "scripted", "flawed") for _ in requests]
+
+
+@pytest.mark.parametrize(("output", "code"), [
+    ({"question": "Q", "choices": ["a", "b", "c"], "answer": "b"}, "choice_count"),
+    ({"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}, "answer_missing"),
+    ({"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "c"}, "answer_index"),
+    ({"question": "Q", "choices": ["a", "b", " ", "d"], "answer": "b"}, "empty_choice"),
+])
+def test_a_root_translation_with_a_release_flaw_is_retried_then_reported_by_its_code(output, code):
+    generator = _FlawedTranslator([output] * 3)
+    proxy = ProxyLLM.from_generator(generator, max_attempts=3)
+    question = MCQuestion("Which is second?", ("A", "B", "C", "D"), 1, "en")
+    (result,) = proxy.translate_questions([question], "fr", "French")
+    assert generator.calls == 3 and isinstance(result, str) and result.startswith(f"{code}: ")
+
+
+def test_a_root_translation_keeps_the_answer_index_and_lands_after_a_retry():
+    flawed = {"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}
+    good = {"question": " Quelle est la deuxième ? ", "choices": ["A", "B ", "C", "D"], "answer": "B "}
+    generator = _FlawedTranslator([flawed, good])
+    proxy = ProxyLLM.from_generator(generator, max_attempts=3)
+    (result,) = proxy.translate_questions([MCQuestion("Which is second?", ("A", "B", "C", "D"), 1, "en")], "fr",
+                                          "French")
+    assert generator.calls == 2
+    assert result == MCQuestion("Quelle est la deuxième ?", ("A", "B", "C", "D"), 1, "fr")

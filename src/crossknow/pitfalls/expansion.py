@@ -26,18 +26,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import cache
 from pathlib import Path
-from typing import ClassVar
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from crossknow.data.jsonl import write_invalid, write_jsonl
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import TRANSPORT_FAILURE, ChatPrompt, CostMeter
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.pitfalls.expansion_records import (
@@ -47,10 +44,10 @@ from crossknow.pitfalls.expansion_records import (
     ExpandedRow,
     ExpandMetrics,
 )
-from crossknow.pitfalls.flaws import FLAWS, pair_flaws
+from crossknow.pitfalls.pair_translation import INVALID_OUTPUT, drop_reason
 from crossknow.pitfalls.pairs import Perturbation
 from crossknow.pitfalls.probe import LANGUAGE_NAMES
-from crossknow.pitfalls.seeds import QuestionParts, SeedFile, SeedPair, read_seed_file, sample_seeds
+from crossknow.pitfalls.seeds import SeedFile, SeedPair, read_seed_file, sample_seeds
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.store.atomic import atomic_write_json
@@ -61,64 +58,6 @@ from crossknow.store.run_dir import RunDir
 Progress = Callable[[str, int, int, CostMeter], None]
 """on_progress(stage label, expansions done, expansions in all, what the proxy spent so far)."""
 
-TRANSLATE_PAIR_TEMPLATE = """Translate the multiple-choice question, its choices and its correct answer below \
-into {language}. Keep the meaning of the question and of every choice exactly, keep the choices in the same order, \
-translate each choice on its own, leave no choice empty, and give as the answer exactly your translation of the \
-correct choice.
-[The Start of the Question]
-{question}
-[The End of the Question]
-[The Start of the Choices]
-{choices}
-[The End of the Choices]
-[The Start of the Correct Answer]
-{answer}
-[The End of the Correct Answer]
-Return a JSON object: {{"question": "<the translated question>", "choices": ["<translated choice 1>", ...], \
-"answer": "<the translated correct answer, written exactly as in choices>"}}"""
-"""crossknow's prompt for the original part of a seed pair with its choices and answer, as one output."""
-
-INVALID_OUTPUT = "invalid output"
-"""The reason code of a drop that is none of the four flaws (unparseable JSON, a failed text translation)."""
-
-
-class TranslatedPair(BaseModel):
-    """A translated question with its choices and answer; valid only without a flaw of `pair_flaws`."""
-
-    model_config = ConfigDict(extra="forbid")
-    expected_choices: ClassVar[int] = 0
-    answer_index: ClassVar[int] = 0
-
-    question: str = Field(min_length=1, description="The translated question.")
-    choices: list[str] = Field(description="The translated choices, in order.")
-    answer: str = Field(description="The translated correct answer, exactly as among the choices.")
-
-    @model_validator(mode="after")
-    def _no_flaw(self) -> TranslatedPair:
-        placeholders = [str(i) for i in range(self.expected_choices)]
-        flaws = pair_flaws(placeholders, str(self.answer_index), self.choices, self.answer)
-        if flaws:
-            raise ValueError("; ".join(f"{code}: {FLAWS[code]}" for code in flaws))
-        return self
-
-
-@cache
-def translated_pair_schema(count: int, answer_index: int) -> type[TranslatedPair]:
-    """The output schema of a question with `count` choices whose answer is choice `answer_index`."""
-    schema = create_model(
-        f"TranslatedPair{count}x{answer_index}", __base__=TranslatedPair,
-        choices=(list[str], Field(description="The translated choices, in order.",
-                                  json_schema_extra={"minItems": count, "maxItems": count})),
-    )
-    schema.expected_choices, schema.answer_index = count, answer_index
-    return schema
-
-
-def drop_reason(error: str) -> str:
-    """The reason code of a dropped translation: the first flaw code named in `error`, else INVALID_OUTPUT."""
-    return next((code for code in FLAWS if f"{code}:" in error), INVALID_OUTPUT)
-
-
 def translate_seeds(
     proxy: ProxyLLM, seeds: Sequence[SeedPair], lang: str, expand_from: str
 ) -> list[ExpandedRow | None]:
@@ -126,13 +65,10 @@ def translate_seeds(
     failed in transport (asked again by the next run); see the module docstring."""
     language = LANGUAGE_NAMES.get(lang, lang)
     parts = [seed.target_parts if expand_from == "seed" else seed.english_parts for seed in seeds]
-    originals: list[TranslatedPair | str | None] = [None] * len(seeds)
-    for count, index in sorted({(len(p.choices), seed.english.answer) for p, seed in zip(parts, seeds, strict=True)}):
-        asked = [i for i, seed in enumerate(seeds) if (len(parts[i].choices), seed.english.answer) == (count, index)]
-        prompts = [ChatPrompt(None, _prompt(parts[i], language)) for i in asked]
-        for i, outcome in zip(asked, proxy.translator.call_many(prompts, translated_pair_schema(count, index)),
-                              strict=True):
-            originals[i] = outcome.value if outcome.valid else outcome.error or INVALID_OUTPUT
+    source_lang = {seed.id: seed.lang if expand_from == "seed" else "en" for seed in seeds}
+    originals = proxy.translate_questions(
+        [MCQuestion(p.original, p.choices, seed.english.answer, source_lang[seed.id])
+         for p, seed in zip(parts, seeds, strict=True)], lang, language)
     inserted = proxy.translate([text for p in parts for text in (p.before, p.after)], language)
     rows: list[ExpandedRow | None] = []
     for i, seed in enumerate(seeds):
@@ -142,21 +78,13 @@ def translate_seeds(
             errors.insert(0, original)
         if any(TRANSPORT_FAILURE in error for error in errors):
             rows.append(None)
-        elif errors or not isinstance(original, TranslatedPair) or before is None or after is None:
+        elif errors or not isinstance(original, MCQuestion) or before is None or after is None:
             reason = drop_reason(errors[0]) if errors else INVALID_OUTPUT
             rows.append(_row(seed, lang, None, f"{reason}: {'; '.join(errors)}"))
         else:
-            target = MCQuestion(original.question.strip(), tuple(c.strip() for c in original.choices),
-                                seed.english.answer, lang)
-            _, joined = Perturbation("", "", before, after, None).apply(seed.english, target)
+            _, joined = Perturbation("", "", before, after, None).apply(seed.english, original)
             rows.append(_row(seed, lang, joined, None))
     return rows
-
-
-def _prompt(parts: QuestionParts, language: str) -> str:
-    choices = "\n".join(f"{n + 1}. {choice}" for n, choice in enumerate(parts.choices))
-    return TRANSLATE_PAIR_TEMPLATE.format(language=language, question=parts.original, choices=choices,
-                                          answer=parts.answer)
 
 
 def _row(seed: SeedPair, lang: str, question: MCQuestion | None, error: str | None) -> ExpandedRow:

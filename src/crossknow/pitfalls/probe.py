@@ -28,7 +28,7 @@ from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.pitfalls import LANGUAGE_CODES
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.candidates import CandidateList, append_json_line, cut_torn_last_line
 from crossknow.pitfalls.constraints import Similarity
 from crossknow.pitfalls.e5 import THETA, THETA_CROSS
@@ -87,6 +87,8 @@ class ProbeAccount(BatchCounts):
     lang: str = Field(description="Target language code.")
     sources: int = Field(description="Original English questions given.")
     batches: int = Field(description="Batches finished (of ceil(sources / initial_batch)).")
+    unfinished: int = Field(default=0, description="Batches this invocation left unfinished because a translation "
+                            "request failed in transport: run the command again to finish them.")
     converted: int = Field(description="Sources with at least one pair in the candidate list.")
     conversion_rate: float = Field(description="converted / sources (the paper's conversion rate).")
     candidates: int = Field(description="Pairs in the candidate list.")
@@ -142,6 +144,7 @@ def run_probe(
         size = recipe.settings.initial_batch
         batches = [sources[i : i + size] for i in range(0, len(sources), size)]
         records = _done_batches(out / "batches.jsonl")
+        unfinished = 0
         for number, batch in enumerate(batches):
             if number not in records:
                 mark = _Mark(proxy, sim_meters, objective, search, len(candidates))
@@ -155,12 +158,15 @@ def run_probe(
                     else:
                         roots.append(root_node(source, target))
                 search.run_batch(roots)
-                records[number] = mark.record(number, [s.id for s in batch], untranslated, len(candidates))
-                append_json_line(out / "batches.jsonl", records[number].model_dump(mode="json"))
+                if any(isinstance(t, str) and TRANSPORT_FAILURE in t for t in translated):
+                    unfinished += 1  # not recorded: the next run asks again (what was paid replays from the cache)
+                else:
+                    records[number] = mark.record(number, [s.id for s in batch], untranslated, len(candidates))
+                    append_json_line(out / "batches.jsonl", records[number].model_dump(mode="json"))
             if progress is not None:
                 progress(number + 1, len(batches))
         candidates.write_items(out / "candidate_items.jsonl")
-        account = _account(recipe, lang, sources, candidates, before, list(records.values()))
+        account = _account(recipe, lang, sources, candidates, before, list(records.values()), unfinished)
         atomic_write_json(out / "account.json", account.model_dump(mode="json"))
         return account
     finally:
@@ -199,7 +205,7 @@ class _Mark:
 
 def _account(
     recipe: Recipe, lang: str, sources: Sequence[SourceQuestion], candidates: CandidateList, before: int,
-    records: Sequence[BatchRecord],
+    records: Sequence[BatchRecord], unfinished: int,
 ) -> ProbeAccount:
     converted = len({r.source_id for r in candidates.records()} & {s.id for s in sources})
     proxy, sim = _total([r.proxy for r in records]), _total([r.simulation for r in records])
@@ -209,7 +215,8 @@ def _account(
     rejected = sum((Counter(r.counts.rejected) for r in records), Counter())
     found = len(candidates)
     return ProbeAccount(
-        recipe=recipe.name, lang=lang, sources=len(sources), batches=len(records), converted=converted,
+        recipe=recipe.name, lang=lang, sources=len(sources), batches=len(records), unfinished=unfinished,
+        converted=converted,
         conversion_rate=converted / len(sources) if sources else 0.0, candidates=found,
         found_now=found - before, **counts, rejected=dict(rejected), proxy=proxy, simulation=sim,
         seconds=sum(r.seconds for r in records),

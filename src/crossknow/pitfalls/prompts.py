@@ -52,19 +52,6 @@ without adding, removing or explaining anything, and keep it in the same form (a
 Return a JSON object: {{"text": "<the {language} translation>"}}"""
 """crossknow's prompt for translating inserted text only (δq^E -> δq^T), at temperature 0.001."""
 
-TRANSLATE_QUESTION_TEMPLATE = """Translate the multiple-choice question and its choices below into {language}. \
-Keep the meaning of the question and of every choice exactly, keep the choices in the same order, translate each choice on \
-its own, and leave no choice empty.
-[The Start of the Question]
-{question}
-[The End of the Question]
-[The Start of the Choices]
-{choices}
-[The End of the Choices]
-Return a JSON object: {{"text": "<the translated question>", "choices": ["<translated choice 1>", ...]}}"""
-"""crossknow's prompt for the translation of a root pair (question and choices as one output)."""
-
-
 def fill(template: str, **values: str) -> str:
     """`template` with each `{name}` replaced by its value; other braces are kept."""
     for name, value in values.items():

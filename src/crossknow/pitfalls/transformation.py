@@ -23,18 +23,18 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Protocol
+from typing import Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
 from crossknow.models.generator import Generator
+from crossknow.pitfalls.pair_translation import translate_pairs
 from crossknow.pitfalls.pairs import PairNode, Perturbation, child_node
 from crossknow.pitfalls.prompts import (
     DIRECT_PERTURBATION_TEMPLATE,
     PERTURBATION_TEMPLATE,
-    TRANSLATE_QUESTION_TEMPLATE,
     TRANSLATE_TEXT_TEMPLATE,
     fill,
 )
@@ -135,47 +135,9 @@ class ProxyLLM:
 
 
     def translate_questions(self, questions: Sequence[MCQuestion], lang: str, language: str) -> list[MCQuestion | str]:
-        """Each question with its choices translated as one structured output (the root pair's q^T), or
-        why not. The schema fixes the number of choices and forbids empty ones; the answer keeps its
-        index. crossknow's minimal pair translation: the checked bilingual-pair stage (answer check,
-        semantic check, the paper's per-language templates) is a later part of issue 10."""
-        result: list[MCQuestion | str] = ["not asked"] * len(questions)
-        for count in sorted({len(q.choices) for q in questions}):
-            asked = [i for i, q in enumerate(questions) if len(q.choices) == count]
-            prompts = [
-                ChatPrompt(None, TRANSLATE_QUESTION_TEMPLATE.format(
-                    language=language, question=questions[i].question,
-                    choices="\n".join(f"{n + 1}. {c}" for n, c in enumerate(questions[i].choices)),
-                ))
-                for i in asked
-            ]
-            for i, outcome in zip(asked, self.translator.call_many(prompts, _translated_question(count)), strict=True):
-                if outcome.valid:
-                    value = outcome.value
-                    choices = tuple(c.strip() for c in value.choices)
-                    result[i] = MCQuestion(value.text.strip(), choices, questions[i].answer, lang)
-                else:
-                    result[i] = f"question translation: {outcome.error}"
-        return result
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("a translated choice is empty")
-    return value
-
-
-def _translated_question(count: int) -> type[BaseModel]:
-    """The output schema of a question with exactly `count` non-empty translated choices."""
-    return create_model(
-        f"TranslatedQuestion{count}",
-        __config__=ConfigDict(extra="forbid"),
-        text=(str, Field(min_length=1, description="The translated question.")),
-        choices=(
-            list[Annotated[str, AfterValidator(_not_blank)]],
-            Field(min_length=count, max_length=count, description="The translated choices, in order."),
-        ),
-    )
+        """Each question with its choices and answer translated as one checked structured output (the
+        bilingual-pair stage, `crossknow.pitfalls.pair_translation`), or '<reason code>: <why not>'."""
+        return translate_pairs(self.translator, questions, lang, language)
 
 
 class ProxyPerturbation:

@@ -1,0 +1,108 @@
+"""The bilingual-pair stage (issue item 2): a question, its choices and its correct answer translated as one
+structured output, valid only without the release's flaws.
+
+The proxy's translation client (temperature 0.001, `ProxyLLM.translator`) writes the question, the
+choices and the correct answer together; the output is valid only with the four properties the release
+breaks (`crossknow.pitfalls.flaws.pair_flaws`): the same number of choices, the answer among the
+translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid
+output is retried by the client (a new seed each attempt), then reported with its reason code (a flaw
+code, or `INVALID_OUTPUT`). The probe uses it for its root pairs (q^E, q^T) and `crossknow pitfalls
+expand` for the original part of a seed pair; the semantic check S(q^E', q^T') >= θ' then runs as a
+constraint of the probe (`crossknow.pitfalls.e5`). The prompt is crossknow's: the paper prints none
+for this step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.pitfalls.flaws import FLAWS, pair_flaws
+from crossknow.pitfalls.simulate import MCQuestion
+
+TRANSLATE_PAIR_TEMPLATE = """Translate the multiple-choice question, its choices and its correct answer below \
+into {language}. Keep the meaning of the question and of every choice exactly, keep the choices in the same order, \
+translate each choice on its own, leave no choice empty, and give as the answer exactly your translation of the \
+correct choice.
+[The Start of the Question]
+{question}
+[The End of the Question]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+[The Start of the Correct Answer]
+{answer}
+[The End of the Correct Answer]
+Return a JSON object: {{"question": "<the translated question>", "choices": ["<translated choice 1>", ...], \
+"answer": "<the translated correct answer, written exactly as in choices>"}}"""
+"""crossknow's prompt for a question with its choices and answer, as one output."""
+
+INVALID_OUTPUT = "invalid output"
+"""The reason code of a failed translation that is none of the four flaws (unparseable JSON, a failed text
+translation)."""
+
+
+class TranslatedPair(BaseModel):
+    """A translated question with its choices and answer; valid only without a flaw of `pair_flaws`."""
+
+    model_config = ConfigDict(extra="forbid")
+    expected_choices: ClassVar[int] = 0
+    answer_index: ClassVar[int] = 0
+
+    question: str = Field(min_length=1, description="The translated question.")
+    choices: list[str] = Field(description="The translated choices, in order.")
+    answer: str = Field(description="The translated correct answer, exactly as among the choices.")
+
+    @model_validator(mode="after")
+    def _no_flaw(self) -> TranslatedPair:
+        placeholders = [str(i) for i in range(self.expected_choices)]
+        flaws = pair_flaws(placeholders, str(self.answer_index), self.choices, self.answer)
+        if flaws:
+            raise ValueError("; ".join(f"{code}: {FLAWS[code]}" for code in flaws))
+        return self
+
+
+@cache
+def translated_pair_schema(count: int, answer_index: int) -> type[TranslatedPair]:
+    """The output schema of a question with `count` choices whose answer is choice `answer_index`."""
+    schema = create_model(
+        f"TranslatedPair{count}x{answer_index}", __base__=TranslatedPair,
+        choices=(list[str], Field(description="The translated choices, in order.",
+                                  json_schema_extra={"minItems": count, "maxItems": count})),
+    )
+    schema.expected_choices, schema.answer_index = count, answer_index
+    return schema
+
+
+def drop_reason(error: str) -> str:
+    """The reason code of a failed translation: the first flaw code named in `error`, else INVALID_OUTPUT."""
+    return next((code for code in FLAWS if f"{code}:" in error), INVALID_OUTPUT)
+
+
+def translate_pairs(translator: StructuredClient, questions: Sequence[MCQuestion], lang: str,
+                    language: str) -> list[MCQuestion | str]:
+    """Each question translated into `language` (code `lang`) with its choices and answer, keeping its answer
+    index; or, where no valid translation came, '<reason code>: <error>' (a transport failure keeps the
+    client's TRANSPORT_FAILURE text, so a caller can ask again)."""
+    result: list[MCQuestion | str] = [INVALID_OUTPUT] * len(questions)
+    for count, index in sorted({(len(q.choices), q.answer) for q in questions}):
+        asked = [i for i, q in enumerate(questions) if (len(q.choices), q.answer) == (count, index)]
+        prompts = [ChatPrompt(None, _prompt(questions[i], language)) for i in asked]
+        for i, outcome in zip(asked, translator.call_many(prompts, translated_pair_schema(count, index)), strict=True):
+            if outcome.valid:
+                value = outcome.value
+                result[i] = MCQuestion(value.question.strip(), tuple(c.strip() for c in value.choices), index, lang)
+            else:
+                error = outcome.error or INVALID_OUTPUT
+                result[i] = f"{drop_reason(error)}: {error}"
+    return result
+
+
+def _prompt(question: MCQuestion, language: str) -> str:
+    choices = "\n".join(f"{n + 1}. {choice}" for n, choice in enumerate(question.choices))
+    return TRANSLATE_PAIR_TEMPLATE.format(language=language, question=question.question, choices=choices,
+                                          answer=question.choices[question.answer])
