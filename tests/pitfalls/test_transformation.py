@@ -151,3 +151,11 @@ def test_a_root_translation_keeps_the_answer_index_and_lands_after_a_retry():
                                           "French")
     assert generator.calls == 2
     assert result == MCQuestion("Quelle est la deuxième ?", ("A", "B", "C", "D"), 1, "fr")
+
+
+def test_a_root_translation_that_copies_the_question_is_reported_untranslated():
+    copy = {"question": "Which is second? ", "choices": ["A", "B", "C", "D"], "answer": "B"}
+    proxy = ProxyLLM.from_generator(_FlawedTranslator([copy]), max_attempts=3)
+    (result,) = proxy.translate_questions([MCQuestion("Which is second?", ("A", "B", "C", "D"), 1, "en")], "ja",
+                                          "Japanese")
+    assert result == "untranslated: the question came back unchanged"

@@ -6,7 +6,8 @@ choices and the correct answer together; the output is valid only with the four 
 breaks (`crossknow.pitfalls.flaws.pair_flaws`): the same number of choices, the answer among the
 translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid
 output is retried by the client (a new seed each attempt), then reported with its reason code (a flaw
-code, or `INVALID_OUTPUT`). The probe uses it for its root pairs (q^E, q^T) and `crossknow pitfalls
+code, or `INVALID_OUTPUT`); a question that comes back unchanged is reported as `UNTRANSLATED` (crossknow's
+check: a copy is not a translation). The probe uses it for its root pairs (q^E, q^T) and `crossknow pitfalls
 expand` for the original part of a seed pair; the semantic check S(q^E', q^T') >= θ' then runs as a
 constraint of the probe (`crossknow.pitfalls.e5`). The prompt is crossknow's: the paper prints none
 for this step.
@@ -37,9 +38,15 @@ correct choice.
 [The Start of the Correct Answer]
 {answer}
 [The End of the Correct Answer]
-Return a JSON object: {{"question": "<the translated question>", "choices": ["<translated choice 1>", ...], \
-"answer": "<the translated correct answer, written exactly as in choices>"}}"""
-"""crossknow's prompt for a question with its choices and answer, as one output."""
+Return a JSON object with three keys: "question" (your translation of the question), "choices" (your \
+translations of the choices, in order) and "answer" (your translation of the correct answer, written exactly as \
+in "choices")."""
+"""crossknow's prompt for a question with its choices and answer, as one output. It describes the output's
+keys instead of showing a filled-in example: a small model copied example placeholders such as
+"<the translated question>" as its translation."""
+
+UNTRANSLATED = "untranslated"
+"""The reason code of an output whose question is the source question unchanged (crossknow's check)."""
 
 INVALID_OUTPUT = "invalid output"
 """The reason code of a failed translation that is none of the four flaws (unparseable JSON, a failed text
@@ -93,7 +100,9 @@ def translate_pairs(translator: StructuredClient, questions: Sequence[MCQuestion
         asked = [i for i, q in enumerate(questions) if (len(q.choices), q.answer) == (count, index)]
         prompts = [ChatPrompt(None, _prompt(questions[i], language)) for i in asked]
         for i, outcome in zip(asked, translator.call_many(prompts, translated_pair_schema(count, index)), strict=True):
-            if outcome.valid:
+            if outcome.valid and outcome.value.question.strip() == questions[i].question.strip():
+                result[i] = f"{UNTRANSLATED}: the question came back unchanged"
+            elif outcome.valid:
                 value = outcome.value
                 result[i] = MCQuestion(value.question.strip(), tuple(c.strip() for c in value.choices), index, lang)
             else:

@@ -49,8 +49,10 @@ without adding, removing or explaining anything, and keep it in the same form (a
 [The Start of the Text]
 {text}
 [The End of the Text]
-Return a JSON object: {{"text": "<the {language} translation>"}}"""
-"""crossknow's prompt for translating inserted text only (δq^E -> δq^T), at temperature 0.001."""
+Return a JSON object with one key, "text": your {language} translation."""
+"""crossknow's prompt for translating inserted text only (δq^E -> δq^T), at temperature 0.001 (the output's
+key is described, not shown filled in: see `crossknow.pitfalls.pair_translation`)."""
+
 
 def fill(template: str, **values: str) -> str:
     """`template` with each `{name}` replaced by its value; other braces are kept."""
