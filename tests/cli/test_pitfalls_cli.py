@@ -99,6 +99,12 @@ def test_probe_with_the_paper_recipe_finds_the_hinted_pairs_and_leads_with_the_r
     assert per["calls"] == pytest.approx((account["proxy"]["calls"] + account["simulation"]["calls"]) / 6)
     report = (tmp_path / "run" / "report.html").read_text()
     assert report.index("Conversion rate 100.0%") < report.index("table-spend") < report.index("table-pairs")
+    # every found pair holds a hint, so the scripted classifier puts all 6 in Arts & Literature
+    categories = [json.loads(line) for line in (tmp_path / "run" / "categories.jsonl").read_text().splitlines()]
+    assert len(categories) == 6 and {c["category"] for c in categories} == {"Arts & Literature"}
+    items = [json.loads(line) for line in (tmp_path / "run" / "candidate_items.jsonl").read_text().splitlines()]
+    assert len(items) == 12 and {i["metadata"]["category"] for i in items} == {"Arts & Literature"}
+    assert "table-categories" in report
 
 
 def test_a_source_file_of_the_wrong_shape_is_one_error_naming_file_line_and_field(tmp_path):

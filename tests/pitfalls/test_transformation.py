@@ -23,7 +23,8 @@ PAPER = Path("/work/shared/papers/cross-lingual-pitfalls.txt")
 
 class ScriptedProxy:
     """A generator that writes '{Generated Distraction: <hint k>}' for the perturbation template, a
-    rewrite keeping the question for the direct one, and 'FR(<text>)' for every translation."""
+    rewrite keeping the question for the direct one, 'FR(<text>)' for every translation, and the domain
+    'Arts & Literature' for a question with a hint ('Science & Technology' otherwise)."""
 
     name = "scripted"
     model_id = "proxy"
@@ -37,6 +38,9 @@ class ScriptedProxy:
 
     @staticmethod
     def _text(prompt):
+        if prompt.startswith("Classify the multiple-choice question"):  # the probe's categorize stage
+            domain = "Arts & Literature" if "hint" in prompt else "Science & Technology"
+            return json.dumps({"reasoning": "scripted", "category": domain})
         if prompt.startswith("[Instruction]\nYou are an expert at subtly"):
             wrong = re.search(r"\[The Start of the Incorrect Option\]\n(.*)\n", prompt).group(1)
             return "{Generated Distraction: <hint about " + wrong + ">}"

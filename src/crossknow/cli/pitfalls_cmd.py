@@ -77,10 +77,18 @@ def print_probe(account: ProbeAccount, sample: SourceSample, out: Path) -> None:
     console.print(f"sources: {sample.drawn} drawn, {sample.kept} kept by the English prefilter "
                   f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid in English)", highlight=False)
     console.print(probe_lead(account), highlight=False, soft_wrap=True)
-    console.print(f"this run: proxy {account.proxy.calls:.0f} calls, ${account.proxy.cost_usd:.4f}; simulation "
+    console.print(f"whole run: proxy {account.proxy.calls:.0f} calls, ${account.proxy.cost_usd:.4f}; simulation "
                   f"{account.simulation.calls:.0f} questions, ${account.simulation.cost_usd:.4f}; "
-                  f"{account.seconds:.1f} s", highlight=False)
+                  f"{account.seconds:.1f} s; {account.found_now} pairs found by this invocation", highlight=False)
+    if account.unfinished:
+        console.print(f"{account.unfinished} batches unfinished (a translation request failed in transport): run "
+                      "the same command again to finish them", style="yellow", highlight=False)
     console.print(f"report: {write_probe_report(out)}", highlight=False, soft_wrap=True)
 
 
-from crossknow.cli import pitfalls_affinity_cmd, pitfalls_demo  # noqa: E402, F401  (register expand, affinity, demo)
+from crossknow.cli import (  # noqa: E402, F401  (register expand, affinity, categorize, demo, finetune)
+    pitfalls_affinity_cmd,
+    pitfalls_categorize_cmd,
+    pitfalls_demo,
+    pitfalls_finetune_cmd,
+)

@@ -13,7 +13,8 @@ The embedded Gemma 3 270M is loaded once and plays every part:
 It draws `--n` questions equally over the two files, keeps those both simulators answer right in
 English, then runs the np and dp recipes on them and a reduced beam (the `paper` recipe with batch 1,
 w = 3, d1 = 1, d2 = 2: the demo's setting, not the paper's) on the first `--beam-sources` of them, and
-prints the three conversion rates. A base model this small is a weak proxy and a weak simulator: expect
+prints the three conversion rates. The subject-domain stage is off (about 30 s a pair for this model
+on a CPU). A base model this small is a weak proxy and a weak simulator: expect
 few or no pairs; the demo shows the machinery and its accounting, not the paper's numbers.
 """
 
@@ -70,7 +71,7 @@ def demo(
     cache = RequestCache(out / "requests.sqlite")
     proxy = ProxyLLM.from_generator(generator, cache, max_tokens=proxy_max_tokens, max_attempts=2)
     base = dict(sources=sources, n=n, lang=lang, proxy="default", simulators=[s.name for s in simulators],
-                seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device="cpu",
+                seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device="cpu", categorize=False,
                 cache=str(out / "requests.sqlite"))
     configs = {
         "np": PitfallsProbeConfig(recipe="np", **base),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +128,9 @@ class CandidateList:
         self._remember(record)
         return True
 
-    def write_items(self, path: str | Path) -> Path:
-        """Write the candidates as crossknow items (English, then target, one pair_id), atomically."""
+    def write_items(self, path: str | Path, categories: Mapping[str, str | None] | None = None) -> Path:
+        """Write the candidates as crossknow items (English, then target, one pair_id), atomically; metadata
+        `category` from `categories` (by candidate id) where given, else the record's."""
         items = []
         for record in self._records:
             for side in (record.english, record.target):
@@ -136,7 +138,8 @@ class CandidateList:
                     id=f"{record.id}:{side.lang}", lang=side.lang, kind="question", prompt=side.question,
                     options=side.choices, answer=side.answer, source_lang="en", pair_id=record.id,
                     metadata={"source_id": record.source_id, "value": record.value, "depth": record.depth,
-                              "recipe": record.recipe},
+                              "recipe": record.recipe,
+                              "category": (categories or {}).get(record.id, record.category)},
                 ))
         return write_jsonl(path, items)
 

@@ -22,6 +22,8 @@ from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.pitfalls.candidates import CandidateList
+from crossknow.pitfalls.categories_run import categorize_candidates
 from crossknow.pitfalls.constraints import ChrF, Similarity
 from crossknow.pitfalls.e5 import THETA, THETA_CROSS, E5Similarity
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
@@ -66,6 +68,8 @@ class PitfallsProbeConfig(Record):
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
     prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
                             "English (the paper's starting point).")
+    categorize: bool = Field(default=True, description="Classify each found pair into Table 4's six subject "
+                             "domains with the proxy (categories.jsonl; the prompt is crossknow's).")
     limit: int | None = Field(default=None, ge=1, description="Probe only the first N questions the prefilter kept "
                               "(unset: all).")
     seed: int = Field(default=0, description="Seed of the draw over the source files.")
@@ -110,7 +114,8 @@ class PitfallsProbeConfig(Record):
 
 
 Progress = Callable[[str, int, int, CostMeter], None]
-"""progress(stage, done, total, spend so far): stage 'prefilter' (0 or 1 of 1) or the recipe's name (batches);
+"""progress(stage, done, total, spend so far): stage 'prefilter' (0 or 1 of 1), the recipe's name (batches) or
+'categorize' (found pairs);
 the spend sums the proxy's and the generative simulators' meters (loss answering is local and free)."""
 
 
@@ -203,6 +208,11 @@ def probe_from_config(
             theta_cross=config.theta_cross, max_resimulations=config.max_resimulations,
             progress=lambda done, total: report(config.recipe, done, total),
         )
+        if config.categorize:
+            rows = categorize_candidates(out, proxy.translator,
+                                         on_progress=lambda done, total: report("categorize", done, total))
+            CandidateList(out / "candidates.jsonl").write_items(
+                out / "candidate_items.jsonl", {pair_id: row.category for pair_id, row in rows.items()})
         return account, sample
     finally:
         if cache is not None:

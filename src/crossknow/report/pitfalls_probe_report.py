@@ -8,10 +8,14 @@ from pathlib import Path
 
 import yaml
 
+from crossknow.data.jsonl import iter_json_lines
 from crossknow.pitfalls.candidates import CandidateRecord
+from crossknow.pitfalls.categories import CategoryRow, category_table
+from crossknow.pitfalls.categories_run import CATEGORIES_FILE
 from crossknow.pitfalls.probe import ProbeAccount
 from crossknow.pitfalls.sources import SourceSample
 from crossknow.report.html import meta_table, paragraph, report_page, table
+from crossknow.report.pitfalls_categories_report import counts_html
 from crossknow.store.atomic import atomic_write_text
 
 SPEND_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cost_usd")
@@ -59,6 +63,10 @@ def write_probe_report(out: str | Path) -> Path:
     ]
     if not candidates:
         findings.append(paragraph("The candidate list is empty.", "note"))
+    categories = _categories(out, {c.id for c in candidates})
+    if categories:
+        findings.append(counts_html("table-categories", "Subject domains of the pairs (Table 4's six; invalid "
+                                    "answers left out)", category_table(categories)))
     counts = {"scored pairs": account.scored, "unscored pairs (invalid after re-simulation)": account.unscored,
               "invalid answers (each asked again)": account.invalid_answers,
               "untranslated sources": account.untranslated, "duplicate children": account.duplicates,
@@ -81,3 +89,12 @@ def write_probe_report(out: str | Path) -> Path:
     html = report_page(f"Cross-Lingual Pitfalls probe: {account.recipe}, {account.lang}", probe_lead(account),
                        findings, collapsed)
     return atomic_write_text(out / "report.html", html)
+
+
+def _categories(out: Path, ids: set[str]) -> list[tuple[str, str | None]]:
+    """(language, category or None) of the candidates classified in categories.jsonl."""
+    path = out / CATEGORIES_FILE
+    if not path.exists():
+        return []
+    rows = [CategoryRow.model_validate(record) for _, record in iter_json_lines(path)]
+    return [(row.lang, row.category) for row in rows if row.pair_id in ids]

@@ -1,0 +1,199 @@
+"""Subject-domain categories of bilingual pairs (the paper's section 3.3 and Table 4), by an LLM classifier.
+
+The paper sorts the pairs it found into six subject domains and gives, per language, the percentage of its
+pairs in each domain beside the overall average, highlighting the percentages above that average. It prints
+neither its classifier nor its prompt; crossknow's choices are:
+
+- the ENGLISH question of each pair (as the pair holds it, perturbation included) and its choices are
+  classified, so that every language's pairs are classified the same way, by one prompt in one language;
+- the prompt below (`CLASSIFY_TEMPLATE`) with a one-line description of each domain (the descriptions are
+  ours: the paper names the domains only), and a JSON answer with `reasoning` first, then `category`, an
+  enum of the six names, through the one structured client (`generation/structured.py`): an answer
+  outside the six or unparseable is retried by the client, then recorded as invalid with its reason,
+  counted, and never put into a category;
+- percentages are over a language's classified pairs (invalid ones left out), and the overall average is
+  pooled: the share of each domain among all classified pairs of all languages. The paper's caption says
+  only "compared to overall averages", but its printed "Overall Average" row is exactly that pooled share of
+  the release's own `category` labels (Science & Technology 3,045 of 6,713 = 45.36%), not the mean of the
+  sixteen per-language percentages (43.33%). A cell is flagged when its percentage is strictly above the
+  overall average of its domain.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from crossknow.data.schemas import Record
+from crossknow.generation.structured import ChatPrompt, StructuredClient
+
+CATEGORIES: tuple[str, ...] = (
+    "Science & Technology",
+    "History & World Events",
+    "Society & Culture",
+    "Arts & Literature",
+    "Geography & Environment",
+    "General Knowledge",
+)
+"""The six subject domains, in the order of the paper's text (section 3.3)."""
+
+TABLE_COLUMNS: tuple[str, ...] = (
+    "Science & Technology",
+    "General Knowledge",
+    "Geography & Environment",
+    "Society & Culture",
+    "Arts & Literature",
+    "History & World Events",
+)
+"""The domains in the column order of the paper's Table 4."""
+
+ABBREVIATIONS: dict[str, str] = {
+    "Science & Technology": "Sci & Tech",
+    "General Knowledge": "Gen Knowl.",
+    "Geography & Environment": "Geo & Env.",
+    "Society & Culture": "Soc & Cult.",
+    "Arts & Literature": "Arts & Lit.",
+    "History & World Events": "Hist & Events",
+}
+"""Table 4's column abbreviations (its caption)."""
+
+Category = Literal[
+    "Science & Technology",
+    "History & World Events",
+    "Society & Culture",
+    "Arts & Literature",
+    "Geography & Environment",
+    "General Knowledge",
+]
+
+CLASSIFY_TEMPLATE = """Classify the multiple-choice question below into exactly one of these six subject domains:
+- Science & Technology: natural sciences, mathematics, medicine and health, engineering, computing and technology.
+- History & World Events: historical periods, events and figures, wars, and events in the news.
+- Society & Culture: customs, religion, law, politics, economics, psychology, everyday social life and behaviour.
+- Arts & Literature: literature, music, painting, film, theatre and other arts.
+- Geography & Environment: places, countries and regions, landforms, climate, natural resources and the environment.
+- General Knowledge: common-sense or everyday facts that belong to none of the domains above.
+[The Start of the Question]
+{question}
+[The End of the Question]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+Return a JSON object with two keys: "reasoning", one or two sentences on what the question is about, then \
+"category", its domain, written exactly as in the list above."""
+"""crossknow's classifier prompt (the paper does not print its own): {question} and {choices} (numbered lines)."""
+
+
+class CategoryAnswer(BaseModel):
+    """The classifier's answer: its reasoning, then one of the six domains (any other value is invalid)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reasoning: str = Field(description="What the question is about, in a sentence or two.")
+    category: Category = Field(description="The question's subject domain, one of the six.")
+
+
+@dataclass(frozen=True)
+class CategoryPair:
+    """A pair to classify: its id, its target language and its English question."""
+
+    pair_id: str
+    lang: str
+    """Language code of the pair's target side (the table's row)."""
+    question: str
+    """The English question, as the pair holds it."""
+    choices: tuple[str, ...]
+    """The English choices, in order."""
+    reference: str | None = None
+    """The category the input file gives the pair (the release's `category` field), when it gives one."""
+
+
+class CategoryRow(Record):
+    """One classified pair: a line of categories.jsonl."""
+
+    pair_id: str = Field(description="The pair's id (release: '<Language>:<index>'; probe: the candidate's id).")
+    lang: str = Field(description="Language code of the pair's target side.")
+    category: str | None = Field(description="The domain the classifier gave, one of the six; null when invalid.")
+    reasoning: str | None = Field(description="The classifier's reasoning; null when invalid.")
+    error: str | None = Field(description="Why the answer is invalid after the client's retries; null when valid.")
+    attempts: int = Field(ge=0, description="Classifier calls made for this pair, cached ones included.")
+    reference: str | None = Field(default=None, description="The category the input file gives the pair (the "
+                                  "release's labels), when it gives one.")
+
+
+def classify_prompt(pair: CategoryPair) -> ChatPrompt:
+    """The classifier prompt of one pair (its English side)."""
+    choices = "\n".join(f"{n + 1}. {choice}" for n, choice in enumerate(pair.choices))
+    return ChatPrompt(None, CLASSIFY_TEMPLATE.format(question=pair.question, choices=choices))
+
+
+def classify_pairs(pairs: Sequence[CategoryPair], client: StructuredClient) -> list[CategoryRow]:
+    """One row per pair, in order, from one `call_many` of the structured client (its cache and retries). An
+    answer still invalid after the client's attempts has `category` None and the reason in `error`; a request
+    that failed in transport has an `error` starting with `TRANSPORT_FAILURE` (the caller does not record it,
+    so a later run asks again)."""
+    outcomes = client.call_many([classify_prompt(pair) for pair in pairs], CategoryAnswer) if pairs else []
+    rows = []
+    for pair, outcome in zip(pairs, outcomes, strict=True):
+        value = outcome.value if outcome.valid else None
+        rows.append(CategoryRow(
+            pair_id=pair.pair_id, lang=pair.lang, category=value.category if value else None,
+            reasoning=value.reasoning if value else None, error=None if value else outcome.error or "invalid output",
+            attempts=outcome.attempts, reference=pair.reference))
+    return rows
+
+
+class LanguageCategories(Record):
+    """One row of the table: a language's pairs per domain."""
+
+    lang: str = Field(description="Language code.")
+    n_pairs: int = Field(description="Pairs of this language in the table (classified and invalid).")
+    n_classified: int = Field(description="Pairs with a category: the denominator of the percentages.")
+    n_invalid: int = Field(description="Pairs whose answer stayed invalid: in no category, in no percentage.")
+    counts: dict[str, int] = Field(description="Pairs per domain (all six, in CATEGORIES order).")
+    percent: dict[str, float | None] = Field(description="100 * count / n_classified per domain; null when the "
+                                             "language has no classified pair.")
+    above_average: dict[str, bool] = Field(description="True where the percentage is strictly above the domain's "
+                                           "overall average (the paper's highlighted cells).")
+
+
+class CategoryTable(Record):
+    """The paper's Table 4: per language, the percentage of its pairs in each domain, and the overall average."""
+
+    languages: list[LanguageCategories] = Field(description="One row per language, in order of first appearance.")
+    n_classified: int = Field(description="Classified pairs of all languages.")
+    n_invalid: int = Field(description="Invalid pairs of all languages.")
+    counts: dict[str, int] = Field(description="Classified pairs per domain, all languages pooled.")
+    overall_percent: dict[str, float | None] = Field(description="The overall average: 100 * pooled count / "
+                                                     "pooled classified pairs per domain (see the module docstring); "
+                                                     "null when no pair is classified.")
+
+
+def category_table(rows: Sequence[tuple[str, str | None]]) -> CategoryTable:
+    """Table 4 from (language, category or None when invalid) per pair; see the module docstring for the
+    percentages, the pooled overall average and the flags. A category outside the six is a ValueError."""
+    unknown = sorted({category for _, category in rows if category is not None and category not in CATEGORIES})
+    if unknown:
+        raise ValueError(f"not one of the six categories: {', '.join(unknown)}")
+    by_language: dict[str, list[str | None]] = {}
+    for lang, category in rows:
+        by_language.setdefault(lang, []).append(category)
+    pooled = Counter(category for _, category in rows if category is not None)
+    n_classified = sum(pooled.values())
+    overall = {c: 100 * pooled[c] / n_classified if n_classified else None for c in CATEGORIES}
+    languages = []
+    for lang, categories in by_language.items():
+        counts = Counter(c for c in categories if c is not None)
+        classified = sum(counts.values())
+        percent = {c: 100 * counts[c] / classified if classified else None for c in CATEGORIES}
+        above = {c: percent[c] is not None and overall[c] is not None and percent[c] > overall[c]  # type: ignore[operator]
+                 for c in CATEGORIES}
+        languages.append(LanguageCategories(
+            lang=lang, n_pairs=len(categories), n_classified=classified, n_invalid=len(categories) - classified,
+            counts={c: counts[c] for c in CATEGORIES}, percent=percent, above_average=above))
+    return CategoryTable(languages=languages, n_classified=n_classified, n_invalid=len(rows) - n_classified,
+                         counts={c: pooled[c] for c in CATEGORIES}, overall_percent=overall)

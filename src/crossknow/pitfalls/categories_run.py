@@ -1,0 +1,335 @@
+"""`crossknow pitfalls categorize` as a library call, and the categories stage of a probe run.
+
+Pairs are read from release `<Language>.json` files (every pair, flawed translations included: only the
+English side is classified, and the paper's Table 4 counts all 6,713 pairs), from crossknow item files whose
+English and target items share a `pair_id` (`candidate_items.jsonl` of `pitfalls probe`, `items.jsonl` of
+`pitfalls expand`) and from `candidates.jsonl` of `pitfalls probe`. The release's own `category` of a pair
+(or an item's `category` metadata) is kept as its reference label when it is one of the six.
+
+The stage is `categories.jsonl` in the run directory: one `CategoryRow` a line, keyed by pair id, appended
+and synced per chunk, so that a killed run resumes with the same command and classifies only the pairs
+missing from the file (a torn last line is cut first). A pair whose answer stayed invalid is recorded with
+its reason and never asked again; a pair whose request failed in transport is not recorded, and the next run
+asks again. Every call goes through the structured client's request cache, so nothing is paid twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from crossknow.data.formats import detect_format, load_item_set
+from crossknow.data.jsonl import iter_json_lines, require, require_strings, validation_problem, write_invalid
+from crossknow.data.pitfalls import language_code, load_pairs
+from crossknow.data.schemas import InvalidRecord, MCItem, Record
+from crossknow.errors import CrossknowError, InputError
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, cut_torn_last_line
+from crossknow.pitfalls.categories import (
+    CATEGORIES,
+    CategoryPair,
+    CategoryRow,
+    CategoryTable,
+    category_table,
+    classify_pairs,
+)
+from crossknow.store.atomic import atomic_write_json
+from crossknow.store.hashing import file_sha256
+from crossknow.store.request_cache import RequestCache
+from crossknow.store.run_dir import RunDir
+
+CATEGORIES_FILE = "categories.jsonl"
+"""The stage: one CategoryRow a line, keyed by pair id."""
+CANDIDATES_FILE = "candidates.jsonl"
+"""The probe's candidate list (crossknow.pitfalls.candidates)."""
+VOLATILE = ("batch_size", "concurrency", "timeout_s", "device", "cache", "prices", "base_url", "api_key_env")
+"""Config keys that may change on resume: they cannot change a classification already recorded."""
+
+Progress = Callable[[str, int, int, CostMeter], None]
+"""on_progress(stage label, pairs done, pairs in all, what the classifier spent so far)."""
+
+
+class CategorizeConfig(Record):
+    """Everything that decides a categorize run."""
+
+    pairs: list[str] = Field(min_length=1, description="Pair file: a release <Language>.json, a crossknow item file "
+                             "with pair ids (candidate_items.jsonl, items.jsonl) or a probe's candidates.jsonl.")
+    classifier: str = Field(description="Model spec of the classifier LLM: default, hf:PATH, gguf:FILE or "
+                            "openai:MODEL (with --base-url).")
+    limit: int | None = Field(default=None, ge=1, description="Classify only the first N pairs of each file (unset: "
+                              "all).")
+    max_tokens: int = Field(default=256, ge=1, description="Most tokens of one classifier answer.")
+    temperature: float = Field(default=0.0, ge=0, description="Classifier temperature (crossknow's choice: greedy).")
+    seed: int = Field(default=0, description="Seed of the classifier's requests (attempt k uses seed + k).")
+    max_attempts: int = Field(default=3, ge=1, description="Calls per pair before its answer counts as invalid.")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: classifier.")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
+    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
+                                                             "local classifier.")
+    batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk; does not change results.")
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
+    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
+    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+
+
+class CategorizeMetrics(Record):
+    """metrics.json of a categorize run."""
+
+    classifier: str = Field(description="Model spec of the classifier.")
+    files: list[str] = Field(description="The pair files, in order.")
+    n_pairs: int = Field(description="Pairs read (after --limit), duplicates counted once.")
+    n_duplicates: int = Field(description="Pairs read twice (same id and English question in two files), "
+                              "classified and counted once.")
+    n_skipped: int = Field(description="Records that are no pair to classify (an item file's pair without its "
+                           "English or target item), listed in invalid.jsonl.")
+    table: CategoryTable = Field(description="The paper's Table 4 from the classifier's categories.")
+    reference: CategoryTable | None = Field(description="The same table from the input's own labels (the "
+                                            "release's `category`) of the pairs that have one; null when none has.")
+    n_compared: int = Field(description="Pairs with both a classifier category and a reference label.")
+    agreement: float | None = Field(description="Share of those where the two agree; null when none.")
+    pending: int = Field(description="Pairs left for a later run: their request failed in transport.")
+    calls: int = Field(description="Classifier calls this invocation sent (cache hits excluded).")
+    cached_calls: int = Field(description="Classifier calls this invocation answered from the request cache.")
+    tokens: int = Field(description="Prompt and completion tokens this invocation sent.")
+    cost_usd: float = Field(description="What this invocation's calls cost at the run's prices.")
+    seconds: float = Field(description="Wall-clock seconds of this invocation, model loading included.")
+
+
+# ---- reading pairs ----------------------------------------------------------------------------------------------
+
+
+def read_category_pairs(path: str | Path, limit: int | None = None) -> tuple[list[CategoryPair], list[InvalidRecord]]:
+    """The first `limit` pairs of a pair file (see the module docstring) and the records that are no pair;
+    malformed input is an InputError naming the file, the line and the field."""
+    path = Path(path)
+    if not path.is_file():
+        raise CrossknowError(f"pair file not found: {path}")
+    if _is_candidate_file(path):
+        return _candidates(path, limit), []
+    if detect_format(path) == "pitfalls":
+        return _release(path, limit), []
+    return _items(path, limit)
+
+
+def _reference(value: object) -> str | None:
+    return value if isinstance(value, str) and value in CATEGORIES else None
+
+
+def _is_candidate_file(path: Path) -> bool:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        if not handle.read(4096).lstrip().startswith("{"):
+            return False
+    try:
+        _, first = next(iter_json_lines(path))
+    except InputError:  # not JSON lines: detect_format tells what it is
+        return False
+    return {"english", "target", "recipe"} <= first.keys()
+
+
+def _release(path: Path, limit: int | None) -> list[CategoryPair]:
+    code = language_code(path)
+    pairs = []
+    for index, record in enumerate(load_pairs(path)[:limit]):
+        line = index + 1
+        question = require(record, "question", str, path, line)
+        choices = require_strings(record, "choices", path, line)
+        category = require(record, "category", str, path, line, optional=True)
+        pairs.append(CategoryPair(f"{path.stem}:{index}", code, question, tuple(choices), _reference(category)))
+    return pairs
+
+
+def _candidates(path: Path, limit: int | None) -> list[CategoryPair]:
+    pairs = []
+    for line, data in iter_json_lines(path):
+        if limit is not None and len(pairs) >= limit:
+            break
+        try:
+            record = CandidateRecord.model_validate(data)
+        except ValidationError as error:
+            field, reason = validation_problem(error)
+            raise InputError(path, reason, line=line, field=field) from None
+        pairs.append(CategoryPair(record.id, record.target.lang, record.english.question,
+                                  tuple(record.english.choices), _reference(record.category)))
+    return pairs
+
+
+def _items(path: Path, limit: int | None) -> tuple[list[CategoryPair], list[InvalidRecord]]:
+    item_set = load_item_set(path)
+    grouped: dict[str, list[MCItem]] = {}
+    for item in item_set.items:
+        if not isinstance(item, MCItem) or item.pair_id is None:
+            raise InputError(path, f"item {item.id!r} is no side of a pair: pairs are multiple-choice items with a "
+                             "pair_id", field="pair_id")
+        grouped.setdefault(item.pair_id, []).append(item)
+    pairs, invalid = [], list(item_set.invalid)
+    for pair_id, items in list(grouped.items())[:limit]:
+        english = [item for item in items if item.lang == "en"]
+        targets = [item for item in items if item.lang != "en"]
+        if len(english) != 1 or len(targets) != 1:
+            invalid.append(InvalidRecord(path=str(path), line=None, field="pair_id", item_id=pair_id, reason=(
+                f"a pair is one English item and one target-language item; found "
+                f"{', '.join(item.lang for item in items)}")))
+            continue
+        en = english[0]
+        pairs.append(CategoryPair(pair_id, targets[0].lang, en.prompt, tuple(en.options),
+                                  _reference(en.metadata.get("category"))))
+    return pairs, invalid
+
+
+def read_all_pairs(paths: Sequence[str | Path], limit: int | None) -> tuple[list[CategoryPair], list[InvalidRecord],
+                                                                            int]:
+    """The pairs of every file, in order, the records that are no pair, and how many duplicates were left out;
+    the same id with another English question in two files is an InputError."""
+    seen: dict[str, tuple[CategoryPair, Path]] = {}
+    pairs, invalid, duplicates = [], [], 0
+    for path in map(Path, paths):
+        found, skipped = read_category_pairs(path, limit)
+        invalid += skipped
+        for pair in found:
+            if pair.pair_id in seen:
+                other, where = seen[pair.pair_id]
+                if other.question != pair.question:
+                    raise InputError(path, f"pair {pair.pair_id!r} is also in {where} with another English question",
+                                     field="pair_id")
+                duplicates += 1
+                continue
+            seen[pair.pair_id] = (pair, path)
+            pairs.append(pair)
+    return pairs, invalid, duplicates
+
+
+# ---- the stage --------------------------------------------------------------------------------------------------
+
+
+class CategoryLog:
+    """categories.jsonl: the recorded rows by pair id, append-only."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.rows: dict[str, CategoryRow] = {}
+        if self.path.exists():
+            cut_torn_last_line(self.path)
+            for line, data in iter_json_lines(self.path):
+                try:
+                    row = CategoryRow.model_validate(data)
+                except ValidationError as error:
+                    field, reason = validation_problem(error)
+                    raise InputError(self.path, reason, line=line, field=field) from None
+                self.rows.setdefault(row.pair_id, row)
+
+    def add(self, rows: Iterable[CategoryRow]) -> None:
+        """Append each row not yet recorded (synced line by line)."""
+        for row in rows:
+            if row.pair_id not in self.rows:
+                append_json_line(self.path, row.model_dump(mode="json"))
+                self.rows[row.pair_id] = row
+
+
+def classify_missing(
+    pairs: Sequence[CategoryPair], log: CategoryLog, client: Callable[[], StructuredClient], batch_size: int,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Classify the pairs missing from `log` in chunks of `batch_size` and record them; `client()` is asked for
+    the client only when a pair is missing. Returns how many failed in transport (left unrecorded)."""
+    todo = [pair for pair in pairs if pair.pair_id not in log.rows]
+    done, pending = len(pairs) - len(todo), 0
+    if on_progress:
+        on_progress(done, len(pairs))
+    for start in range(0, len(todo), batch_size):
+        rows = classify_pairs(todo[start : start + batch_size], client())
+        failed = [row.error is not None and row.error.startswith(TRANSPORT_FAILURE) for row in rows]
+        log.add(row for row, fail in zip(rows, failed, strict=True) if not fail)
+        pending += sum(failed)
+        done += len(rows)
+        if on_progress:
+            on_progress(done, len(pairs))
+    return pending
+
+
+def categorize_candidates(run_dir: str | Path, client: StructuredClient,
+                          on_progress: Callable[[int, int], None] | None = None) -> dict[str, CategoryRow]:
+    """Classify the pairs of a probe run's candidates.jsonl into its categories.jsonl (only those missing) and
+    return every candidate's row by candidate id (a candidate whose request failed in transport is absent).
+    The caller owns `run_dir` (the probe, which holds its lock); `client` is any structured client, e.g. the
+    proxy's `ProxyLLM.translator`."""
+    run_dir = Path(run_dir)
+    path = run_dir / CANDIDATES_FILE
+    pairs = _candidates(path, None) if path.exists() else []
+    log = CategoryLog(run_dir / CATEGORIES_FILE)
+    classify_missing(pairs, log, lambda: client, 16, on_progress)
+    return {pair.pair_id: log.rows[pair.pair_id] for pair in pairs if pair.pair_id in log.rows}
+
+
+def classifier_client(config: CategorizeConfig, cache: RequestCache) -> StructuredClient:
+    """The structured client of `config.classifier` over `cache`."""
+    generator = load_generator(config.classifier, GeneratorOptions(
+        device=config.device, dtype=config.dtype, base_url=config.base_url, api_key_env=config.api_key_env,
+        concurrency=config.concurrency, timeout_s=config.timeout_s))
+    return StructuredClient(generator, cache, max_attempts=config.max_attempts,
+                            prices=PriceTable.load(config.prices) if config.prices else None,
+                            max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
+
+
+def run_categorize(config: CategorizeConfig, out: str | Path, client: StructuredClient | None = None,
+                   on_progress: Progress | None = None) -> CategorizeMetrics:
+    """Classify `config.pairs` into the run directory `out` and write metrics.json (see the module docstring);
+    `client` replaces the classifier `config` names (built only when a pair is missing)."""
+    started, out = time.monotonic(), Path(out)
+    pairs, invalid, duplicates = read_all_pairs(config.pairs, config.limit)  # bad input fails before any model loads
+    if client is None:
+        check_spec(config.classifier, config.base_url, "generator")
+    built: list[StructuredClient] = [client] if client is not None else []
+    caches: list[RequestCache] = []
+
+    def get_client() -> StructuredClient:
+        if not built:
+            caches.append(RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite"))
+            built.append(classifier_client(config, caches[0]))
+        return built[0]
+
+    def meter() -> CostMeter:
+        return built[0].meter if built else CostMeter()
+
+    try:
+        with RunDir(out) as run:
+            log_path = out / CATEGORIES_FILE
+            run.open(config.model_dump(), {str(p): file_sha256(p) for p in config.pairs}, volatile=VOLATILE,
+                     has_results=log_path.exists() and log_path.stat().st_size > 0,
+                     paths=("pairs", "cache", "prices"), growable=("limit",))
+            write_invalid(out / "invalid.jsonl", invalid)
+            log = CategoryLog(log_path)
+            progress = (lambda done, total: on_progress("categorize", done, total, meter())) if on_progress else None
+            pending = classify_missing(pairs, log, get_client, config.batch_size, progress)
+            rows = [log.rows[pair.pair_id] for pair in pairs if pair.pair_id in log.rows]
+            metrics = _metrics(config, rows, len(pairs), duplicates, len(invalid), pending, meter(),
+                               time.monotonic() - started)
+            atomic_write_json(out / "metrics.json", metrics.model_dump())
+            return metrics
+    finally:
+        for cache in caches:
+            cache.close()
+
+
+def _metrics(config: CategorizeConfig, rows: Sequence[CategoryRow], n_pairs: int, duplicates: int, skipped: int,
+             pending: int, meter: CostMeter, seconds: float) -> CategorizeMetrics:
+    referenced = [row for row in rows if row.reference is not None]
+    compared = [row for row in referenced if row.category is not None]
+    return CategorizeMetrics(
+        classifier=config.classifier, files=list(config.pairs), n_pairs=n_pairs, n_duplicates=duplicates,
+        n_skipped=skipped, table=category_table([(row.lang, row.category) for row in rows]),
+        reference=category_table([(row.lang, row.reference) for row in referenced]) if referenced else None,
+        n_compared=len(compared),
+        agreement=sum(row.category == row.reference for row in compared) / len(compared) if compared else None,
+        pending=pending, calls=meter.calls, cached_calls=meter.cached_calls,
+        tokens=meter.prompt_tokens + meter.completion_tokens, cost_usd=round(meter.cost_usd, 6),
+        seconds=round(seconds, 3),
+    )
