@@ -298,6 +298,8 @@ class StructuredClient:
         if value is None:
             if result.finish_reason == "length":
                 error = f"{error} (the output stopped at max_tokens={self.max_tokens})"
+            elif result.finish_reason == "repetition":
+                error = f"{error} (the output was stopped looping inside a JSON string)"
             return error or "invalid output"
         confidence = None
         if confidence_field is not None:

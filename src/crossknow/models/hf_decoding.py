@@ -4,7 +4,8 @@
 an attention mask over the padding and position ids counted from each row's first real token, so
 that padding changes only the shapes of the matrix products. Each step feeds the last token of
 every live row. A row ends at a stop token (EOS, `<end_of_turn>`), a stop string, the end of its
-JSON value (with a constraint) or its token budget; it then leaves the batch (its rows of the KV
+JSON value (with a constraint), a loop inside one of its JSON strings (with a constraint: see
+`crossknow.models.json_constraint`) or its token budget; it then leaves the batch (its rows of the KV
 cache are dropped), so a finished row costs nothing more and counts no more tokens.
 
 Each row keeps its own sampling settings: greedy at temperature 0, else temperature sampling from
@@ -20,7 +21,7 @@ from typing import Any
 
 import torch
 
-from crossknow.models.json_constraint import JsonConstraint
+from crossknow.models.json_constraint import JsonConstraint, repeats_in_open_string
 
 Step = tuple[float, list[int], list[float]]
 """One generated token's log-probability, and the top alternatives' ids and log-probabilities."""
@@ -49,7 +50,7 @@ class DecodeRow:
     steps: list[Step] = field(default_factory=list)
     """Per generated token, when `top_logprobs` > 0."""
     finish: str = "length"
-    """'stop' or 'length'."""
+    """'stop', 'length', or 'repetition' (a constrained row stopped looping inside a JSON string)."""
     text_end: int | None = None
     """Where a stop string starts in the decoded text (the text is cut there); None without one."""
 
@@ -75,6 +76,9 @@ class DecodeRow:
             self.constraint.advance(token)
             if self.constraint.complete:
                 self.finish = "stop"
+                return False
+            if repeats_in_open_string(decode(self.generated)):
+                self.finish = "repetition"
                 return False
         if self.stop_strings and self._hit_stop_string(decode):
             return False

@@ -14,8 +14,9 @@ every time and the global RNG is left alone. A row stops at EOS, `<end_of_turn>`
 logits (before temperature), in float32: what a direct forward pass over prompt and output gives.
 
 A request with a `json_schema` is decoded under that schema's grammar (llguidance, see
-`crossknow.models.json_constraint`) and ends at the closing brace; without llguidance installed the
-output is unconstrained and `crossknow.generation` validates and retries.
+`crossknow.models.json_constraint`) and ends at the closing brace, or early, with finish reason
+'repetition', when the model loops inside a JSON string; without llguidance installed the output is
+unconstrained and `crossknow.generation` validates and retries.
 
 `score_answers` scores continuations of an answer exactly, through the engine's HFScorer (built
 on first use around this generator's loaded model, not a second copy): the yes/no confidence of fact detection uses it.

@@ -11,6 +11,17 @@ converted once (about 15 s), the first mask takes about 6 s (lazy set-up), and e
 The JSON is written compactly (`{"a": 1, "b": 2}`, no free whitespace), and the row ends when the
 top-level value is complete (the closing brace), not at EOS or max_tokens.
 
+A JSON string is unbounded in the grammar, and a small model can loop inside one (Gemma 3 270M,
+asked to translate a question: `{"text": "The answer is 10. The answer is 10. The answer is 10. ...`)
+until max_tokens, which leaves unclosed, invalid JSON after the whole budget is spent. crossknow's
+choice: a row whose open string ends with the same span of at least `LOOP_MIN_CHARS` characters
+written twice in a row is stopped there (`repeats_in_open_string`); its output is invalid as before,
+only cheaper, and `crossknow.generation` retries it. Strings are not cut to a length and a looping
+string is not closed, so no output becomes valid that was not, and no long valid string is truncated.
+Measured on 4 demo questions with the root-pair translation prompt at max_tokens=256 on 2 CPU cores: the two
+looping rows stopped after 19 and 58 tokens instead of 256 (mean 117 -> 44 tokens a call, 226 s -> 11 s); the
+check costs under 1 ms a step for a 4,000-character string.
+
 Without llguidance installed (`json_constraints_available()` is False), generators fall back to
 unconstrained decoding; `crossknow.generation` validates and retries as it always does.
 """
@@ -33,6 +44,34 @@ except ImportError:  # optional: see the module docstring
 
 JSON_FORMAT = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 """How the constrained JSON is laid out: compact, one space after ',' and ':'."""
+
+
+LOOP_MIN_CHARS = 16
+"""Shortest span whose immediate repetition inside a JSON string counts as a loop (crossknow's choice:
+long enough that ordinary text does not repeat it back to back)."""
+
+
+def open_string_content(text: str) -> str | None:
+    """The content written so far (escapes as written) of the JSON string `text` ends inside, or None when `text`
+    (a prefix of compact JSON, as the grammar writes it) does not end inside a string."""
+    start, escaped = None, False
+    for i, char in enumerate(text):
+        if start is not None and escaped:
+            escaped = False
+        elif start is not None and char == "\\":
+            escaped = True
+        elif char == '"':
+            start = i + 1 if start is None else None
+    return None if start is None else text[start:]
+
+
+def repeats_in_open_string(text: str, min_chars: int = LOOP_MIN_CHARS) -> bool:
+    """True when the string `text` ends inside ends with a span of at least `min_chars` characters
+    written twice in a row (see the module docstring)."""
+    content = open_string_content(text)
+    if content is None:
+        return False
+    return any(content[-2 * n : -n] == content[-n:] for n in range(min_chars, len(content) // 2 + 1))
 
 
 class JsonConstraint:
