@@ -137,6 +137,9 @@ class _FlawedTranslator:
     ({"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}, "answer_missing"),
     ({"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "c"}, "answer_index"),
     ({"question": "Q", "choices": ["a", "b", " ", "d"], "answer": "b"}, "empty_choice"),
+    ({"question": "<the translated question>", "choices": ["a", "b", "c", "d"], "answer": "b"}, "placeholder"),
+    ({"question": "Q", "choices": ["a", "<translated choice 2>", "c", "d"], "answer": "<translated choice 2>"},
+     "placeholder"),
 ])
 def test_a_root_translation_with_a_release_flaw_is_retried_then_reported_by_its_code(output, code):
     generator = _FlawedTranslator([output] * 3)

@@ -6,8 +6,9 @@ choices and the correct answer together; the output is valid only with the four 
 breaks (`crossknow.pitfalls.flaws.pair_flaws`): the same number of choices, the answer among the
 translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid
 output is retried by the client (a new seed each attempt), then reported with its reason code (a flaw
-code, or `INVALID_OUTPUT`); a question that comes back unchanged is reported as `UNTRANSLATED` (crossknow's
-check: a copy is not a translation). The probe uses it for its root pairs (q^E, q^T) and `crossknow pitfalls
+code, or `INVALID_OUTPUT`). crossknow adds two checks: a field that is a placeholder in angle brackets
+(`PLACEHOLDER`, retried like a flaw) and a question that comes back unchanged (`UNTRANSLATED`: a copy is
+not a translation). The probe uses the stage for its root pairs (q^E, q^T) and `crossknow pitfalls
 expand` for the original part of a seed pair; the semantic check S(q^E', q^T') >= θ' then runs as a
 constraint of the probe (`crossknow.pitfalls.e5`). The prompt is crossknow's: the paper prints none
 for this step.
@@ -15,6 +16,7 @@ for this step.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 from typing import ClassVar
@@ -45,6 +47,11 @@ in "choices")."""
 keys instead of showing a filled-in example: a small model copied example placeholders such as
 "<the translated question>" as its translation."""
 
+PLACEHOLDER = "placeholder"
+"""The reason code of an output with a field such as "<translated choice 1>" (crossknow's check: small models
+echo template slots)."""
+_PLACEHOLDER = re.compile(r"\s*<[^<>]*>\s*")
+
 UNTRANSLATED = "untranslated"
 """The reason code of an output whose question is the source question unchanged (crossknow's check)."""
 
@@ -70,6 +77,8 @@ class TranslatedPair(BaseModel):
         flaws = pair_flaws(placeholders, str(self.answer_index), self.choices, self.answer)
         if flaws:
             raise ValueError("; ".join(f"{code}: {FLAWS[code]}" for code in flaws))
+        if any(_PLACEHOLDER.fullmatch(text) for text in (self.question, *self.choices)):
+            raise ValueError(f"{PLACEHOLDER}: a field is a placeholder in angle brackets, not a translation")
         return self
 
 
@@ -86,8 +95,9 @@ def translated_pair_schema(count: int, answer_index: int) -> type[TranslatedPair
 
 
 def drop_reason(error: str) -> str:
-    """The reason code of a failed translation: the first flaw code named in `error`, else INVALID_OUTPUT."""
-    return next((code for code in FLAWS if f"{code}:" in error), INVALID_OUTPUT)
+    """The reason code of a failed translation: the first flaw code (or PLACEHOLDER) named in `error`, else
+    INVALID_OUTPUT."""
+    return next((code for code in (*FLAWS, PLACEHOLDER) if f"{code}:" in error), INVALID_OUTPUT)
 
 
 def translate_pairs(translator: StructuredClient, questions: Sequence[MCQuestion], lang: str,
