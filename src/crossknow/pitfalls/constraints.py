@@ -14,6 +14,7 @@ A constraint returns, per node, None when satisfied or the reason it is violated
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
@@ -29,7 +30,8 @@ class Similarity(Protocol):
     name: str
 
     def similarity(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """S(reference, candidate) for each pair, in order."""
+        """S(reference, candidate) for each pair, in order; NaN where S could not be had (an invalid
+        judgement), which the constraint reports as such."""
         ...
 
 
@@ -82,12 +84,19 @@ class SemanticSimilarity:
 
     def check(self, nodes: Sequence[PairNode], simulations: Sequence[Simulation] | None) -> list[str | None]:
         """Violated where S falls below the threshold."""
-        if self.compare == "original":
-            pairs = [((n.ancestry[0].english if n.ancestry else n.english).question, n.english.question) for n in nodes]
+        if self.compare == "original":  # an unperturbed pair is its own original: nothing to compare
+            asked = [i for i, n in enumerate(nodes) if n.ancestry]
+            pairs = [(nodes[i].ancestry[0].english.question, nodes[i].english.question) for i in asked]
         else:
+            asked = list(range(len(nodes)))
             pairs = [(n.english.question, n.target.question) for n in nodes]
-        scores = self.similarity.similarity(pairs)
-        return [None if s >= self.threshold else f"{self.name}: S = {s:.3f}" for s in scores]
+        reasons: list[str | None] = [None] * len(nodes)
+        for i, s in zip(asked, self.similarity.similarity(pairs) if pairs else [], strict=True):
+            if math.isnan(s):
+                reasons[i] = f"{self.name}: invalid judgement"
+            elif s < self.threshold:
+                reasons[i] = f"{self.name}: S = {s:.3f}"
+        return reasons
 
 
 class ChrF:

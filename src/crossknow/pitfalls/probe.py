@@ -32,6 +32,7 @@ from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, Struct
 from crossknow.pitfalls.candidates import CandidateList, append_json_line, cut_torn_last_line
 from crossknow.pitfalls.constraints import Similarity
 from crossknow.pitfalls.e5 import THETA, THETA_CROSS
+from crossknow.pitfalls.judge_similarity import JudgeSimilarity
 from crossknow.pitfalls.objective import SimulationObjective
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.recipes import Recipe, default_constraints, get_recipe
@@ -75,7 +76,8 @@ class BatchRecord(Record):
     sources: list[str] = Field(description="Ids of its source questions.")
     found: int = Field(description="Pairs it added to the candidate list.")
     counts: BatchCounts = Field(description="What the search did in it.")
-    proxy: Spend = Field(description="What the proxy spent on it (cache replays cost nothing).")
+    proxy: Spend = Field(description="What the proxy (and the judge, if any) spent on it (cache replays cost "
+                         "nothing).")
     simulation: Spend = Field(description="What the simulators spent on it (calls = questions answered).")
     seconds: float = Field(description="Wall-clock seconds of the batch.")
 
@@ -93,7 +95,8 @@ class ProbeAccount(BatchCounts):
     conversion_rate: float = Field(description="converted / sources (the paper's conversion rate).")
     candidates: int = Field(description="Pairs in the candidate list.")
     found_now: int = Field(description="Pairs added by this invocation.")
-    proxy: Spend = Field(description="What the proxy LLM spent (perturbation and translation), whole run.")
+    proxy: Spend = Field(description="What the proxy LLM spent (perturbation, translation, and the judge's checks "
+                         "if any), whole run.")
     simulation: Spend = Field(description="What the simulators spent (calls = questions answered), whole run.")
     seconds: float = Field(description="Wall-clock seconds of the finished batches, whole run.")
     per_found_pair: Spend | None = Field(description="proxy + simulation spend divided by the pairs in the "
@@ -113,6 +116,7 @@ def run_probe(
     theta: float = THETA,
     cross_similarity: Similarity | None = None,
     theta_cross: float = THETA_CROSS,
+    judge: JudgeSimilarity | None = None,
     samples: int = 1,
     max_resimulations: int = 2,
     progress: Callable[[int, int], None] | None = None,
@@ -125,7 +129,7 @@ def run_probe(
     if len({s.id for s in sources}) != len(sources):
         raise CrossknowError("source question ids must be unique")
     out = Path(out)
-    constraints = default_constraints(epsilon, similarity, theta, cross_similarity, theta_cross)
+    constraints = default_constraints(epsilon, similarity, theta, cross_similarity, theta_cross, judge)
     config = {
         "recipe": recipe.name, "settings": vars(recipe.settings), "perturbation": recipe.perturbation, "lang": lang,
         "constraints": [c.name for c in constraints], "simulators": [s.name for s in simulators],
@@ -141,13 +145,14 @@ def run_probe(
         search = BeamSearch(recipe.settings, recipe.transformation(proxy, LANGUAGE_NAMES[lang]), objective,
                             constraints, candidates, recipe.name)
         sim_meters = _simulator_meters(simulators)
+        proxy_meters = [proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else [])]
         size = recipe.settings.initial_batch
         batches = [sources[i : i + size] for i in range(0, len(sources), size)]
         records = _done_batches(out / "batches.jsonl")
         unfinished = 0
         for number, batch in enumerate(batches):
             if number not in records:
-                mark = _Mark(proxy, sim_meters, objective, search, len(candidates))
+                mark = _Mark(proxy_meters, sim_meters, objective, search, len(candidates))
                 untranslated = 0
                 translated = proxy.translate_questions([s.question for s in batch], lang, LANGUAGE_NAMES[lang])
                 roots = []
@@ -176,11 +181,11 @@ def run_probe(
 class _Mark:
     """The meters and counters at the start of a batch, to record what the batch added."""
 
-    def __init__(self, proxy: ProxyLLM, sim_meters: list[CostMeter], objective: SimulationObjective,
+    def __init__(self, proxy_meters: list[CostMeter], sim_meters: list[CostMeter], objective: SimulationObjective,
                  search: BeamSearch, candidates: int):
         self.started = time.monotonic()
-        self.proxy, self.sim_meters, self.objective, self.search = proxy, sim_meters, objective, search
-        self.proxy_start = _copy(sum_meters([proxy.perturber.meter, proxy.translator.meter]))
+        self.proxy_meters, self.sim_meters, self.objective, self.search = proxy_meters, sim_meters, objective, search
+        self.proxy_start = _copy(sum_meters(proxy_meters))
         self.sim_start = _copy(sum_meters(sim_meters))
         meter, stats = objective.meter, search.stats
         self.questions, self.sim_seconds, self.invalid = meter.questions, meter.seconds, meter.invalid_answers
@@ -199,7 +204,7 @@ class _Mark:
             dropped_by_cap=stats.dropped_by_cap - capped, rejected=dict(Counter(stats.rejected) - rejected))
         return BatchRecord(
             batch=number, sources=source_ids, found=candidates - self.candidates, counts=counts,
-            proxy=_spend(sum_meters([self.proxy.perturber.meter, self.proxy.translator.meter]), self.proxy_start),
+            proxy=_spend(sum_meters(self.proxy_meters), self.proxy_start),
             simulation=simulation, seconds=time.monotonic() - self.started)
 
 

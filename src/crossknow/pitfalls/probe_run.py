@@ -19,7 +19,7 @@ from pydantic import Field
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, sum_meters
+from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.pitfalls.candidates import CandidateList
@@ -28,6 +28,7 @@ from crossknow.pitfalls.constraints import ChrF, Similarity
 from crossknow.pitfalls.e5 import THETA, THETA_CROSS, E5Similarity
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import SimulatorFactory
+from crossknow.pitfalls.judge_similarity import JudgeSimilarity
 from crossknow.pitfalls.pairs import SourceQuestion
 from crossknow.pitfalls.probe import ProbeAccount, run_probe
 from crossknow.pitfalls.recipes import Recipe, get_recipe
@@ -68,6 +69,11 @@ class PitfallsProbeConfig(Record):
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
     prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
                             "English (the paper's starting point).")
+    judge: str | None = Field(default=None, description="Model spec of an LLM judge that checks θ and θ' again "
+                              "(yes/no: the second text asks the same question; crossknow's prompt). Unset: no judge.")
+    judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: judge.")
+    judge_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the "
+                                   "judge server's key.")
     categorize: bool = Field(default=True, description="Classify each found pair into Table 4's six subject "
                              "domains with the proxy (categories.jsonl; the prompt is crossknow's).")
     limit: int | None = Field(default=None, ge=1, description="Probe only the first N questions the prefilter kept "
@@ -129,6 +135,18 @@ def build_proxy(config: PitfallsProbeConfig, cache: RequestCache) -> ProxyLLM:
                                    max_tokens=config.proxy_max_tokens, max_attempts=config.max_attempts)
 
 
+def build_judge(config: PitfallsProbeConfig, cache: RequestCache) -> JudgeSimilarity | None:
+    """The LLM judge of `config.judge` over the shared request cache (temperature 0), or None."""
+    if config.judge is None:
+        return None
+    generator = load_generator(config.judge, GeneratorOptions(
+        device=config.device, dtype=config.dtype, base_url=config.judge_base_url,
+        api_key_env=config.judge_api_key_env, concurrency=config.concurrency, timeout_s=config.timeout_s))
+    return JudgeSimilarity(StructuredClient(
+        generator, cache, max_attempts=config.max_attempts, max_tokens=config.proxy_max_tokens,
+        prices=PriceTable.load(config.prices) if config.prices else None))
+
+
 def build_simulators(config: PitfallsProbeConfig) -> tuple[list[Simulator], SimulatorFactory]:
     """The K simulators (through `crossknow pitfalls eval`'s factory); close the factory when done."""
     urls = config.base_urls
@@ -178,6 +196,8 @@ def probe_from_config(
     the ones `config` names, and `answering` then describes how the simulators answer (it is recorded)."""
     out = Path(out)
     files = read_source_files(config.sources)  # a bad file fails before any model loads
+    if config.judge is not None:
+        check_spec(config.judge, config.judge_base_url, "generator", "needs --judge-base-url")
     cache = None if proxy else RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
     factory = None
     try:
@@ -187,7 +207,10 @@ def probe_from_config(
         if proxy is None:
             assert cache is not None
             proxy = build_proxy(config, cache)
-        meters = [proxy.perturber.meter, proxy.translator.meter,
+        if config.judge is not None and cache is None:
+            cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
+        judge = build_judge(config, cache) if cache is not None else None
+        meters = [proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else []),
                   *(s.client.meter for s in simulators if isinstance(s, GenerativeSimulator))]
 
         def report(stage: str, done: int, total: int) -> None:
@@ -205,7 +228,7 @@ def probe_from_config(
         account = run_probe(
             config.recipe_with_overrides(), sources[: config.limit], proxy, simulators, out, lang=config.lang,
             epsilon=config.epsilon, similarity=similarity, theta=config.theta, cross_similarity=cross_similarity,
-            theta_cross=config.theta_cross, max_resimulations=config.max_resimulations,
+            theta_cross=config.theta_cross, judge=judge, max_resimulations=config.max_resimulations,
             progress=lambda done, total: report(config.recipe, done, total),
         )
         if config.categorize:

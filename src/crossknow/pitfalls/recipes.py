@@ -19,6 +19,7 @@ from typing import Literal
 from crossknow.errors import CrossknowError
 from crossknow.pitfalls.constraints import Constraint, EnglishAccuracy, SemanticSimilarity, Similarity
 from crossknow.pitfalls.e5 import THETA, THETA_CROSS
+from crossknow.pitfalls.judge_similarity import JUDGE_THRESHOLD
 from crossknow.pitfalls.search import BeamSettings
 from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, Transformation
 
@@ -58,16 +59,20 @@ def get_recipe(name: str) -> Recipe:
 
 def default_constraints(
     epsilon: float = 0.2, similarity: Similarity | None = None, theta: float = THETA,
-    cross_similarity: Similarity | None = None, theta_cross: float = THETA_CROSS,
+    cross_similarity: Similarity | None = None, theta_cross: float = THETA_CROSS, judge: Similarity | None = None,
 ) -> list[Constraint]:
     """The constraints of equation 4: English accuracy >= 1 − ε always; S(q^E, q^E') >= θ when
     `similarity` is given and S(q^E', q^T') >= θ' when `cross_similarity` is (a multilingual one such as
     `E5Similarity`: chrF compares within one language only). The default θ = θ' = 0.75 is crossknow's
-    choice for e5 (`crossknow.pitfalls.e5`); the paper gives no values. A check without its similarity is
-    off, and the run's config says so."""
+    choice for e5 (`crossknow.pitfalls.e5`); the paper gives no values. `judge` (an LLM judge,
+    `crossknow.pitfalls.judge_similarity`) adds both checks again with its verdict at 0.5. A check without
+    its similarity is off, and the run's config says so."""
     constraints: list[Constraint] = [EnglishAccuracy(epsilon)]
     if similarity is not None:
         constraints.append(SemanticSimilarity(similarity, theta, "original"))
     if cross_similarity is not None:
         constraints.append(SemanticSimilarity(cross_similarity, theta_cross, "cross"))
+    if judge is not None:
+        constraints += [SemanticSimilarity(judge, JUDGE_THRESHOLD, "original"),
+                        SemanticSimilarity(judge, JUDGE_THRESHOLD, "cross")]
     return constraints

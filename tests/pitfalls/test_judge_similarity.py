@@ -1,0 +1,82 @@
+"""The optional LLM judge of the semantic checks, through a real StructuredClient and request cache in front of
+a scripted generator (what the judge says is the test's input; the parsing, the NaN of an invalid verdict and the
+constraint's reasons are what is tested)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from crossknow.generation.structured import StructuredClient
+from crossknow.models.generator import GenerateResult
+from crossknow.pitfalls.constraints import SemanticSimilarity
+from crossknow.pitfalls.judge_similarity import JUDGE_THRESHOLD, JudgeSimilarity
+from crossknow.pitfalls.pairs import SourceQuestion, root_node
+from crossknow.pitfalls.probe import run_probe
+from crossknow.pitfalls.recipes import default_constraints
+from crossknow.pitfalls.simulate import MCQuestion
+from crossknow.pitfalls.transformation import ProxyLLM
+from crossknow.store.request_cache import RequestCache
+
+from .scripted import source
+from .test_recipes import FooledByHints
+from .test_transformation import ScriptedProxy
+
+
+class ScriptedJudge:
+    """Says 'yes' unless the second text holds 'RAIN'; writes no JSON at all when it holds 'GARBLED'."""
+
+    name, model_id = "scripted", "judge"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, requests):
+        self.calls += len(requests)
+        results = []
+        for request in requests:
+            second = re.search(r"\[The Start of the Second Text\]\n(.*)\n\[The End of the Second Text\]",
+                               request.messages[-1].content, re.S).group(1)
+            if "GARBLED" in second:
+                text = "I cannot tell."
+            else:
+                text = json.dumps({"reasoning": "compared", "same_question": "no" if "RAIN" in second else "yes"})
+            results.append(GenerateResult(text, "scripted", "judge"))
+        return results
+
+
+def _node(target: str):
+    english = MCQuestion("Which gas do plants absorb?", ("Oxygen", "Carbon dioxide"), 1, "en")
+    return root_node(SourceQuestion("q1", english), MCQuestion(target, ("酸素", "二酸化炭素"), 1, "ja"))
+
+
+def test_the_judges_verdicts_become_reasons_and_an_invalid_one_is_named_invalid():
+    judge = JudgeSimilarity(StructuredClient(ScriptedJudge(), max_attempts=2))
+    nodes = [_node("植物はどの気体を吸収しますか？"), _node("RAIN 今日は雨です。"), _node("GARBLED")]
+    assert judge.similarity([(n.english.question, n.target.question) for n in nodes])[:2] == [1.0, 0.0]
+    reasons = SemanticSimilarity(judge, JUDGE_THRESHOLD, "cross").check(nodes, None)
+    assert reasons == [None, "judge_cross>=0.5: S = 0.000", "judge_cross>=0.5: invalid judgement"]
+
+
+def test_a_probe_with_a_judge_rejects_its_no_records_the_checks_and_counts_its_calls(tmp_path):
+    class RainyProxy(ScriptedProxy):
+        """Translates the first source's question into unrelated text ('RAIN ...')."""
+
+        @staticmethod
+        def _text(prompt):
+            text = ScriptedProxy._text(prompt)
+            return text.replace('"FR(Question 0?)"', '"RAIN"') if "[The Start of the Choices]" in prompt else text
+
+    cache = RequestCache(tmp_path / "requests.sqlite")
+    judge_generator = ScriptedJudge()
+    judge = JudgeSimilarity(StructuredClient(judge_generator, cache))
+    proxy = ProxyLLM.from_generator(RainyProxy(), cache)
+    account = run_probe("np", [source(0), source(1)], proxy, [FooledByHints()], tmp_path / "run", lang="fr",
+                        judge=judge)
+    # q0's translation is judged another question and never simulated; an unperturbed pair is its own
+    # original, so only θ' asks the judge: once per root
+    assert account.rejected == {"judge_cross>=0.5": 1} and account.scored == 1
+    assert judge_generator.calls == 2 and account.proxy.calls == 2 + 2  # 2 translations + 2 judgements
+    names = [c.name for c in default_constraints(0.2, None, 0.75, None, 0.75, judge)]
+    assert names == ["english_accuracy>=0.8", "judge_original>=0.5", "judge_cross>=0.5"]
+    assert "judge_cross>=0.5" in (tmp_path / "run" / "config.yaml").read_text()
