@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError
 
@@ -28,6 +28,8 @@ from crossknow.errors import InputError
 from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import PairNode
 from crossknow.pitfalls.simulate import MCQuestion
+
+R = TypeVar("R", bound=Record)
 
 
 class QuestionSide(Record):
@@ -144,13 +146,7 @@ class CandidateList:
         return write_jsonl(path, items)
 
     def _load(self) -> None:
-        cut_torn_last_line(self.path)
-        for line, data in iter_json_lines(self.path):
-            try:
-                record = CandidateRecord.model_validate(data)
-            except ValidationError as error:
-                field, reason = validation_problem(error)
-                raise InputError(self.path, reason, line=line, field=field) from None
+        for record in read_appended_records(self.path, CandidateRecord):
             if record.id not in self:
                 self._remember(record)
 
@@ -169,6 +165,23 @@ def append_json_line(path: Path, value: dict[str, Any]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_appended_records(path: Path, schema: type[R]) -> list[R]:
+    """The records of an append-only JSONL file written with `append_json_line`, in order (none when the file
+    is missing): a last line torn by a kill is cut first; a line that does not validate is an InputError
+    naming the file, the line and the field."""
+    if not path.exists():
+        return []
+    cut_torn_last_line(path)
+    records = []
+    for line, data in iter_json_lines(path):
+        try:
+            records.append(schema.model_validate(data))
+        except ValidationError as error:
+            field, reason = validation_problem(error)
+            raise InputError(path, reason, line=line, field=field) from None
+    return records
 
 
 def cut_torn_last_line(path: Path) -> bool:

@@ -31,7 +31,7 @@ from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
-from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, cut_torn_last_line
+from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, read_appended_records
 from crossknow.pitfalls.categories import (
     CATEGORIES,
     CategoryPair,
@@ -216,15 +216,8 @@ class CategoryLog:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.rows: dict[str, CategoryRow] = {}
-        if self.path.exists():
-            cut_torn_last_line(self.path)
-            for line, data in iter_json_lines(self.path):
-                try:
-                    row = CategoryRow.model_validate(data)
-                except ValidationError as error:
-                    field, reason = validation_problem(error)
-                    raise InputError(self.path, reason, line=line, field=field) from None
-                self.rows.setdefault(row.pair_id, row)
+        for row in read_appended_records(self.path, CategoryRow):
+            self.rows.setdefault(row.pair_id, row)
 
     def add(self, rows: Iterable[CategoryRow]) -> None:
         """Append each row not yet recorded (synced line by line)."""

@@ -17,7 +17,7 @@ from crossknow.pitfalls.eval_records import Answering
 from crossknow.pitfalls.finetune import PreferenceCounts
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
-from crossknow.training.layers import LAYER_SPEC
+from crossknow.training.layers import check_layer_spec
 
 Method = Literal["sft", "dpo"]
 
@@ -79,10 +79,7 @@ class PitfallsFinetuneConfig(Record):
     @field_validator("train_layers")
     @classmethod
     def _layer_spec(cls, spec: str) -> str:
-        match = LAYER_SPEC.match(spec)
-        if not match or (match.group(2) is not None and int(match.group(2)) < 1):
-            raise ValueError(f"{spec!r}: use all, blocks, or last:N with N >= 1")
-        return spec
+        return check_layer_spec(spec)  # before the run directory is written and the model loaded
 
     @model_validator(mode="after")
     def _check(self) -> PitfallsFinetuneConfig:

@@ -24,12 +24,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.pitfalls import LANGUAGE_CODES
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
-from crossknow.pitfalls.candidates import CandidateList, append_json_line, cut_torn_last_line
+from crossknow.pitfalls.candidates import CandidateList, append_json_line, read_appended_records
 from crossknow.pitfalls.constraints import Similarity
 from crossknow.pitfalls.e5 import THETA, THETA_CROSS
 from crossknow.pitfalls.judge_similarity import JudgeSimilarity
@@ -252,8 +251,4 @@ def _spend(now: CostMeter, start: CostMeter) -> Spend:
 
 def _done_batches(path: Path) -> dict[int, BatchRecord]:
     """The batches a previous invocation finished, by number."""
-    if not path.exists():
-        return {}
-    cut_torn_last_line(path)
-    records = (BatchRecord.model_validate(record) for _, record in iter_json_lines(path))
-    return {record.batch: record for record in records}
+    return {record.batch: record for record in read_appended_records(path, BatchRecord)}

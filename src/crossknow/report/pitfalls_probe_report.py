@@ -8,8 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from crossknow.data.jsonl import iter_json_lines
-from crossknow.pitfalls.candidates import CandidateRecord
+from crossknow.pitfalls.candidates import CandidateRecord, read_appended_records
 from crossknow.pitfalls.categories import CategoryRow, category_table
 from crossknow.pitfalls.categories_run import CATEGORIES_FILE
 from crossknow.pitfalls.probe import ProbeAccount
@@ -93,8 +92,5 @@ def write_probe_report(out: str | Path) -> Path:
 
 def _categories(out: Path, ids: set[str]) -> list[tuple[str, str | None]]:
     """(language, category or None) of the candidates classified in categories.jsonl."""
-    path = out / CATEGORIES_FILE
-    if not path.exists():
-        return []
-    rows = [CategoryRow.model_validate(record) for _, record in iter_json_lines(path)]
+    rows = read_appended_records(out / CATEGORIES_FILE, CategoryRow)
     return [(row.lang, row.category) for row in rows if row.pair_id in ids]

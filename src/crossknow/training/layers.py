@@ -10,6 +10,15 @@ from crossknow.errors import CrossknowError
 LAYER_SPEC = re.compile(r"^(all|blocks|last:(\d+))$")
 
 
+def check_layer_spec(spec: str) -> str:
+    """`spec` when it is all, blocks or last:N with N >= 1, else a ValueError (for config validators: the
+    block count is checked against the model by `select_trainable`)."""
+    match = LAYER_SPEC.match(spec)
+    if not match or (match.group(2) is not None and int(match.group(2)) < 1):
+        raise ValueError(f"{spec!r}: use all, blocks, or last:N with N >= 1")
+    return spec
+
+
 def _decoder(model: Any) -> Any:
     decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
     if decoder is None or not hasattr(decoder, "layers"):

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.models.registry import check_spec
-from crossknow.training.layers import LAYER_SPEC
+from crossknow.training.layers import check_layer_spec
 
 KnowledgeRecipe = Literal["documents", "instruction"]
 TransferRecipe = Literal["none", "documents", "translation", "romanisation", "roman2en"]
@@ -121,12 +121,7 @@ class TrainConfig(Record):
     @field_validator("train_layers")
     @classmethod
     def _layer_spec(cls, spec: str) -> str:
-        # Checked here, before the run directory is written and the model loaded; the block count is
-        # checked against the model by select_trainable.
-        match = LAYER_SPEC.match(spec)
-        if not match or (match.group(2) is not None and int(match.group(2)) < 1):
-            raise ValueError(f"{spec!r}: use all, blocks, or last:N with N >= 1")
-        return spec
+        return check_layer_spec(spec)  # before the run directory is written and the model loaded
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
