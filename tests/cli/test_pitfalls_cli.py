@@ -14,6 +14,7 @@ from crossknow.cli.app import app
 from crossknow.pitfalls import probe_run
 from crossknow.pitfalls.simulate import SimAnswer
 from crossknow.pitfalls.transformation import ProxyLLM
+from crossknow.store.request_cache import RequestCache
 from tests.cli.test_cli import assert_user_error, crossknow
 from tests.pitfalls.test_transformation import ScriptedProxy
 
@@ -145,7 +146,14 @@ def test_the_demo_runs_three_recipes_with_local_models_and_resumes_for_free(tmp_
         assert (out / name / "report.html").exists()
     assert summary["runs"]["beam"]["account"]["sources"] == 1  # the reduced beam probes one question
     assert summary["runs"]["np"]["account"]["proxy"]["calls"] >= 1  # the translations were asked of the model
+    with RequestCache(out / "requests.sqlite") as cache:
+        stored = len(cache)
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
     rerun = json.loads((out / "demo.json").read_text())["runs"]
-    assert all(rerun[name]["account"]["proxy"]["calls"] == 0 for name in ("np", "dp", "beam"))
+    with RequestCache(out / "requests.sqlite") as cache:
+        assert len(cache) == stored  # no new request was made: every batch was finished
+    for name in ("np", "dp", "beam"):  # the accounts cover the whole run: read back unchanged
+        first, second = summary["runs"][name]["account"], rerun[name]["account"]
+        assert second["found_now"] == 0 and (second["proxy"], second["simulation"]) == (first["proxy"],
+                                                                                         first["simulation"])
