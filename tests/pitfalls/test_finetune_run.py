@@ -4,6 +4,7 @@ evaluations before and after, Table 2 recomputed from the per-pair rows, resume.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pyarrow.parquet as pq
 import pytest
@@ -65,6 +66,7 @@ def test_sft_run_reports_table_2_from_the_two_evaluations_and_resumes(tmp_path):
     again = run_pitfalls_finetune(config, out)  # finished stages are skipped: nothing is trained twice
     assert again.rows == metrics.rows and again.training == metrics.training
     assert (out / "train" / "train_log.jsonl").read_text() == log
+    shutil.rmtree(out / "train" / "checkpoints")  # 1 GB: the suite's disk footprint
 
 
 def test_dpo_run_trains_away_from_the_base_models_wrong_answers(tmp_path, embedded_checkpoint_dir):
@@ -90,3 +92,4 @@ def test_dpo_run_trains_away_from_the_base_models_wrong_answers(tmp_path, embedd
     with safe_open(tuned, "pt") as after, safe_open(embedded_checkpoint_dir / "model.safetensors", "pt") as before:
         changed = {name for name in after.keys() if not after.get_tensor(name).equal(before.get_tensor(name))}
     assert changed and all(name.startswith("model.layers.17.") or name == "model.norm.weight" for name in changed)
+    shutil.rmtree(out / "train" / "checkpoints")  # 1 GB: the suite's disk footprint
