@@ -61,14 +61,8 @@ ABBREVIATIONS: dict[str, str] = {
 }
 """Table 4's column abbreviations (its caption)."""
 
-Category = Literal[
-    "Science & Technology",
-    "History & World Events",
-    "Society & Culture",
-    "Arts & Literature",
-    "Geography & Environment",
-    "General Knowledge",
-]
+Category = Literal[CATEGORIES]  # type: ignore[valid-type]  # the six names, written once
+"""One of the six domains (a Literal over `CATEGORIES`)."""
 
 CLASSIFY_TEMPLATE = """Classify the multiple-choice question below into exactly one of these six subject domains:
 - Science & Technology: natural sciences, mathematics, medicine and health, engineering, computing and technology.

@@ -52,14 +52,15 @@ class E5Similarity:
         self._vectors: dict[str, Any] = {}
 
     def embed(self, texts: Sequence[str]) -> Any:
-        """L2-normalised embeddings (len(texts) x 384) of `texts`, each embedded once per instance."""
+        """L2-normalised embeddings (len(texts) x 384) of the non-empty list `texts`, each text embedded once
+        per instance."""
         import numpy as np
 
         new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if new:
             for text, vector in zip(new, _model().query(new), strict=True):
                 self._vectors[text] = vector
-        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 384), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])
 
     def similarity(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """Cosine of each pair's embeddings, in order."""

@@ -65,9 +65,8 @@ def translate_seeds(
     failed in transport (asked again by the next run); see the module docstring."""
     language = LANGUAGE_NAMES.get(lang, lang)
     parts = [seed.target_parts if expand_from == "seed" else seed.english_parts for seed in seeds]
-    source_lang = {seed.id: seed.lang if expand_from == "seed" else "en" for seed in seeds}
     originals = proxy.translate_questions(
-        [MCQuestion(p.original, p.choices, seed.english.answer, source_lang[seed.id])
+        [MCQuestion(p.original, p.choices, seed.english.answer, seed.lang if expand_from == "seed" else "en")
          for p, seed in zip(parts, seeds, strict=True)], lang, language)
     inserted = proxy.translate([text for p in parts for text in (p.before, p.after)], language)
     rows: list[ExpandedRow | None] = []
