@@ -1,24 +1,36 @@
 # The two set-up commands of the README: `make demo` and `make test`.
-# Both create .venv if missing and install everything, torch 2.13.0 (the CPU wheel) first,
-# so that nothing that depends on torch pulls a CUDA build.
+# Both create .venv if missing and install from the committed lock (requirements/lock.txt): exact
+# versions of every package, transitive ones included, each checked against its hashes. torch
+# 2.13.0 (the CPU wheel) comes first and stays out of the lock (see requirements/torch-cpu.txt).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.crossknow-installed
+LOCK := requirements/lock.txt
+TORCH := torch==2.13.0
+UV := uv==0.13.9
+# Where `make lock` finds the CPU wheel of torch (on this machine kind: /opt/wheels).
+TORCH_WHEELS ?= /opt/wheels
+LATEST_VENV ?= .venv-latest
 PYTEST_ARGS ?=
 # llama-cpp-python (the test server) compiles from source. Built for the host CPU (GGML_NATIVE) it
 # uses AMX tile instructions wherever the CPU lists them, and on these VMs, whose kernel does not
 # enable AMX state, its first matrix multiply dies of a general protection fault (ldtilecfg). Build
 # it for AVX2 instead: portable, and fast enough for the tests.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+# Fails when a CUDA build crept in (torch's CUDA wheels pull nvidia-* packages, gigabytes).
+NO_CUDA = if $(1) -m pip list 2>/dev/null | grep -i '^nvidia-'; then echo 'CUDA packages installed: torch must be the CPU build' >&2; exit 1; fi
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-latest lock bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q -e '.[all,test]'
+	$(PY) -m pip install -q $(TORCH)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q --no-deps --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
+	$(call NO_CUDA,$(PY))
 	touch $(STAMP)
 
 demo: install
@@ -26,6 +38,28 @@ demo: install
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The newest releases of every dependency, without the lock, in a fresh environment of their own:
+# run it before every `make lock`, and now and then, to find the next break before users do.
+test-latest:
+	rm -rf $(LATEST_VENV)
+	python3 -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/python -m pip install -q $(TORCH)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LATEST_VENV)/bin/python -m pip install -q -e '.[all,test]'
+	$(call NO_CUDA,$(LATEST_VENV)/bin/python)
+	$(LATEST_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(torch|transformers|accelerate|trl|lm.eval|llama.cpp.python|pydantic|numpy)=='
+	$(LATEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# Regenerate the lock from pyproject.toml with uv, resolving for Linux x86_64 and Python 3.11 (this
+# project's machines), torch's requirements from its CPU wheel.
+lock:
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q $(UV)
+	$(VENV)/bin/uv pip compile pyproject.toml requirements/build.in --extra all --extra test \
+		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --generate-hashes \
+		--find-links $(TORCH_WHEELS) --override requirements/torch-cpu.txt --no-emit-package torch \
+		--custom-compile-command 'make lock' --output-file $(LOCK)
+	if grep -iE '^(nvidia-|triton)' $(LOCK); then echo 'the lock holds CUDA packages' >&2; exit 1; fi
 
 # The pipeline bench (crossknow evaluate/trace against lm-eval and the machine's matmul floor, about
 # 10 minutes on 2 cores; --quick for fewer items), then the batched-generation bench once it exists.

@@ -1,11 +1,14 @@
 """The `crossknow` command line: one sub-command per pipeline.
 
 A user's mistake (bad input, unknown model spec, missing dependency) prints one clear message
-and exits with status 2, without a traceback.
+and exits with status 2, without a traceback. An unexpected internal error prints one line with the
+installed versions and the path of a file holding the traceback, and exits with status 1
+(`crossknow.cli.crash`); `--debug` or CROSSKNOW_DEBUG=1 shows the traceback instead.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from crossknow.cli.crash import DEBUG_VARIABLE, crash_message, debug_requested, write_crash_report
 from crossknow.cli.options import config_command, describe_validation_error
 from crossknow.cli.progress import bar
 from crossknow.errors import CrossknowError
@@ -30,8 +34,14 @@ errors = Console(stderr=True)
 
 
 @app.callback()
-def root() -> None:
+def root(
+    debug: bool = typer.Option(
+        False, "--debug", help=f"Show the traceback of an internal error (or set {DEBUG_VARIABLE}=1)."
+    ),
+) -> None:
     """crossknow: knowledge acquisition and cross-lingual transfer in language models."""
+    if debug:
+        os.environ[DEBUG_VARIABLE] = "1"
 
 
 @config_command(app, EvaluateConfig)
@@ -60,7 +70,8 @@ def _quiet_libraries() -> None:
 
 
 def main() -> None:
-    """Entry point: run the app, turning user errors into one message and exit status 2."""
+    """Entry point: run the app, turning user errors into one message and exit status 2, and internal
+    errors into one line and exit status 1."""
     _quiet_libraries()
     try:
         app()
@@ -73,6 +84,15 @@ def main() -> None:
     except KeyboardInterrupt:
         errors.print("interrupted: run the same command again to resume where it stopped")
         sys.exit(130)
+    except Exception as error:  # noqa: BLE001 - the last resort: anything else is a bug or the environment's
+        if debug_requested():
+            raise
+        try:
+            report = write_crash_report(error, sys.argv)
+        except OSError:
+            report = None
+        errors.print(f"[red]error:[/red] {escape(crash_message(error, report))}", highlight=False, soft_wrap=True)
+        sys.exit(1)
 
 
 # Sub-commands defined in their own modules register themselves on `app` when imported.

@@ -39,10 +39,12 @@ def demo(
     """Train the embedded model on English-only fictional facts, trace its checkpoints, write the report."""
     from crossknow.cli.trace_cmd import trace_with_progress
     from crossknow.dynamics.trace_config import TraceConfig
+    from crossknow.models.scoring_check import check_scoring_path
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
     started = time.monotonic()
+    check_scoring_path()
     train_dir, trace_dir = out / "train", out / "trace"
     train_config = TrainConfig(
         model="default", corpus=str(demo_file("corpus.jsonl")), langs=["en"], recipe="documents",

@@ -48,12 +48,12 @@ class _Replay(torch.nn.Module):
         super().__init__()
         self.owner, self.layer_idx, self.first = owner, layer_idx, first
 
-    def forward(self, hidden_states: torch.Tensor, *args: Any, past_key_values: Any = None, **kwargs: Any):
-        if past_key_values is not None:
+    def forward(self, hidden_states: torch.Tensor, *args: Any, cache: Any = None, **kwargs: Any):
+        if cache is not None:
             batch, length = hidden_states.shape[0], hidden_states.shape[1]
             shape = (batch, self.owner.kv_heads, length, self.owner.head_dim)
             placeholder = torch.zeros(shape, dtype=hidden_states.dtype, device=hidden_states.device)
-            past_key_values.update(placeholder, placeholder, self.layer_idx)
+            cache.update(placeholder, placeholder, self.layer_idx)
         if self.first:
             return self.owner.replayed.to(hidden_states.device)
         return hidden_states
@@ -100,7 +100,7 @@ class FrozenPrefix:
         if ids is None:  # called with embeddings: nothing to key on, run whole
             self._capture_key = None
             return
-        past = kwargs.get("past_key_values")
+        past = kwargs.get("cache")
         past_length = past.get_seq_length() if past is not None else 0
         context = self._context if past_length else None
         key = _digest(ids, kwargs.get("attention_mask"), kwargs.get("position_ids"), past_length,

@@ -114,10 +114,10 @@ def decode_batch(
     with torch.inference_mode():
         while True:
             out = model(
-                input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache,
                 use_cache=True, logits_to_keep=1,
             )
-            cache = out.past_key_values
+            cache = out.cache
             logits = out.logits[:, -1].float()
             keep = [j for j, i in enumerate(live) if rows[i].step(logits[j], stop_ids, decode)]
             if not keep:

@@ -194,14 +194,14 @@ class HFScorer:
                 opt_ids[r, : len(cont) - 1] = torch.tensor(cont[:-1])
                 opt_mask[r, : len(cont) - 1] = 1
             opt_ids, opt_mask = opt_ids.to(device), opt_mask.to(device)
-            cache = out.past_key_values
+            cache = out.cache
             cache.reorder_cache(row_group)
             ctx_len = ctx_mask.sum(1)[row_group]
             option_states = self._body(
                 input_ids=opt_ids,
                 attention_mask=torch.cat([ctx_mask[row_group], opt_mask], dim=1),
                 position_ids=ctx_len[:, None] + torch.arange(width, device=device)[None, :],
-                past_key_values=cache,
+                cache=cache,
                 use_cache=True,
             ).last_hidden_state
             row_idx, pos_idx = opt_mask.nonzero(as_tuple=True)  # row-major, matching the order of cont[1:] below
