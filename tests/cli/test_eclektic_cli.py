@@ -69,9 +69,9 @@ def test_bootstrap_keeps_the_values_and_widens_by_question(tmp_path):
                        "bootstrap", "--n-boot", "500", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     metrics = json.loads((tmp_path / "boot" / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics["ci"] == "bootstrap" and metrics["n_boot"] == 500
+    assert metrics["ci"] == "bootstrap" and metrics["n_boot"] == 500 and metrics["source_rows"] == "exclude"
     overall = metrics["overall"]
-    assert overall["value"] == pytest.approx(5 / 11) and overall["low"] <= 5 / 11 <= overall["high"]
+    assert overall["value"] == pytest.approx(2 / 7) and overall["low"] <= 2 / 7 <= overall["high"]
     assert overall["half_width"] > 0
 
 

@@ -101,17 +101,17 @@ def test_judges_see_the_target_language_and_invalid_verdicts_stay_null(tmp_path)
     retried = [r.messages[0].content for r in never_valid.requests if r.messages[0].content.endswith(JUDGE_RETRY_NOTE)]
     assert len(retried) == 3 * 2  # attempts 2 and 3 of each of the 3 valid answers
 
-    # the empty answer was not judged at all
+    # the empty answer was not sent to a judge: it is wrong, NO from every judge
     empty = rows["q2", "ja", "openai:yes"]
-    assert (empty["verdict"], empty["attempts"]) == (None, 0)
-    assert empty["error"] == "the answer is invalid: empty output"
+    assert (empty["verdict"], empty["attempts"], empty["error"]) == (False, 0, None)
+    assert rows["q2", "ja", "openai:junk"]["verdict"] is False
     assert len(says_yes.requests) == 3
     assert progress == [(0, 6), (2, 6), (3, 6), (5, 6), (6, 6)]
 
     votes = {(r["q_id"], r["lang"]): r for r in majority_vote(judgements).to_pylist()}
     assert votes["q1", "en"] == {"q_id": "q1", "source_lang": "ja", "lang": "en", "sample": 0, "correct": True,
                                  "n_judges": 2, "n_valid": 1}  # one YES, one invalid: YES, not a tie
-    assert votes["q2", "ja"]["correct"] is None and votes["q2", "ja"]["n_valid"] == 0
+    assert votes["q2", "ja"]["correct"] is False and votes["q2", "ja"]["n_valid"] == 2
 
     # judged again from the same cache: nothing is asked, the same verdicts
     cache = RequestCache(tmp_path / "cache.sqlite")
@@ -165,3 +165,25 @@ def test_majority_vote_on_a_constructed_table():
     agreement = judge_agreement(pa.Table.from_pylist(rows, schema=JUDGEMENT_SCHEMA))
     assert agreement.method == "fleiss" and (agreement.n_items, agreement.n_left_out) == (3, 2)
     assert agreement.kappa == pytest.approx((4 / 9 - 25 / 49) / (1 - 25 / 49))
+
+
+def test_an_empty_source_answer_is_wrong_and_keeps_its_question_in_the_averages():
+    """q1's source-language (ja) answer is empty, every other answer is the gold one. The empty answer is
+    wrong, so q1 stays in D with S = 0: overall 1/2 over the two translated rows, not 1/1 (which an
+    empty answer taken as invalid would give, dropping q1 and raising the score)."""
+    from crossknow.eclektic.judge_free import judge_by_recall
+    from crossknow.eclektic.metrics import eclektic_metrics
+
+    eclektic_set = two_question_set()
+
+    def reply(user: str, seed: int) -> str:
+        row = next(row for row in eclektic_set.questions if row.question == user)
+        return "" if (row.q_id, row.lang) == ("q1", "ja") else row.answer
+
+    answers = answer_questions(eclektic_set, StructuredClient(Scripted(reply)), model="scripted:m")
+    correctness = {(r["q_id"], r["lang"]): r["correct"] for r in majority_vote(judge_by_recall(answers, eclektic_set))
+                   .to_pylist()}
+    assert correctness == {("q1", "ja"): False, ("q1", "en"): True, ("q2", "en"): True, ("q2", "ja"): True}
+    metrics = eclektic_metrics(majority_vote(judge_by_recall(answers, eclektic_set)), source_rows="exclude")
+    assert (metrics.overall.numerator, metrics.overall.n, metrics.n_invalid) == (1, 2, 0)
+    assert (metrics.transfer.numerator, metrics.transfer.n) == (1, 1)

@@ -25,31 +25,10 @@ from crossknow.report.eclektic_report import (
     eclektic_report,
     leaderboard_report,
 )
+from tests.eclektic.figure_5 import FIGURE_5, FIGURE_5_MEANS, TABLE_1
 from tests.report.parse import parse_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-# The paper's Figure 5 (overall success of Gemini 2.0 Pro), numerators per target language (rows) and source
-# language (columns, PAPER_ORDER); each column's denominator is its source language's count in Table 1.
-TABLE_1 = {"de": 16, "en": 39, "fr": 22, "es": 32, "it": 29, "pt": 28, "id": 31, "he": 29, "hi": 64, "ko": 33,
-           "ja": 26, "zh": 35}
-FIGURE_5 = {
-    "de": [6, 25, 11, 18, 14, 14, 16, 6, 35, 11, 3, 15],
-    "en": [4, 34, 11, 19, 15, 10, 17, 9, 36, 11, 7, 19],
-    "fr": [4, 27, 13, 18, 15, 15, 13, 7, 35, 12, 8, 13],
-    "es": [6, 24, 10, 25, 14, 12, 17, 8, 39, 14, 6, 16],
-    "it": [5, 26, 8, 16, 17, 14, 16, 6, 36, 11, 8, 16],
-    "pt": [6, 23, 8, 18, 15, 17, 16, 5, 35, 14, 4, 15],
-    "id": [6, 24, 9, 17, 10, 11, 22, 5, 32, 12, 5, 14],
-    "he": [4, 15, 8, 14, 10, 11, 12, 11, 26, 13, 3, 11],
-    "hi": [5, 20, 11, 10, 8, 7, 13, 5, 45, 12, 3, 14],
-    "ko": [4, 19, 5, 9, 8, 11, 11, 4, 23, 20, 6, 11],
-    "ja": [4, 23, 6, 14, 8, 4, 13, 5, 28, 15, 11, 17],
-    "zh": [4, 22, 9, 17, 12, 10, 11, 7, 34, 16, 7, 23],
-}
-FIGURE_5_MEANS = [30.2, 60.3, 41.3, 50.8, 41.9, 40.5, 47.6, 22.4, 52.6, 40.7, 22.8, 43.8]
-"""The bottom row of Figure 5: each source language's mean over the 12 target languages."""
-
 
 def figure_5_cells() -> pd.DataFrame:
     return pd.DataFrame([(source, target, numerators[j], TABLE_1[source])
@@ -127,7 +106,7 @@ def hand_table() -> list[dict]:
 def run_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("eclektic-run")
     meta = {"model": "hf:org/model", "config": {"setting": "closed-book"}, "inputs": {"set.jsonl": "sha256:ab"}}
-    path = eclektic_report(eclektic_metrics(hand_table()), out, model="hf:org/model", meta=meta)
+    path = eclektic_report(eclektic_metrics(hand_table(), source_rows="include"), out, model="hf:org/model", meta=meta)
     text = path.read_text(encoding="utf-8")
     return out, path, text, parse_report(text)
 
@@ -174,8 +153,8 @@ def test_report_leads_with_the_finding(run_report):
 
 def test_leaderboard_ranks_by_overall_and_plots_sizes(tmp_path):
     weak = eclektic_metrics([row | {"correct": row["correct"] and row["lang"] == row["source_lang"]}
-                             for row in hand_table()])
-    strong = eclektic_metrics(hand_table())
+                             for row in hand_table()], source_rows="include")
+    strong = eclektic_metrics(hand_table(), source_rows="include")
     results = [ModelResult("small", weak, params=5e8, run="runs/small"),
                ModelResult("big", strong, params=7e9, run="runs/big")]
     path = leaderboard_report(results, tmp_path)
@@ -218,7 +197,8 @@ def test_leaderboard_of_scored_run_directories(tmp_path):
         score_judgement_file(path, tmp_path / name, ScoreConfig())
         runs.append(tmp_path / name)
     report = parse_report(rebuild_eclektic_report(runs[1]).read_text(encoding="utf-8"))
-    assert report.tables["table-summary"].rows[0][1].startswith("50.0±")
+    # the default reading, translated rows only: S = 1 for q1/de and q3/en of the 5 valid ones (q3/ja is invalid)
+    assert report.tables["table-summary"].rows[0][1].startswith("40.0±")
     board = leaderboard_of_runs(runs, tmp_path / "board", labels=["0.5B model", "7B model"], params=["0.5B", "7B"])
     parsed = parse_report(board.read_text(encoding="utf-8"))
     assert parsed.tables["table-leaderboard"].column("model") == ["7B model", "0.5B model"]

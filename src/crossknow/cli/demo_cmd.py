@@ -34,17 +34,20 @@ def demo(
     train_layers: str = typer.Option("last:4", help="all | blocks | last:N"),
     save_every_steps: int = typer.Option(5, help="Checkpoint interval in optimizer steps (5 steps per epoch)."),
     batch_size: int = typer.Option(8, help="Abstracts per optimizer step."),
-    dtype: str = typer.Option("bfloat16", help="Compute dtype of training (mixed) and scoring: bfloat16 | float32."),
+    dtype: str = typer.Option("auto", help="Compute dtype of training (mixed) and scoring: auto | bfloat16 | float32 "
+                              "(auto: bfloat16 where the CPU computes it in hardware, else float32)."),
 ) -> None:
     """Train the embedded model on English-only fictional facts, trace its checkpoints, write the report."""
     from crossknow.cli.trace_cmd import trace_with_progress
     from crossknow.dynamics.trace_config import TraceConfig
+    from crossknow.models.hf_loading import resolve_dtype
     from crossknow.models.scoring_check import check_scoring_path
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
     started = time.monotonic()
     check_scoring_path()
+    dtype = resolve_dtype(dtype, "cpu")
     train_dir, trace_dir = out / "train", out / "trace"
     train_config = TrainConfig(
         model="default", corpus=str(demo_file("corpus.jsonl")), langs=["en"], recipe="documents",

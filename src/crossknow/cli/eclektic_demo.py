@@ -4,10 +4,10 @@ The 40 invented facts of the tracing demo (samples/demo/: nothing a model can kn
 questions in English and Japanese. The embedded Gemma 3 270M is trained on the 40 English question-answer
 pairs only, written in the chat turns the local generator asks in, so that English is the facts' one source
 language. The base model and the trained one then answer all 80 questions closed-book; the answers are
-judged judge-free by answer recall (crossknow's own judge: no LLM judge runs offline), and scored under the
-paper's reading of the source rows and with them excluded. Expected: the base model knows nothing; the
-trained one answers in English and, without transfer, not in Japanese, so its transfer score is the share
-of source rows in K under the paper's reading and 0 without them.
+judged judge-free by answer recall (crossknow's own judge: no LLM judge runs offline), and scored with the
+source rows excluded (the default, which reproduces Table 2) and included. Expected: the base model knows
+nothing; the trained one answers in English and, without transfer, not in Japanese, so its transfer score
+is 0 with the source rows excluded, and only the share of source rows in K with them included.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def readings_table(runs: dict[str, Path]) -> Table:
         table.add_column(column, justify="left" if column in ("model", "source rows") else "right")
     for label, run in runs.items():
         correctness = majority_vote(pq.read_table(run / "judgements.parquet"))
-        for reading in ("include", "exclude"):
+        for reading in ("exclude", "include"):
             metrics = eclektic_metrics(correctness, source_rows=reading)
             table.add_row(label, reading, format_estimate(metrics.overall), format_estimate(metrics.transfer),
                           str(metrics.overall.n), str(metrics.transfer.n))
@@ -88,15 +88,18 @@ def demo(
     out: Path = typer.Option(Path("runs/eclektic-demo"), help="Demo directory; run again to resume."),
     epochs: float = typer.Option(9.0, help="Passes over the 40 English question-answer pairs (5 steps each)."),
     learning_rate: float = typer.Option(2e-4, help="Peak learning rate (cosine decay to a tenth of it)."),
-    dtype: str = typer.Option("bfloat16", help="Compute dtype of training (mixed) and generation."),
+    dtype: str = typer.Option("auto", help="Compute dtype of training (mixed) and generation: auto | bfloat16 | "
+                              "float32 (auto: bfloat16 where the CPU computes it in hardware, else float32)."),
 ) -> None:
     """Train the embedded model on English-only facts, then measure ECLEKTIC transfer, base vs trained."""
     from crossknow.eclektic.run_config import EclekticConfig
     from crossknow.report.eclektic_runs import leaderboard_of_runs, rebuild_eclektic_report
     from crossknow.training.records import TrainConfig
+    from crossknow.models.hf_loading import resolve_dtype
     from crossknow.training.trainer import run_train
 
     started = time.monotonic()
+    dtype = resolve_dtype(dtype, "cpu")
     out.mkdir(parents=True, exist_ok=True)
     data = write_demo_set(out / "set.jsonl")
     train_config = TrainConfig(

@@ -10,9 +10,10 @@ crossknow: a re-run costs nothing it already paid for.
 n samples per row are optional. Sample s asks with base seed `client.seed + s * client.max_attempts`,
 so that no attempt of one sample shares a seed (and so a cache entry) with an attempt of another;
 more than one sample needs a temperature above 0 (crossknow's choice: greedy samples would be
-copies). An empty output is invalid: retried with the next seed, then kept as a row with `text`
-null and the reason in `error`; a request that failed in transport is kept the same way (it is not
-cached, so the next run asks it again). No row is ever dropped.
+copies). An empty output is an answer the model gave, and a wrong one: kept with `text` "" and
+judged NO without a judge call (`crossknow.eclektic.judge`), as HELM's ECLEKTIC metric counts it.
+A request that failed in transport is invalid: kept as a row with `text` null and the reason in
+`error` (it is not cached, so the next run asks it again). No row is ever dropped.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ class AnswerRow(Record):
     setting: str = Field(description="The prompt setting (crossknow.eclektic.prompts.SETTINGS).")
     sample: int = Field(ge=0, description="Sample index, 0 to n_samples - 1.")
     model: str = Field(description="The generator spec that answered.")
-    text: str | None = Field(description="The answer, stripped of surrounding whitespace; null when invalid.")
-    error: str | None = Field(description="Why the answer is invalid (empty output, failed request); null when valid.")
+    text: str | None = Field(description="The answer, stripped of surrounding whitespace (\"\" when the model "
+                             "wrote nothing: a wrong answer); null when invalid.")
+    error: str | None = Field(description="Why the answer is invalid (a failed request); null when valid.")
     attempts: int = Field(ge=0, description="Model calls made for this answer, cached ones included.")
     cached: bool = Field(description="True when every attempt came from the request cache.")
     cost_usd: float = Field(description="Cost of the calls behind this answer at the run's prices, cached or not.")
@@ -64,14 +66,13 @@ ANSWER_SCHEMA = pa.schema(
 """The answers table (Parquet): one AnswerRow per (q_id, lang, sample)."""
 
 
-def parse_answer(text: str) -> tuple[str | None, str | None]:
-    """(the answer stripped, None), or (None, 'empty output') when nothing but whitespace came back."""
-    stripped = text.strip()
-    return (stripped, None) if stripped else (None, "empty output")
+def parse_answer(text: str) -> tuple[str, None]:
+    """(the answer stripped, None): every output is an answer; an empty one ("") is a wrong answer."""
+    return text.strip(), None
 
 
 ANSWER_OUTPUT = TextOutput(parse_answer)
-"""Free text, parsed by `parse_answer`; a retry resends the same prompt with the next seed."""
+"""Free text, parsed by `parse_answer`; only a failed request is retried (with the next seed)."""
 
 
 def answer_questions(

@@ -10,8 +10,10 @@ The verdict is parsed strictly (`parse_verdict`): an output that is not the sing
 is invalid, retried (from the second attempt on, with a note asking for one word: crossknow's
 choice, the first attempt is the paper's prompt verbatim), then recorded with `verdict` null. An
 invalid verdict is never a NO. A judge request that failed in transport is recorded null the same
-way; it is not cached, so the next run asks it again. An answer that is itself invalid is not sent
-to the judges; its judgement rows say why, with `verdict` null.
+way; it is not cached, so the next run asks it again. An answer that is itself invalid (its request
+failed) is not sent to the judges; its judgement rows say why, with `verdict` null. An empty answer
+is not sent either: it is wrong, so every judge's row says NO, with no call and `raw` empty
+(crossknow's choice, which HELM's ECLEKTIC metric shares; the paper does not discuss empty answers).
 
 `majority_vote` makes the correctness table: correct when more valid verdicts say YES than NO,
 incorrect when more say NO; a tie, or no valid verdict at all, is null (undecided) - crossknow's
@@ -117,7 +119,7 @@ def judge_answers(
     if batch_size < 1:
         raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
     rows = answers.to_pylist()
-    to_ask = [k for k, row in enumerate(rows) if row["text"] is not None]
+    to_ask = [k for k, row in enumerate(rows) if row["text"]]
     questions = {k: eclektic_set.question(rows[k]["q_id"], rows[k]["lang"]) for k in to_ask}
     missing = sorted({f"{q.q_id} ({q.lang})" for q in questions.values() if not q.context})
     if missing:
@@ -143,13 +145,16 @@ def judge_answers(
             done += len(chunk)
             if on_progress:
                 on_progress(done, total, sum_meters(c.meter for c in clients))
-    out = []
-    for k, row in enumerate(rows):
-        for spec in judges:
-            found = judged.get((spec, k))
-            invalid = f"the answer is invalid: {row['error']}"
-            out.append(found if found is not None else judgement_row(row, spec, None, "", invalid))
+    out = [judged.get((spec, k)) or unasked_judgement(row, spec) for k, row in enumerate(rows) for spec in judges]
     return rows_table(out, JUDGEMENT_SCHEMA)
+
+
+def unasked_judgement(answer: dict, judge: str) -> JudgementRow:
+    """The judgement of an answer row that no judge is asked about: NO for an empty answer (a wrong
+    answer), null for an invalid one (its request failed), with the reason."""
+    if answer["text"] == "":
+        return judgement_row(answer, judge, False, "", None)
+    return judgement_row(answer, judge, None, "", f"the answer is invalid: {answer['error']}")
 
 
 def judgement_row(answer: dict, judge: str, verdict: bool | None, raw: str, error: str | None, attempts: int = 0,

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from crossknow.eclektic.answer import rows_table
 from crossknow.eclektic.examples import EclekticSet, Question
-from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, judgement_row
+from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, judgement_row, unasked_judgement
 from crossknow.eclektic.prompts import answer_prompt
 from crossknow.errors import CrossknowError, UnscorableRequest
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
@@ -95,8 +95,8 @@ def judge_by_recall(answers: pa.Table, eclektic_set: EclekticSet, *, threshold: 
     out = []
     for row in answers.to_pylist():
         gold = eclektic_set.question(row["q_id"], row["lang"]).answer
-        if row["text"] is None:
-            out.append(judgement_row(row, RECALL_JUDGE, None, "", f"the answer is invalid: {row['error']}"))
+        if not row["text"]:
+            out.append(unasked_judgement(row, RECALL_JUDGE))
             continue
         recall = answer_recall(row["text"], gold)
         if recall is None:

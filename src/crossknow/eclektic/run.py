@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from crossknow.data.jsonl import write_invalid
 from crossknow.eclektic.answer import ANSWER_SCHEMA, answer_questions
 from crossknow.eclektic.examples import EclekticSet, load_eclektic_set
-from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, judge_answers, judgement_row, majority_vote
+from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, judge_answers, majority_vote, unasked_judgement
 from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, judge_by_gold_loss, judge_by_recall
 from crossknow.eclektic.metrics import EclekticMetrics, eclektic_metrics, read_judgement_file
 from crossknow.eclektic.run_config import VOLATILE, EclekticConfig, ScoreConfig
@@ -152,7 +152,7 @@ class EclekticRun:
                 pending.append(failed_rows)
                 done += len(chunk)
                 self.progress("judgements", done, total)
-        invalid = [judgement_row(row, judge, None, "", f"the answer is invalid: {row['error']}")
+        invalid = [unasked_judgement(row, judge)
                    for row in answers.to_pylist() if row["q_id"] in self.pending for judge in judges]
         pending.append(pa.Table.from_pylist([row.model_dump() for row in invalid], schema=JUDGEMENT_SCHEMA))
         every = pa.concat_tables([stage.read(JUDGEMENT_SCHEMA), *pending])

@@ -34,8 +34,9 @@ VOLATILE = (
 class ScoreConfig(Record):
     """How verdicts become scores (`crossknow eclektic score`; part of every run's config)."""
 
-    source_rows: SourceRows = Field(default="include", description="Which rows are examples: 'include' (the "
-                                    "paper's reading), 'exclude' or 'helm' (crossknow.eclektic.metrics).")
+    source_rows: SourceRows = Field(default="exclude", description="Which rows are examples: 'exclude' (translated "
+                                    "rows only; reproduces Table 2 from Figure 5's cells), 'include' or 'helm' "
+                                    "(crossknow.eclektic.metrics).")
     ci: Interval = Field(default="normal", description="Interval method: 'normal' approximation or 'bootstrap' "
                          "over questions.")
     confidence: float = Field(default=0.95, gt=0, lt=1, description="Confidence level of the intervals.")

@@ -58,8 +58,8 @@ class ModelResult:
 
 
 READINGS = {
-    "include": "source rows included in both averages (the paper's reading)",
-    "exclude": "source rows excluded from both averages",
+    "include": "source rows included in both averages",
+    "exclude": "source rows excluded from both averages (the reading that reproduces Table 2)",
     "helm": "HELM's reading (source rows in the transfer score only)",
 }
 """How the lead sentence names each reading of the source rows (see `crossknow.eclektic.metrics`)."""
