@@ -93,7 +93,7 @@ def test_score_needs_one_source(tmp_path):
 def test_demo_measures_no_transfer_of_facts_learnt_in_english(tmp_path):
     """The embedded model learns 40 invented facts as English question-answer pairs: before training it answers
     none (nothing a model can know); after, it answers English questions and no Japanese one. With no
-    transfer, the paper's reading gives transfer |K_en| / (2 |K_en|) = 50% and the exclude reading 0."""
+    transfer, the include reading gives transfer |K_en| / (2 |K_en|) = 50% and the default (exclude) reading 0."""
     import pyarrow.parquet as pq
 
     from crossknow.eclektic.judge import majority_vote

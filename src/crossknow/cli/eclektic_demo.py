@@ -93,9 +93,9 @@ def demo(
 ) -> None:
     """Train the embedded model on English-only facts, then measure ECLEKTIC transfer, base vs trained."""
     from crossknow.eclektic.run_config import EclekticConfig
+    from crossknow.models.hf_loading import resolve_dtype
     from crossknow.report.eclektic_runs import leaderboard_of_runs, rebuild_eclektic_report
     from crossknow.training.records import TrainConfig
-    from crossknow.models.hf_loading import resolve_dtype
     from crossknow.training.trainer import run_train
 
     started = time.monotonic()
