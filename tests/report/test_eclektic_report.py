@@ -75,6 +75,15 @@ def test_heatmap_leaves_a_cell_without_example_empty():
     assert mask.tolist() == [[False, True], [False, False]]  # target en, source ja: no example
 
 
+def test_transfer_strips_leave_out_the_diagonal():
+    cells = pd.DataFrame([("en", "en", 3, 3), ("en", "ja", 1, 3), ("ja", "ja", 2, 2), ("ja", "en", 0, 2)],
+                         columns=["source_lang", "target_lang", "numerator", "denominator"])
+    with_diagonal = matrix_heatmap(cells, "transfer")
+    without = matrix_heatmap(cells, "transfer", diagonal_in_means=False)
+    assert [t.get_text() for t in with_diagonal.axes[2].texts] == ["66.7%", "50.0%"]  # (100 + 33.3) / 2, (0 + 100) / 2
+    assert [t.get_text() for t in without.axes[2].texts] == ["33.3%", "0.0%"]  # the off-diagonal cell alone
+
+
 def test_language_order_puts_unknown_languages_last():
     assert language_order(["zh", "sw", "en", "de", "am"]) == ["de", "en", "zh", "am", "sw"]
 
@@ -131,7 +140,9 @@ def test_matrix_tables_are_hand_computed(run_report):
                             ["mean", "100.0%", "33.3%", "—"]]
     transfer = report.tables["table-transfer"]
     assert [row[1:3] for row in transfer.rows] == [["100.0% (1/1)", "100.0% (1/1)"], ["100.0% (1/1)", "100.0% (1/1)"],
-                                                   ["—", "0.0% (0/1)"], ["100.0%", "66.7%"]]
+                                                   ["—", "0.0% (0/1)"], ["100.0%", "50.0%"]]
+    # the transfer means leave out the diagonal (100% by definition): source en is 1/1 in de, 0/1 in ja
+    assert [row[-1] for row in transfer.rows[:3]] == ["100.0%", "100.0%", "0.0%"]
 
 
 def test_report_leads_with_the_finding(run_report):

@@ -99,14 +99,24 @@ def macro_means(values: np.ndarray, axis: int) -> np.ndarray:
         return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
+def off_diagonal(values: np.ndarray, rows: Sequence[str], columns: Sequence[str]) -> np.ndarray:
+    """A copy of the target x source array `values` with the cells where source = target emptied (NaN)."""
+    kept = values.astype(float)
+    for i, target in enumerate(rows):
+        if target in columns:
+            kept[i, list(columns).index(target)] = np.nan
+    return kept
+
+
 def matrix_heatmap(cells: pd.DataFrame, title: str, *, sources: Sequence[str] | None = None,
-                   targets: Sequence[str] | None = None) -> Figure:
+                   targets: Sequence[str] | None = None, diagonal_in_means: bool = True) -> Figure:
     """The source x target heatmap of one metric (see the module's docstring).
 
     `cells` has the columns of CELL_COLUMNS; a (source, target) pair absent from it, or with denominator 0,
     is an empty cell. `sources`/`targets` fix the columns/rows (default: those in `cells`, in the paper's
     order). The mean strips are macro means over the non-empty cells (crossknow's choice, following the
-    paper's "macro-averaged transfer score")."""
+    paper's "macro-averaged transfer score"), without the diagonal unless `diagonal_in_means` (the
+    transfer diagonal is 100% by definition)."""
     _check_columns(cells, CELL_COLUMNS, "matrix_heatmap")
     columns = list(sources) if sources is not None else language_order(cells["source_lang"])
     rows = list(targets) if targets is not None else language_order(cells["target_lang"])
@@ -125,6 +135,7 @@ def matrix_heatmap(cells: pd.DataFrame, title: str, *, sources: Sequence[str] | 
     main = figure.add_subplot(grid[0, 0])
     font_size = 7.0 if len(columns) > 6 else 8.5
     image = _draw_cells(main, values, labels, font_size)
+    averaged = values if diagonal_in_means else off_diagonal(values, rows, columns)
     main.set_xticks(range(len(columns)), columns)
     main.set_yticks(range(len(rows)), rows)
     main.set_ylabel("target language")
@@ -133,13 +144,13 @@ def matrix_heatmap(cells: pd.DataFrame, title: str, *, sources: Sequence[str] | 
     panels = [main]
     if with_row_means:
         row_means = figure.add_subplot(grid[0, 1], sharey=main)
-        _draw_cells(row_means, macro_means(values, axis=1)[:, np.newaxis], None, font_size)
+        _draw_cells(row_means, macro_means(averaged, axis=1)[:, np.newaxis], None, font_size)
         row_means.set_xticks([0], ["mean"])
         row_means.tick_params(axis="y", labelleft=False)
         panels.append(row_means)
     if with_column_means:
         column_means = figure.add_subplot(grid[1, 0], sharex=main)
-        _draw_cells(column_means, macro_means(values, axis=0)[np.newaxis, :], None, font_size)
+        _draw_cells(column_means, macro_means(averaged, axis=0)[np.newaxis, :], None, font_size)
         column_means.set_yticks([0], ["mean"])
         column_means.set_xlabel("source language")
         main.set_xlabel("")

@@ -24,6 +24,7 @@ from crossknow.report.eclektic_figures import (
     macro_means,
     matrix_grid,
     matrix_heatmap,
+    off_diagonal,
     params_label,
     percent,
     scaling_figure,
@@ -97,12 +98,19 @@ def definitions(metrics: EclekticMetrics) -> str:
     ])
 
 
+def diagonal_in_means(metric: str) -> bool:
+    """Whether a metric's mean strips average its diagonal: not the transfer score's, 100% by definition."""
+    return metric != "transfer"
+
+
 def _matrix_table(cells: pd.DataFrame, metric: str) -> str:
     """The heatmap's numbers as a table: one row per target language, one column per source language, each
-    cell 'value (numerator/denominator)', the macro means as the last row and column."""
+    cell 'value (numerator/denominator)', the macro means as the last row and column (the transfer means
+    without the diagonal, which is 100% by definition)."""
     sources, targets = language_order(cells["source_lang"]), language_order(cells["target_lang"])
     numerators, denominators, values = matrix_grid(cells, targets, sources)
-    column_means, row_means = macro_means(values, axis=0), macro_means(values, axis=1)
+    averaged = values if diagonal_in_means(metric) else off_diagonal(values, targets, sources)
+    column_means, row_means = macro_means(averaged, axis=0), macro_means(averaged, axis=1)
 
     def shown(value: float, text: str = "") -> str | None:
         return None if np.isnan(value) else percent(value) + (f" ({text})" if text else "")
@@ -141,9 +149,11 @@ def eclektic_report(metrics: EclekticMetrics, out_dir: Path, *, model: str, meta
         cells = matrix_cells(metrics, metric)
         title = f"{METRIC_TITLES[metric]} by source and target language"
         body += [f"<h2>{title}</h2>", save_figure(
-            out_dir, metric, matrix_heatmap(cells, f"{METRIC_TITLES[metric]}: {model}"),
+            out_dir, metric, matrix_heatmap(cells, f"{METRIC_TITLES[metric]}: {model}",
+                                            diagonal_in_means=diagonal_in_means(metric)),
             f"{title}: each cell the score over numerator/denominator; blue is better, red is worse; "
-            "the strips are unweighted means of the non-empty cells")]
+            "the strips are unweighted means of the non-empty cells"
+            + ("" if diagonal_in_means(metric) else " off the diagonal"))]
         numbers.append(_matrix_table(cells, metric))
     body += list(extra)
     run_parts = [html.meta_table(meta)] if meta else []
