@@ -114,4 +114,5 @@ def test_demo_measures_no_transfer_of_facts_learnt_in_english(tmp_path):
     assert (include.transfer.numerator, include.transfer.n) == (english + exclude.transfer.numerator, 2 * english)
     assert exclude.transfer.numerator <= japanese and exclude.transfer.n == english
     assert (out / "trained" / "report.html").is_file() and (out / "leaderboard.html").is_file()
+    assert (out / "requests.sqlite").is_file()  # the demo's own request cache, not the user's shared one
     assert "demo finished in" in result.stdout

@@ -90,6 +90,8 @@ def demo(
     learning_rate: float = typer.Option(2e-4, help="Peak learning rate (cosine decay to a tenth of it)."),
     dtype: str = typer.Option("auto", help="Compute dtype of training (mixed) and generation: auto | bfloat16 | "
                               "float32 (auto: bfloat16 where the CPU computes it in hardware, else float32)."),
+    cache: Path | None = typer.Option(None, help="SQLite request cache of the answers (default: requests.sqlite in "
+                                      "the demo directory, not the user's shared cache)."),
 ) -> None:
     """Train the embedded model on English-only facts, then measure ECLEKTIC transfer, base vs trained."""
     from crossknow.eclektic.run_config import EclekticConfig
@@ -115,7 +117,7 @@ def demo(
     runs = {"base": out / "base", "trained-en": out / "trained"}
     for step, (label, run), model in zip((2, 3), runs.items(), ("default", f"hf:{checkpoint}"), strict=True):
         config = EclekticConfig(data=str(data), model=model, judge_free=["recall"], max_tokens=ANSWER_TOKENS,
-                                device="cpu", dtype=dtype, batch_size=40)
+                                device="cpu", dtype=dtype, batch_size=40, cache=str(cache or out / "requests.sqlite"))
         console.print(f"{step}/3 {label}: {model}", highlight=False, soft_wrap=True)
         execute(config, run, "scores")
         rebuild_eclektic_report(run)
