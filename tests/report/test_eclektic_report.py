@@ -215,3 +215,24 @@ def test_leaderboard_of_scored_run_directories(tmp_path):
     assert parsed.tables["table-leaderboard"].column("model") == ["7B model", "0.5B model"]
     assert "fig-scaling" in parsed.figures
     assert parsed.tables["table-runs"].column("parameters") == ["500M", "7B"]
+
+
+def test_a_mostly_invalid_judge_is_named_at_the_top(tmp_path):
+    """Judge 'junk' answers nothing parseable on any row, 'recall' judges every row: the run's scores rest on
+    recall alone, and the report's opening sentence says so before the scores."""
+    import pyarrow as pa
+
+    from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, majority_vote
+    from crossknow.eclektic.run_outputs import judges_summary, unreliable_judges
+
+    rows = [{"q_id": r["q_id"], "lang": r["lang"], "source_lang": r["source_lang"], "sample": 0, "judge": judge,
+             "verdict": r["correct"] if judge == "recall" else None, "raw": "", "error": None, "attempts": 1,
+             "cached": False, "cost_usd": 0.0} for judge in ("recall", "openai:junk") for r in hand_table()]
+    judgements = pa.Table.from_pylist(rows, schema=JUDGEMENT_SCHEMA)
+    summary = judges_summary(judgements, lambda table: eclektic_metrics(majority_vote(table)))
+    warnings = unreliable_judges(summary)
+    assert warnings == ["judge openai:junk is invalid on 9 of 9 rows"]
+    path = eclektic_report(eclektic_metrics(majority_vote(judgements)), tmp_path, model="m", warnings=warnings)
+    lead = path.read_text(encoding="utf-8").split('id="table-summary"')[0]
+    assert "Warning: judge openai:junk is invalid on 9 of 9 rows." in lead
+    assert lead.index("Warning") < lead.index("Overall success")

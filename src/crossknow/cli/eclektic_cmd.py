@@ -47,9 +47,13 @@ def execute(config: EclekticConfig, out: Path, until: str):
 
     with stage_bars(errors) as update:
         outcome = run_eclektic(config, out, until=until, on_progress=update)  # type: ignore[arg-type]
+    from crossknow.report.eclektic_runs import judge_warnings
+
     note = f"; {outcome.pending} questions failed in transport: run again to retry them" if outcome.pending else ""
     console.print(f"{outcome.examples} examples; this run: {spent(outcome.meter)}; {outcome.seconds:.1f} s{note}",
                   highlight=False)
+    for warning in judge_warnings(out) if until == "scores" else []:
+        errors.print(f"[yellow]warning:[/yellow] {warning}; the scores rest on the other verdicts", highlight=False)
     return outcome
 
 

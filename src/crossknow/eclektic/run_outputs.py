@@ -58,6 +58,19 @@ class JudgesSummary(Record):
     by_judge: dict[str, EclekticMetrics] = Field(description="The metrics of each judge's verdicts alone.")
 
 
+UNRELIABLE_SHARE = 0.5
+"""A judge invalid on more than this share of its rows is named at the top of the report and in the
+command's summary (crossknow's choice: "mostly invalid")."""
+
+
+def unreliable_judges(summary: JudgesSummary) -> list[str]:
+    """One sentence per judge whose verdicts are all or mostly invalid (UNRELIABLE_SHARE), e.g. 'judge
+    openai:x is invalid on 30 of 30 rows'; empty when every judge is mostly valid."""
+    return [f"judge {judge} is invalid on {metrics.n_invalid} of {metrics.n_rows} rows"
+            for judge, metrics in summary.by_judge.items()
+            if metrics.n_rows and metrics.n_invalid > UNRELIABLE_SHARE * metrics.n_rows]
+
+
 def write_table(path: Path, table: pa.Table) -> Path:
     """Write `table` as Parquet, atomically."""
     return atomic_write(path, lambda handle: pq.write_table(table, handle), binary=True)

@@ -122,9 +122,10 @@ def _matrix_table(cells: pd.DataFrame, metric: str) -> str:
                       ["target \\ source", *sources, "mean"], rows)
 
 
-def _lead(metrics: EclekticMetrics) -> str:
-    """The finding in one sentence."""
-    overall = f"Overall success {format_estimate(metrics.overall)}% over {metrics.overall.n} examples; "
+def _lead(metrics: EclekticMetrics, warnings: Sequence[str] = ()) -> str:
+    """The finding in one sentence, after the warnings (e.g. a judge mostly invalid), each a sentence."""
+    caution = "".join(f"Warning: {warning}. " for warning in warnings)
+    overall = f"{caution}Overall success {format_estimate(metrics.overall)}% over {metrics.overall.n} examples; "
     if metrics.transfer.value is None:
         transfer = "transfer score undefined: no question was answered correctly in its source language (|K| = 0)"
     else:
@@ -135,11 +136,12 @@ def _lead(metrics: EclekticMetrics) -> str:
 
 
 def eclektic_report(metrics: EclekticMetrics, out_dir: Path, *, model: str, meta: Mapping[str, object] | None = None,
-                    extra: Sequence[str] = ()) -> Path:
+                    extra: Sequence[str] = (), warnings: Sequence[str] = ()) -> Path:
     """Write report.html and figures/{transfer,overall}.png of one run into `out_dir`; returns the report's path.
 
     `model` labels the scores; `meta` (config, inputs' hashes, ...) goes into the collapsed run section;
-    `extra` are HTML sections placed after the heatmaps (e.g. the judges' agreement)."""
+    `extra` are HTML sections placed after the heatmaps (e.g. the judges' agreement); `warnings` open the
+    lead sentence (e.g. `crossknow.eclektic.run_outputs.unreliable_judges`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     body = [html.table("table-summary", "Scores (value ± half-width of the interval, in percent)", SUMMARY_HEADERS,
@@ -159,7 +161,7 @@ def eclektic_report(metrics: EclekticMetrics, out_dir: Path, *, model: str, meta
     run_parts = [html.meta_table(meta)] if meta else []
     run_parts += ["<h3>Definitions</h3>", html.preformatted(definitions(metrics))]
     collapsed = [("Numbers behind the heatmaps", numbers), ("Run: config, inputs and definitions", run_parts)]
-    page = html.report_page(f"ECLEKTIC: {model}", _lead(metrics), body, collapsed)
+    page = html.report_page(f"ECLEKTIC: {model}", _lead(metrics, warnings), body, collapsed)
     return atomic_write_text(out_dir / REPORT_FILE, page)
 
 

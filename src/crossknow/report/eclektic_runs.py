@@ -12,7 +12,7 @@ from crossknow.eclektic.metrics import EclekticMetrics, format_estimate
 from crossknow.eclektic.run import Progress, RunOutcome, run_eclektic
 from crossknow.eclektic.run_config import EclekticConfig
 from crossknow.eclektic.run_models import MODELS_FILE
-from crossknow.eclektic.run_outputs import JUDGES_FILE, METRICS_FILE, JudgesSummary
+from crossknow.eclektic.run_outputs import JUDGES_FILE, METRICS_FILE, JudgesSummary, unreliable_judges
 from crossknow.errors import CrossknowError
 from crossknow.report import html
 from crossknow.report.eclektic_report import ModelResult, eclektic_report, leaderboard_report
@@ -52,6 +52,18 @@ def judges_section(summary: JudgesSummary) -> str:
     return "\n".join(parts)
 
 
+def read_judges(run: Path) -> JudgesSummary | None:
+    """The judges.json of a scored ECLEKTIC run directory; None where there is none."""
+    path = Path(run) / JUDGES_FILE
+    return JudgesSummary.model_validate(_read_json(path)) if path.is_file() else None
+
+
+def judge_warnings(run: Path) -> list[str]:
+    """The judges of a scored run whose verdicts are all or mostly invalid, one sentence each."""
+    judges = read_judges(run)
+    return unreliable_judges(judges) if judges is not None else []
+
+
 def rebuild_eclektic_report(run: Path, out: Path | None = None) -> Path:
     """Write report.html (and figures/) of ECLEKTIC run directory `run` from its metrics.json, judges.json,
     config.yaml, inputs.json and models.json, into `out` (default: the run directory); returns its path."""
@@ -61,11 +73,11 @@ def rebuild_eclektic_report(run: Path, out: Path | None = None) -> Path:
     models_path = run / MODELS_FILE
     if models_path.is_file():
         meta["models"] = _read_json(models_path)
-    judges_path = run / JUDGES_FILE
-    judges = JudgesSummary.model_validate(_read_json(judges_path)) if judges_path.is_file() else None
+    judges = read_judges(run)
     extra = [judges_section(judges)] if judges is not None and len(judges.judges) > 1 else []
+    warnings = unreliable_judges(judges) if judges is not None else []
     label = str(meta.get("model") or run.name)
-    return eclektic_report(metrics, out or run, model=label, meta=meta, extra=extra)
+    return eclektic_report(metrics, out or run, model=label, meta=meta, extra=extra, warnings=warnings)
 
 
 def run_and_report(config: EclekticConfig, out: Path, on_progress: Progress | None = None) -> tuple[RunOutcome, Path]:
