@@ -406,32 +406,43 @@ def test_the_sheet_round_trips_into_the_released_format(tmp_path):
     assert he_row["flagged"] == "yes" and "no valid translation of the question" in he_row["problems"]
     assert rows[2]["chrf_question"] == "1.0000" and rows[0]["pivot_lang"] == "" and rows[4]["pivot_lang"] == "ja"
 
-    # the review: the en question's he row rejected, its ja row's question fixed; the ja question rejected
+    # the review: the en question's he question written by the reviewer (the model gave none), its ja
+    # question fixed; the ja question's he translation rejected, which discards the whole question
+    assert [r["closed_book"] == r["language_specific"] == r["self_contained"] == "" for r in rows] == [True] * 6
     for row in rows:
         row["approved"] = "yes"
-    rows[1]["approved"] = "no"
+        if row["lang"] == row["original_lang"]:
+            row.update(closed_book="yes", language_specific="yes", self_contained="yes")
+    rows[1]["fixed_question"] = "מה נאמר במאמר?"
     rows[2]["fixed_question"] = "修正された質問ですか？"
-    rows[3]["approved"] = "No"
+    rows[5]["approved"] = "No"
     released = tmp_path / "released.jsonl"
     summary = import_sheet(write_sheet(tmp_path / "reviewed.csv", rows), released)
-    assert (summary.questions, summary.rows, summary.dropped_questions, summary.dropped_rows) == \
-        (1, 2, ["ja2"], [(english.q_id, "he")])
+    assert (summary.questions, summary.rows, summary.dropped) == (1, 3, {"ja2": "its he translation was rejected"})
 
     [record] = [json.loads(line) for line in released.read_text(encoding="utf-8").splitlines()]
-    assert record["q_id"] == english.q_id and record["original_lang"] == "en" and "he_q" not in record
+    assert record["q_id"] == english.q_id and record["original_lang"] == "en" and "ja2" not in released.read_text()
     assert (record["content"], record["question"]) == (english.source.context, english.source.question)
     items = read_eclektic(released).items
     assert {(item.lang, item.question, item.answer) for item in items} == {
         ("en", english.source.question, english.source.answer),
+        ("he", "מה נאמר במאמר?", english.translations["he"].texts.answer),
         ("ja", "修正された質問ですか？", english.translations["ja"].texts.answer),
     }
     assert {item.pair_id for item in items} == {english.q_id}
     assert all(item.source_lang == "en" and item.metadata["title"] == english.title for item in items)
     ja_item = next(item for item in items if item.lang == "ja")
     assert ja_item.context == english.translations["ja"].texts.context
-    # evaluated in the languages the review kept: the popular-pages reading of the released format
     built = load_eclektic_set(released, variant="popular")
-    assert built.targets == {english.q_id: ("en", "ja")} and built.invalid == []
+    assert set(built.targets[english.q_id]) == {"en", "he", "ja"} and built.invalid == []
+
+
+def test_a_criterion_answered_no_discards_the_question_and_its_rows_need_no_review(tmp_path):
+    rows = _reviewed(tmp_path)
+    rows[3]["language_specific"] = "no"  # the ja2 question asks general knowledge
+    rows[4]["approved"] = rows[5]["approved"] = ""  # so its translations were never reviewed
+    summary = import_sheet(write_sheet(tmp_path / "reviewed.csv", rows), tmp_path / "released.jsonl")
+    assert summary.questions == 1 and summary.dropped == {"ja2": "it fails the criterion language_specific"}
 
 
 def _reviewed(tmp_path: Path) -> list[dict]:
@@ -439,6 +450,8 @@ def _reviewed(tmp_path: Path) -> list[dict]:
     rows = read_sheet(result.out / "review.csv")
     for row in rows:
         row["approved"] = "yes"
+        if row["lang"] == row["original_lang"]:
+            row.update(closed_book="yes", language_specific="yes", self_contained="yes")
         if not row["question"]:  # the Hebrew rows: the reviewer writes the question the model did not
             row["fixed_question"] = "מה נאמר במאמר?"
     import_sheet(write_sheet(tmp_path / "complete.csv", rows), tmp_path / "complete.jsonl")  # a valid review
@@ -453,6 +466,8 @@ def _reviewed(tmp_path: Path) -> list[dict]:
     (lambda rows: rows[5].update(lang="en"), 7, "lang"),  # a second en row for ja2
     (lambda rows: rows[2].update(title="Another title"), 4, "title"),
     (lambda rows: [row.pop("approved") for row in rows], 1, "approved"),  # the column is missing
+    (lambda rows: rows[0].update(self_contained=""), 2, "self_contained"),  # an approved source row's criterion
+    (lambda rows: rows[3].update(closed_book="perhaps"), 5, "closed_book"),
     # a cell over two lines before it: the record's first line is still named
     (lambda rows: [rows[1].update(fixed_question="two\nlines"), rows[2].update(approved="")], 5, "approved"),
 ])

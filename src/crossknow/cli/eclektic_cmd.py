@@ -166,12 +166,15 @@ def import_review(
     sheet: Path = typer.Option(..., help="The reviewed review.csv of `crossknow eclektic build`."),
     out: Path = typer.Option(..., help="The set to write, in ECLEKTIC's released JSON lines."),
 ) -> None:
-    """Import a reviewed sheet into ECLEKTIC's released format (rejected rows dropped, fixes applied)."""
+    """Import a reviewed sheet into ECLEKTIC's released format (questions with a rejected row or criterion
+    dropped, fixes applied)."""
     from crossknow.eclektic.review_sheet import import_sheet
 
     summary = import_sheet(sheet, out)
+    shown = "; ".join(f"{q_id}: {reason}" for q_id, reason in list(summary.dropped.items())[:5])
+    more = f"; and {len(summary.dropped) - 5} more" if len(summary.dropped) > 5 else ""
     console.print(f"{summary.questions} questions, {summary.rows} rows written to {summary.out}; dropped "
-                  f"{len(summary.dropped_questions)} questions and {len(summary.dropped_rows)} translated rows",
+                  f"{len(summary.dropped)} questions" + (f" ({shown}{more})" if shown else ""),
                   highlight=False, soft_wrap=True)
 
 

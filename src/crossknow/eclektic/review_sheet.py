@@ -3,18 +3,26 @@
 `export_sheet(questions, path)` writes one row per question and language, the source language first:
 the question, answer and context in that language, the back-translation and chrF scores of the pivot
 check (empty on the source row), `flagged` (the check asks for a look), `problems` (outputs that were
-invalid), and three columns for the reviewer, left empty: `approved`, `fixed_question`,
-`fixed_answer`. UTF-8 with a byte-order mark, so that spreadsheet programs read every script.
+invalid), and columns for the reviewer, left empty: the paper's three validation criteria (section
+3.1) on the source row, `closed_book` (answerable closed-book: the question neither refers to the
+context nor gives the answer away), `language_specific` (a fact particularly relevant to the source
+language, not general knowledge) and `self_contained` (the question holds all it needs to be
+answered once translated, e.g. "the Israeli adaptation of Survivor"); then `approved`,
+`fixed_question`, `fixed_answer` on every row. UTF-8 with a byte-order mark, so that spreadsheet
+programs read every script.
 
-The reviewer fills `approved` on every row (yes/no; y/n, true/false, 1/0 are read too), may type a
-corrected question or answer into `fixed_question` / `fixed_answer`, and may correct the `question`,
-`answer` or `context` cells in place. `import_sheet(path, out)` then writes the released wide format
+The reviewer fills `approved` on every row and the three criteria on each approved source row
+(yes/no; y/n, true/false, 1/0 are read too), may type a corrected question or answer into
+`fixed_question` / `fixed_answer` (a question made self-contained goes there, and its criterion then
+says yes), and may correct the `question`, `answer` or `context` cells in place. `import_sheet(path, out)` then writes the released wide format
 (`crossknow.data.eclektic`: q_id, original_lang, title, url, content, question, answer, and {L}_q,
 {L}_a, {L}_c per kept language, which `read_eclektic` reads):
 
-- a rejected source-language row drops the whole question (the paper's first review discards
-  questions; the translations of a discarded question are of no use);
-- a rejected translated row drops that language: its columns are left out, not filled;
+- a rejected source-language row, or a "no" on one of its criteria, drops the whole question (the
+  paper's first review discards questions that fail the criteria);
+- a rejected translated row drops the whole question too: the paper discards examples "proved to be
+  untranslatable" at the translation review, and every question of the main set is in all 12
+  languages;
 - an approved row takes `fixed_question` / `fixed_answer` where they are not empty, else the sheet's
   own cells; an approved row without a question, answer or context is an error.
 
@@ -41,10 +49,13 @@ if TYPE_CHECKING:
 SHEET_COLUMNS = (
     "q_id", "original_lang", "lang", "title", "url", "question", "answer", "context",
     "pivot_lang", "back_question", "back_answer", "back_context", "chrf_question", "chrf_answer", "chrf_context",
-    "flagged", "problems", "approved", "fixed_question", "fixed_answer",
+    "flagged", "problems", "closed_book", "language_specific", "self_contained", "approved", "fixed_question",
+    "fixed_answer",
 )
 """The sheet's columns, in order."""
-REQUIRED_COLUMNS = ("q_id", "original_lang", "lang", "title", "url", "question", "answer", "context",
+CRITERIA = ("closed_book", "language_specific", "self_contained")
+"""The paper's three validation criteria, answered yes/no on each approved source row."""
+REQUIRED_COLUMNS = ("q_id", "original_lang", "lang", "title", "url", "question", "answer", "context", *CRITERIA,
                     "approved", "fixed_question", "fixed_answer")
 """The columns `import_sheet` reads (the others are there for the reviewer and may be deleted)."""
 YES, NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
@@ -90,10 +101,9 @@ class ImportSummary:
     """Questions written."""
     rows: int = 0
     """(question, language) rows written, source rows included."""
-    dropped_questions: list[str] = field(default_factory=list)
-    """q_ids whose source-language row was rejected."""
-    dropped_rows: list[tuple[str, str]] = field(default_factory=list)
-    """(q_id, lang) of rejected translated rows."""
+    dropped: dict[str, str] = field(default_factory=dict)
+    """q_id -> why the question was dropped (its source row rejected, a criterion not met, or a
+    translation rejected)."""
 
 
 def import_sheet(path: str | Path, out: str | Path) -> ImportSummary:
@@ -112,14 +122,16 @@ def import_sheet(path: str | Path, out: str | Path) -> ImportSummary:
             if row[name] != source[name]:
                 raise InputError(path, f"{row[name]!r} differs from {source[name]!r} on the source row (line "
                                        f"{source_line})", line=line, field=name)
+    for line, row in sorted(rows, key=lambda pair: pair[1]["lang"] != pair[1]["original_lang"]):  # sources first
+        q_id = row["q_id"]
+        if q_id in summary.dropped:  # the rows of a dropped question need no review
+            continue
+        reason = _rejection(row, path, line, is_source=row["lang"] == row["original_lang"])
+        if reason:
+            summary.dropped[q_id] = reason
     for line, row in rows:
         q_id, lang = row["q_id"], row["lang"]
-        if not _approved(sources[q_id][1], path, sources[q_id][0]):
-            if lang == row["original_lang"]:
-                summary.dropped_questions.append(q_id)
-            continue
-        if not _approved(row, path, line):
-            summary.dropped_rows.append((q_id, lang))
+        if q_id in summary.dropped:
             continue
         question, answer = row["fixed_question"] or row["question"], row["fixed_answer"] or row["answer"]
         for name, value in (("question", question), ("answer", answer), ("context", row["context"])):
@@ -173,9 +185,18 @@ def _check_row(cells: dict[str, str], path: str | Path, line: int, seen: dict[tu
     seen[key] = line
 
 
-def _approved(row: dict[str, str], path: str | Path, line: int) -> bool:
-    value = row["approved"].lower()
+def _rejection(row: dict[str, str], path: str | Path, line: int, is_source: bool) -> str | None:
+    """Why the review rejects this row's question (None: it does not): the row not approved, or, on the
+    source row, a criterion answered no."""
+    if not _yes(row, "approved", path, line):
+        return "its source row was rejected" if is_source else f"its {row['lang']} translation was rejected"
+    failed = [name for name in CRITERIA if is_source and not _yes(row, name, path, line)]
+    return f"it fails the criterion {failed[0]}" if failed else None
+
+
+def _yes(row: dict[str, str], column: str, path: str | Path, line: int) -> bool:
+    value = row[column].lower()
     if value in YES or value in NO:
         return value in YES
-    shown = f"found {row['approved']!r}" if value else "the row is not reviewed yet"
-    raise InputError(path, f"must be yes or no ({shown})", line=line, field="approved")
+    shown = f"found {row[column]!r}" if value else "the row is not reviewed yet"
+    raise InputError(path, f"must be yes or no ({shown})", line=line, field=column)
