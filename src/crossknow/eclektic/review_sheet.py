@@ -15,8 +15,9 @@ The reviewer fills `approved` on every row and the three criteria on each approv
 (yes/no; y/n, true/false, 1/0 are read too), may type a corrected question or answer into
 `fixed_question` / `fixed_answer` (a question made self-contained goes there, and its criterion then
 says yes), and may correct the `question`, `answer` or `context` cells in place.
-`import_sheet(path, out)` then writes the released wide format (`crossknow.data.eclektic`: q_id, original_lang, title, url, content, question, answer, and {L}_q,
-{L}_a, {L}_c per kept language, which `read_eclektic` reads):
+`import_sheet(path, out)` then writes the released wide format (`crossknow.data.eclektic`: q_id,
+original_lang, title, url, content, question, answer, and {L}_q, {L}_a, {L}_c per kept language,
+which `read_eclektic` reads):
 
 - a rejected source-language row, or a "no" on one of its criteria, drops the whole question (the
   paper's first review discards questions that fail the criteria);
