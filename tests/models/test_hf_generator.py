@@ -42,8 +42,12 @@ def test_greedy_output_and_top_logprobs_match_a_forward_pass(embedded_generator)
     assert (generator.name, generator.model_id) == ("default", EMBEDDED_MODEL_ID)
     request = GenerateRequest(messages=QUESTION, max_tokens=5, top_logprobs=5)
     first, second = generator.generate([request, request])
-    assert first == second  # deterministic
-    print(first)
+    # deterministic: the same output; the two rows of one batch may round differently (seen on an AMD EPYC:
+    # 1e-6 nats), so log-probabilities are equal within float32 noise
+    assert (first.text, first.finish_reason, first.usage) == (second.text, second.finish_reason, second.usage)
+    assert [step.token for step in first.logprobs] == [step.token for step in second.logprobs]
+    assert [step.logprob for step in first.logprobs] == pytest.approx([step.logprob for step in second.logprobs],
+                                                                      abs=1e-5)
     prompt = generator.prompt_ids(QUESTION)
     assert generator.tokenizer.convert_ids_to_tokens(prompt[:2]) == ["<bos>", "<start_of_turn>"]
     assert first.usage.prompt_tokens == len(prompt)
