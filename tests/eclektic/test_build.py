@@ -196,10 +196,11 @@ def test_the_filters_count_what_they_drop(tmp_path):
     selected, counts, outside = select_documents(documents, ["en", "ja", "he"], min_chars=200, per_language=2,
                                                  n_sentences=10, seed=7)
     by_hand = {
-        # read, in another language of the set, too short, no sentence, not sampled, kept
-        "en": (6, 2, 1, 0, 1, 2),  # en2, en5 | en4 | - | one of en1, en3, en6 | two of them
-        "ja": (2, 1, 0, 0, 0, 1),  # ja1 (linked from en5) | ja2
-        "he": (2, 0, 0, 1, 0, 1),  # he2 has no sentence | he1
+        # read, in another language of the set, too few views, views unknown (kept), too short, no sentence,
+        # not sampled, kept
+        "en": (6, 2, 0, 4, 1, 0, 1, 2),  # en2, en5 | - | en1, en3, en4, en6 | en4 | - | one of en1, en3, en6 | two
+        "ja": (2, 1, 0, 1, 0, 0, 0, 1),  # ja1 (linked from en5) | - | ja2 | ja2
+        "he": (2, 0, 0, 2, 0, 1, 0, 1),  # - | - | both | - | he2 has no sentence | he1
     }
     assert {lang: tuple(c.model_dump().values()) for lang, c in counts.items()} == by_hand
     assert outside == 1
@@ -210,10 +211,70 @@ def test_the_filters_count_what_they_drop(tmp_path):
     assert chosen == [d for d in ("en1", "en3", "en6", "ja2", "he1") if d in set(eligible[:2]) | {"ja2", "he1"}]
     lines = {s.document.id: s.line for s in selected}
     assert all(lines[d] == 1 + [c["id"] for c in collection()].index(d) for d in chosen)
+    # the main set's question is translated into every other language of the set
+    assert {s.document.id: s.missing_in for s in selected if s.document.lang != "en"} == {
+        "ja2": ("en", "he"), "he1": ("en", "ja")}
     # another seed may choose otherwise, the same seed always the same
     again, _, _ = select_documents(documents, ["en", "ja", "he"], min_chars=200, per_language=2, n_sentences=10,
                                    seed=7)
     assert [s.document.id for s in again] == chosen
+
+
+def test_the_main_set_drops_articles_with_too_few_known_views(tmp_path):
+    documents = read_documents(write_jsonl(tmp_path / "docs.jsonl", [
+        _doc("en1", "en", LONG_EN, views=99), _doc("en2", "en", LONG_EN, views=100), _doc("en3", "en", LONG_EN),
+        _doc("ja1", "ja", LONG_JA, views=0)]))
+    selected, counts, _ = select_documents(documents, ["en", "ja"], min_chars=200, per_language=5, n_sentences=10,
+                                           seed=0, min_views=100)
+    assert [s.document.id for s in selected] == ["en2", "en3"]  # section 3.1: at least 100 views; en3's unknown
+    assert (counts["en"].too_few_views, counts["en"].views_unknown, counts["ja"].too_few_views) == (1, 1, 1)
+
+
+def popular_collection() -> list[dict]:
+    return [
+        _doc("p_en1", "en", LONG_EN, views=500, other_langs={"ja": "elsewhere"}),  # lacks he
+        _doc("p_en2", "en", LONG_EN, views=900, other_langs={"ja": "p_ja1", "he": "p_he2"}),  # in every language
+        _doc("p_en3", "en", LONG_EN, views=300),  # lacks ja and he
+        _doc("p_en4", "en", "Too short to keep.", views=800),
+        _doc("p_en5", "en", LONG_EN, views=300),  # as many views as p_en3, a later line
+        _doc("p_ja1", "ja", LONG_JA, views=50, other_langs={"en": "somewhere"}),  # linked from p_en2 too; lacks he
+        _doc("p_he1", "he", FRAGMENTS, views=10),  # lacks en and ja, but has no sentence
+        _doc("p_he2", "he", LONG_HE, views=20),  # linked from p_en2: lacks ja
+    ]
+
+
+def test_popular_pages_are_the_most_viewed_lacking_one_language(tmp_path):
+    documents = read_documents(write_jsonl(tmp_path / "docs.jsonl", popular_collection()))
+    selected, counts, _ = select_documents(documents, ["en", "ja", "he"], min_chars=200, per_language=2,
+                                           n_sentences=10, seed=0, selection="popular")
+    # by hand: en ranks p_en2 out (in every language), p_en4 out (short), then p_en1 (500), p_en3 and p_en5
+    # (300 each: p_en3 first, its line is earlier); he ranks p_he2 (20) before p_he1 (10, no sentence)
+    assert [(s.document.id, s.missing_in) for s in selected] == [
+        ("p_en1", ("he",)), ("p_en3", ("ja", "he")), ("p_ja1", ("he",)), ("p_he2", ("ja",))]
+    # read, in every other language, too few views, views unknown, too short, no sentence, not sampled, kept
+    by_hand = {
+        "en": (5, 1, 0, 0, 1, 0, 1, 2), "ja": (1, 0, 0, 0, 0, 0, 0, 1), "he": (2, 0, 0, 0, 0, 1, 0, 1)}
+    assert {lang: tuple(c.model_dump().values()) for lang, c in counts.items()} == by_hand
+    # the main set's selection of the same collection: only articles in no other language of the set
+    single, _, _ = select_documents(documents, ["en", "ja", "he"], min_chars=200, per_language=2, n_sentences=10,
+                                    seed=0)
+    assert {s.document.id for s in single} == {"p_en3", "p_en5"}
+
+
+def test_popular_pages_need_views(tmp_path):
+    records = popular_collection()
+    del records[2]["views"]
+    documents = read_documents(write_jsonl(tmp_path / "docs.jsonl", records))
+    with pytest.raises(InputError) as caught:
+        select_documents(documents, ["en", "ja", "he"], min_chars=200, per_language=2, n_sentences=10, seed=0,
+                         selection="popular", path=tmp_path / "docs.jsonl")
+    assert (caught.value.line, caught.value.field) == (3, "views") and "docs.jsonl" in str(caught.value)
+
+
+def test_the_paper_takes_100_articles_per_language_for_the_main_set_and_200_for_popular_pages():
+    assert BuildConfig(documents="d.jsonl").per_language == 100
+    assert BuildConfig(documents="d.jsonl", selection="popular").per_language == 200
+    assert BuildConfig(documents="d.jsonl", selection="popular", per_language=3).per_language == 3
 
 
 def test_the_context_is_the_first_ten_sentences(tmp_path):
@@ -233,7 +294,8 @@ def test_the_context_is_the_first_ten_sentences(tmp_path):
     (_doc("x", "en", "   "), 2, "text"),
     (_doc("x", "en", LONG_EN, other_langs={"en": "y"}), 2, "other_langs.en"),
     (_doc("en1", "en", LONG_EN), 2, "id"),  # a repeated id
-    (_doc("x", "en", LONG_EN, views=3), 2, "views"),  # an unknown field
+    (_doc("x", "en", LONG_EN, pageviews=3), 2, "pageviews"),  # an unknown field
+    (_doc("x", "en", LONG_EN, views=-1), 2, "views"),
 ])
 def test_a_bad_record_names_file_line_and_field(tmp_path, record, line, field):
     path = write_jsonl(tmp_path / "docs.jsonl", [_doc("en1", "en", LONG_EN), record])
@@ -344,7 +406,7 @@ def test_a_scripted_build_records_invalid_outputs_flags_rows_and_replays_from_th
     assert hebrew.texts.question is None and hebrew.texts.answer == "תשובה אחרת לגמרי"
     assert hebrew.pivot.scores["question"] is None and hebrew.pivot.scores["answer"] == 0.0 and hebrew.pivot.flagged
     assert summary.flagged_rows == 2  # the he rows of both questions
-    assert summary.filters["he"].kept == 1 and "views" in summary.views_filter
+    assert summary.filters["he"].kept == 1 and summary.selection == "single_language"
 
     files = {p.name for p in result.out.iterdir()}
     assert {"questions.jsonl", "review.csv", "invalid.jsonl", "build.json", "config.yaml", "inputs.json"} <= files
@@ -356,6 +418,31 @@ def test_a_scripted_build_records_invalid_outputs_flags_rows_and_replays_from_th
     assert replay.requests == [] and again.summary.calls == 0 and again.summary.cached_calls == 4 + 14 + 10
     assert again.summary.cost_usd_this_run == 0.0 and again.summary.cost_usd_total == summary.cost_usd_total
     assert {name: (result.out / name).read_bytes() for name in before} == before
+
+
+def test_a_popular_pages_build_translates_only_into_the_languages_that_lack_the_article(tmp_path):
+    docs = write_jsonl(tmp_path / "docs.jsonl", popular_collection())
+    config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], selection="popular", per_language=1,
+                         max_attempts=1, batch_size=4)
+    result = build_set(config, Scripted(scripted_reply), RequestCache(tmp_path / "cache.sqlite"), tmp_path / "b")
+    # p_en1 (most viewed of en lacking a language) lacks he; p_ja1 lacks he; p_he2's generation is invalid
+    assert {q.q_id: sorted(q.translations) for q in result.questions} == {"p_en1": ["he"], "p_ja1": ["he"]}
+    japanese = next(q for q in result.questions if q.q_id == "p_ja1")
+    assert japanese.english is not None  # the English pivot is made although the set's en has the article
+    assert result.summary.selection == "popular"
+    rows = read_sheet(result.out / "review.csv")
+    assert [(r["q_id"], r["lang"]) for r in rows] == [("p_en1", "en"), ("p_en1", "he"), ("p_ja1", "ja"),
+                                                      ("p_ja1", "he")]
+    for row in rows:
+        row["approved"] = "yes"
+        if row["lang"] == row["original_lang"]:
+            row.update(closed_book="yes", language_specific="yes", self_contained="yes")
+        if not row["question"]:
+            row["fixed_question"] = "מה נאמר במאמר?"
+    released = tmp_path / "popular.jsonl"
+    import_sheet(write_sheet(tmp_path / "reviewed.csv", rows), released)
+    # section 5: each question is evaluated only in the languages whose Wikipedia lacks its article
+    assert load_eclektic_set(released, variant="popular").targets == {"p_en1": ("en", "he"), "p_ja1": ("ja", "he")}
 
 
 def test_a_build_keeps_an_edited_sheet_and_refuses_another_config(tmp_path):

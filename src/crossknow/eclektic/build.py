@@ -2,13 +2,15 @@
 
 `build_set(config, generator, cache, out)`:
 
-1. select: articles that exist in only one language of the set and pass the length filter, a seeded
-   sample per language (`crossknow.eclektic.build_documents`: the filters, their counts, and why the
-   paper's views filter is not applied);
+1. select: the main set's articles (in only one language of the set, a seeded sample per language) or
+   popular pages (the most viewed articles that lack an equivalent in at least one language of the set),
+   after the paper's filters (`crossknow.eclektic.build_documents`: the selections, the filters and their
+   counts);
 2. generate: a question and an answer from each article's first sentences with A.1's generation
    prompt, parsed strictly (`crossknow.eclektic.build_prompts`);
-3. translate: the question, answer and context into every other language of the set with A.1's
-   translation prompt, straight from the source language (as the prompt's {in_lang} -> {out_lang});
+3. translate: the question, answer and context into every language of the set that lacks the article
+   (the main set: every other language) with A.1's translation prompt, straight from the source
+   language (as the prompt's {in_lang} -> {out_lang});
 4. check: every translation through English (`crossknow.eclektic.build_pivot`, crossknow's addition);
 5. write into `out`: `questions.jsonl` (one BuiltQuestion a line), `review.csv` (the sheet for the
    human review the paper made, `crossknow.eclektic.review_sheet`), `invalid.jsonl` (every output still
@@ -28,12 +30,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crossknow.data.eclektic import LANGUAGES
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import InvalidRecord
-from crossknow.eclektic.build_documents import FilterCounts, SelectedDocument, read_documents, select_documents
+from crossknow.eclektic.build_documents import (
+    FilterCounts,
+    SelectedDocument,
+    Selection,
+    read_documents,
+    select_documents,
+)
 from crossknow.eclektic.build_pivot import FIELDS, PivotCheck, Texts, pivot_check
 from crossknow.eclektic.build_prompts import (
     generation_prompt,
@@ -67,8 +75,15 @@ class BuildConfig(BaseModel):
     documents: str = Field(description="The collection: JSON lines of id, lang, title, text, url (optional) and "
                                        "other_langs (see crossknow.eclektic.build_documents).")
     languages: list[str] = Field(default=list(LANGUAGES), description="The languages of the set (ECLEKTIC's 12 "
-                                 "by default); an article must exist in exactly one of them.")
-    per_language: int = Field(default=100, ge=1, description="Articles sampled per language (the paper: 100).")
+                                 "by default).")
+    selection: Selection = Field(default="single_language", description="Which articles: 'single_language' (the "
+                                 "main set: in exactly one language of the set, section 3.1) or 'popular' (popular "
+                                 "pages: the most viewed articles lacking an equivalent in at least one language of "
+                                 "the set, section 5; needs `views` in the collection).")
+    per_language: int | None = Field(default=None, ge=1, description="Articles taken per language (unset: the "
+                                     "paper's, 100 for the main set and 200 for popular pages).")
+    min_views: int = Field(default=100, ge=0, description="The main set's views filter: fewer views drop an article "
+                           "that carries `views` (the paper: at least 100 during 2023).")
     min_chars: int = Field(default=200, ge=0, description="Shortest article text kept, in characters (the paper: "
                                                           "200).")
     n_sentences: int = Field(default=10, ge=1, description="Sentences of the article given as context (the paper: "
@@ -93,6 +108,12 @@ class BuildConfig(BaseModel):
             raise ValueError("give at least two languages, each once")
         return languages
 
+    @model_validator(mode="after")
+    def _paper_per_language(self) -> BuildConfig:
+        if self.per_language is None:
+            self.per_language = 200 if self.selection == "popular" else 100
+        return self
+
 
 class Translation(BaseModel):
     """One question's translation into one target language and its check through English."""
@@ -109,14 +130,16 @@ class BuiltQuestion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     q_id: str = Field(description="The question's id: the id of the document it was written from.")
-    original_lang: str = Field(description="The source language: the only language of the set the article is in.")
+    original_lang: str = Field(description="The source language: the language of the article the question was "
+                                           "written from (the main set: the only one of the set it is in).")
     title: str = Field(description="The article's title, in the source language.")
     url: str | None = Field(description="The article's address, when the collection gives one.")
     line: int = Field(description="1-based line of the article in the collection.")
     source: Texts = Field(description="The generated question and answer and the context, in the source language.")
     english: Texts | None = Field(description="The English version the back-translations into English are "
                                               "compared with; None when the source is English (the source is).")
-    translations: dict[str, Translation] = Field(description="Target language -> its translation.")
+    translations: dict[str, Translation] = Field(description="Target language -> its translation: every language of "
+                                                 "the set that lacks the article (the main set: every other one).")
 
 
 class BuildSummary(BaseModel):
@@ -126,7 +149,7 @@ class BuildSummary(BaseModel):
 
     filters: dict[str, FilterCounts] = Field(description="Per language of the set: what each filter dropped.")
     other_languages: int = Field(description="Documents in languages outside the set (ignored).")
-    views_filter: str = Field(description="Why the paper's views filter (at least 100 views in 2023) is not applied.")
+    selection: str = Field(description="The selection the articles were taken by (BuildConfig.selection).")
     questions: int = Field(description="Questions generated (one per kept article whose output was valid).")
     invalid: dict[str, int] = Field(description="Outputs still invalid after retries, per step.")
     flagged_rows: int = Field(description="Translated rows the pivot check flagged for review.")
@@ -135,9 +158,6 @@ class BuildSummary(BaseModel):
     cost_usd_this_run: float = Field(description="What this invocation spent (cache hits cost nothing).")
     cost_usd_total: float = Field(description="What the set's outputs cost to produce, cached ones included.")
 
-
-VIEWS_FILTER = ("not applied: page views are not part of an offline collection; filter the collection by views "
-                "beforehand to reproduce the paper's selection")
 
 
 @dataclass
@@ -183,12 +203,13 @@ def build_set(
                                   max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
         selected, counts, outside = select_documents(
             documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,
-            n_sentences=config.n_sentences, seed=config.seed)
+            n_sentences=config.n_sentences, seed=config.seed, selection=config.selection, min_views=config.min_views,
+            path=config.documents)
         steps = _Steps(client, config, on_progress)
         generated = steps.generate(selected)
         questions = steps.translate_and_check(generated)
         summary = BuildSummary(
-            filters=counts, other_languages=outside, views_filter=VIEWS_FILTER, questions=len(questions),
+            filters=counts, other_languages=outside, selection=config.selection, questions=len(questions),
             invalid={step: sum(1 for r in steps.invalid if (r.field or "").split(".")[0] == step)
                      for step in ("generate", "translate", "back-translate")},
             flagged_rows=sum(t.pivot.flagged for q in questions for t in q.translations.values()),
@@ -226,12 +247,11 @@ class _Steps:
 
     def translate_and_check(self, generated: list[tuple[SelectedDocument, Texts]]) -> list[BuiltQuestion]:
         """Translations (and the English pivot), then back-translations, then the checks."""
-        languages = self.config.languages
         forward: list[_Job] = []
         for chosen, source in generated:
             lang = chosen.document.lang
-            targets = [t for t in languages if t != lang]
-            if lang != "en" and "en" not in languages:
+            targets = list(chosen.missing_in)
+            if lang != "en" and "en" not in targets:
                 targets.append("en")  # the English version the pivot check compares with
             forward += [_Job((chosen.document.id, "forward", t, f), lang, t, getattr(source, f))
                         for t in targets for f in FIELDS]
@@ -239,7 +259,7 @@ class _Steps:
         back: list[_Job] = []
         for chosen, _ in generated:
             q_id, lang = chosen.document.id, chosen.document.lang
-            for target in (t for t in languages if t != lang):
+            for target in chosen.missing_in:
                 for f in FIELDS:
                     text = done[(q_id, "forward", target, f)].value
                     if text is not None:
@@ -289,7 +309,7 @@ def _question(chosen: SelectedDocument, source: Texts, done: dict, config: Build
 
     english = None if document.lang == "en" else texts("forward", "en")
     translations = {}
-    for target in (t for t in config.languages if t != document.lang):
+    for target in chosen.missing_in:
         reference = source if target == "en" or english is None else english
         pivot = pivot_check(document.lang if target == "en" else "en", texts("back", target), reference,
                             config.pivot_threshold)

@@ -1,24 +1,41 @@
-"""The document collection a new ECLEKTIC-style set is built from, and the paper's filters (section 3.1).
+"""The document collection a new ECLEKTIC-style set is built from, and the paper's two selections.
 
 One article a line of JSON:
 
     {"id": "he-4711", "lang": "he", "title": "...", "text": "...", "url": "https://...",
-     "other_langs": {"en": "en-0815", "ar": "..."}}
+     "other_langs": {"en": "en-0815", "ar": "..."}, "views": 1234}
 
-`url` is optional. `other_langs` (optional, default none) maps a language code to the id of the same
-article in that language, as Wikipedia's interlanguage links do: the id of that document when it is
-in this collection, any identifier (e.g. its title) when it is not. Languages outside the chosen set
-may be listed; they do not count. Availability is read both ways: a document also exists in language
-L when a document of language L in the collection lists it under its own language.
+`url` and `views` are optional. `other_langs` (optional, default none) maps a language code to the id
+of the same article in that language, as Wikipedia's interlanguage links do: the id of that document
+when it is in this collection, any identifier (e.g. its title) when it is not. Languages outside the
+chosen set may be listed; they do not count. Availability is read both ways: a document also exists in
+language L when a document of language L in the collection lists it under its own language. `views`
+is the article's page views over the period the selection is about (the paper: 2023 for the main set,
+April 2023 for popular pages).
 
-The filters, in the paper's words "articles ... that contain at least 200 characters, had at least 100
-views during 2023, and most importantly do not have equivalent articles in any of the other 11
-languages", applied per language of the chosen set in this order (each document is counted at the
-first filter that drops it): exists in another language of the set; shorter than `min_chars`
-characters of text; no sentence (the context is the first sentences, see `context_of`); then a seeded
-sample of `per_language` (the paper: 100). The views filter needs page-view statistics, which an
-offline collection does not hold: it is not applied, and a collection filtered by views beforehand
-gives the paper's selection.
+Two selections, applied per language of the chosen set (each document is counted at the first filter
+that drops it):
+
+- "single_language", the main set (section 3.1: articles "that contain at least 200 characters, had at
+  least 100 views during 2023, and most importantly do not have equivalent articles in any of the other
+  11 languages"): exists in another language of the set; fewer than `min_views` views; shorter than
+  `min_chars` characters of text; no sentence (the context is the first sentences, see `context_of`);
+  then a seeded sample of `per_language` (the paper: 100). The views filter applies to documents that
+  carry `views`; one without them is kept, and the count of such documents is reported (an offline
+  collection often has no page-view statistics).
+- "popular", popular pages (section 5: "from each Wikipedia we took the 200 articles that had the most
+  views during April 2023 and lacked equivalent in *at least one* of the 12 Wikipedias"): exists in every
+  other language of the set; shorter than `min_chars`; no sentence; then the `per_language` (the paper:
+  200) with the most views, ties in collection order. Every candidate must carry `views`. The length
+  and sentence filters come from section 3.1's pipeline, which section 5 says the variant went through;
+  applying them before the ranking, so that a page too short to write a question from gives its place to
+  the next most viewed, is crossknow's choice.
+
+Each selected document records the languages of the set that lack the article (`missing_in`): the
+languages its question is translated into and evaluated in. The main set's are all the others; a popular
+page's are only those whose Wikipedia lacks it (section 5: "each example was evaluated on a subset of
+target languages consisting only of languages whose Wikipedias do not include an article on the
+question's topic").
 """
 
 from __future__ import annotations
@@ -27,6 +44,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -49,6 +67,9 @@ class SourceDocument(Record):
         description="Language code -> id of the same article in that language (a document id of this "
         "collection, or any identifier of an article outside it).",
     )
+    views: int | None = Field(default=None, ge=0, description="Page views over the period the selection is "
+                              "about (the paper: 2023 for the main set, April 2023 for popular pages); None when "
+                              "unknown.")
 
     @field_validator("text", "title")
     @classmethod
@@ -67,6 +88,12 @@ class SelectedDocument:
     """1-based line of the document in the collection file."""
     context: str
     """The document's first sentences, joined as running text of its language."""
+    missing_in: tuple[str, ...]
+    """The languages of the set that lack the article, in the set's order: its question's target languages."""
+
+
+Selection = Literal["single_language", "popular"]
+"""Which articles a build takes: the main set's (single-language) or popular pages' (see the module docstring)."""
 
 
 class FilterCounts(BaseModel):
@@ -75,11 +102,16 @@ class FilterCounts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     read: int = Field(description="Documents of this language in the collection.")
-    in_other_languages: int = Field(description="Dropped: the article exists in another language of the set.")
+    in_other_languages: int = Field(description="Dropped: the article exists in another language of the set "
+                                    "(popular pages: in every other language of the set).")
+    too_few_views: int = Field(description="Dropped: fewer known views than `min_views` (the main set only).")
+    views_unknown: int = Field(description="Kept by the views filter because the document has no `views` (the main "
+                                           "set only; popular pages need them).")
     too_short: int = Field(description="Dropped: fewer characters of text than `min_chars`.")
     no_sentences: int = Field(description="Dropped: sentence splitting found no sentence (only documents the "
                                           "sample reached are split, so this counts those).")
-    not_sampled: int = Field(description="Eligible, but beyond the `per_language` sample.")
+    not_sampled: int = Field(description="Eligible, but beyond the `per_language` sample (popular pages: beyond "
+                                         "the `per_language` most viewed).")
     kept: int = Field(description="Documents a question is written from.")
 
 
@@ -120,11 +152,17 @@ def select_documents(
     per_language: int,
     n_sentences: int,
     seed: int,
+    selection: Selection = "single_language",
+    min_views: int = 0,
+    path: str | Path = "<collection>",
 ) -> tuple[list[SelectedDocument], dict[str, FilterCounts], int]:
     """(the selected documents in collection order, the counts per language of `languages`, the number
-    of documents in other languages, which are ignored). The sample of a language is its eligible
-    documents shuffled with `random.Random(f"{seed}:{lang}")`, taken in that order until
-    `per_language` have a sentence."""
+    of documents in other languages, which are ignored), under `selection` (see the module docstring).
+
+    "single_language" samples a language's eligible documents shuffled with
+    `random.Random(f"{seed}:{lang}")`; "popular" takes them by views, most first, ties in collection
+    order. Either takes them in that order until `per_language` have a sentence. InputError (naming
+    `path`, the line and `views`) for a popular-pages candidate without views."""
     chosen = set(languages)
     linked_from: dict[tuple[str, str], set[str]] = {}  # (id, lang) of a document -> languages linking to it
     for _, document in documents:
@@ -132,31 +170,48 @@ def select_documents(
             for lang, other_id in document.other_langs.items():
                 linked_from.setdefault((other_id, lang), set()).add(document.lang)
 
-    def single_language(document: SourceDocument) -> bool:
+    def missing_in(document: SourceDocument) -> tuple[str, ...]:
         elsewhere = set(document.other_langs) | linked_from.get((document.id, document.lang), set())
-        return not elsewhere & chosen
+        return tuple(lang for lang in languages if lang != document.lang and lang not in elsewhere)
+
+    def candidate(document: SourceDocument) -> bool:
+        missing = missing_in(document)
+        return len(missing) == len(languages) - 1 if selection == "single_language" else bool(missing)
 
     outside = sum(1 for _, document in documents if document.lang not in chosen)
     counts: dict[str, FilterCounts] = {}
     selected: list[SelectedDocument] = []
     for lang in languages:
         own = [(line, d) for line, d in documents if d.lang == lang]
-        single = [(line, d) for line, d in own if single_language(d)]
-        long_enough = [(line, d) for line, d in single if len(d.text.strip()) >= min_chars]
+        candidates = [(line, d) for line, d in own if candidate(d)]
+        if selection == "popular":
+            for line, document in candidates:
+                if document.views is None:
+                    raise InputError(path, "popular pages are ranked by views: every candidate needs them",
+                                     line=line, field="views")
+            viewed, unknown = candidates, 0
+        else:
+            viewed = [(line, d) for line, d in candidates if d.views is None or d.views >= min_views]
+            unknown = sum(1 for _, d in candidates if d.views is None)
+        long_enough = [(line, d) for line, d in viewed if len(d.text.strip()) >= min_chars]
         order = list(long_enough)
-        random.Random(f"{seed}:{lang}").shuffle(order)
+        if selection == "popular":
+            order.sort(key=lambda pair: -(pair[1].views or 0))  # stable: ties stay in collection order
+        else:
+            random.Random(f"{seed}:{lang}").shuffle(order)
         taken, empty = [], 0
         for line, document in order:
             if len(taken) == per_language:
                 break
             context = context_of(document, n_sentences)
             if context:
-                taken.append(SelectedDocument(document, line, context))
+                taken.append(SelectedDocument(document, line, context, missing_in(document)))
             else:
                 empty += 1
         counts[lang] = FilterCounts(
-            read=len(own), in_other_languages=len(own) - len(single), too_short=len(single) - len(long_enough),
-            no_sentences=empty, not_sampled=len(long_enough) - len(taken) - empty, kept=len(taken),
+            read=len(own), in_other_languages=len(own) - len(candidates), too_few_views=len(candidates) - len(viewed),
+            views_unknown=unknown, too_short=len(viewed) - len(long_enough), no_sentences=empty,
+            not_sampled=len(long_enough) - len(taken) - empty, kept=len(taken),
         )
         selected.extend(taken)
     selected.sort(key=lambda chosen_document: chosen_document.line)
