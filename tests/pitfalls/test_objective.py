@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.structured import StructuredClient
+from crossknow.models.generator import GenerateResult, Usage
 from crossknow.pitfalls.objective import SimulationObjective, simulation_score
-from crossknow.pitfalls.simulate import SimAnswer
+from crossknow.pitfalls.simulate import GenerativeSimulator, SimAnswer
+from crossknow.store.request_cache import RequestCache
 
 from .scripted import root
 
@@ -20,7 +23,7 @@ class Listed:
         self.script = {"en": list(en), "fr": list(fr)}
         self.asked = 0
 
-    def answer(self, questions):
+    def answer(self, questions, resimulation=0):
         self.asked += len(questions)
         answers = []
         for q in questions:
@@ -65,6 +68,50 @@ def test_a_pair_still_invalid_after_resimulation_is_unscored_not_wrong():
     assert simulation.value is None and simulation.invalid_answers == 3
     assert "b: unparseable" in simulation.error and "2 re-simulations" in simulation.error
     assert objective.meter.unscored_pairs == 1
+
+
+class ValidFromSeed:
+    """A Generator whose output is the right answer to the scripted pairs ('option 0') when the request's
+    seed is at least `first_valid`, and an invalid one (no final answer) below it."""
+
+    name = "seeded"
+    model_id = "m"
+
+    def __init__(self, first_valid: int):
+        self.first_valid = first_valid
+        self.seeds: list[int] = []
+
+    def generate(self, requests):
+        self.seeds.extend(request.seed for request in requests)
+        return [GenerateResult('{"final_answer": "option 0"}' if request.seed >= self.first_valid else "no idea",
+                               self.name, self.model_id, Usage(7, 3)) for request in requests]
+
+
+def test_a_resimulation_asks_the_generative_model_again_with_new_seeds(tmp_path):
+    # the client makes up to 3 calls a question: seeds 0, 1, 2 on the first asking, all invalid; the
+    # re-simulation asks from seed 0 + 1 * 3 = 3, a request the cache has not seen, and gets a valid answer
+    generator = ValidFromSeed(3)
+    cache = RequestCache(tmp_path / "requests.sqlite")
+    simulator = GenerativeSimulator("g", StructuredClient(generator, cache, max_attempts=3, temperature=0.001))
+    objective = SimulationObjective([simulator], max_resimulations=1)
+    [simulation] = objective.score([root(0)])
+    assert simulation.value == 0.0 and simulation.invalid_answers == 2  # right on both sides: V = 1² − 1
+    assert generator.seeds == [0, 0, 1, 1, 2, 2, 3, 3]  # both sides, three attempts, then the re-simulation
+    assert objective.meter.resimulated == 2 and simulator.client.meter.calls == 8
+    # a rerun asks with the same seeds: everything replays from the cache, nothing reaches the model
+    rerun = GenerativeSimulator("g", StructuredClient(generator, cache, max_attempts=3, temperature=0.001))
+    [again] = SimulationObjective([rerun], max_resimulations=1).score([root(0)])
+    assert again == simulation and rerun.client.meter.calls == 0 and len(generator.seeds) == 8
+    # re-simulation 2 asks from seed 0 + 2 * 3 = 6; the answer records the seed of its call
+    [answer] = simulator.answer([root(0).english], resimulation=2)
+    assert (answer.choice, answer.seed, generator.seeds[-1]) == (0, 6, 6)
+    cache.close()
+
+
+def test_a_pair_invalid_on_both_sides_gives_its_reason_once():
+    a, b = Listed("a", [True], [False]), Listed("b", [None, None], [None, None])
+    [simulation] = SimulationObjective([a, b], max_resimulations=1).score([root(0)])
+    assert simulation.error == "no valid answer after 1 re-simulations (b: unparseable)"
 
 
 def test_simulator_names_must_be_unique():

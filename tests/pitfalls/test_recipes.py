@@ -16,6 +16,7 @@ from crossknow.pitfalls.probe import run_probe
 from crossknow.pitfalls.recipes import RECIPES, get_recipe
 from crossknow.pitfalls.simulate import MCQuestion, SimAnswer
 from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation
+from crossknow.report.pitfalls_probe_report import probe_lead
 from crossknow.store.request_cache import RequestCache
 
 from .scripted import source
@@ -66,7 +67,9 @@ def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
     assert len(items.items) == 30 and not items.invalid
     english, target = items.items[:2]
     assert english.pair_id == target.pair_id and (english.lang, target.lang) == ("en", "fr")
-    assert english.prompt.startswith("hint about option 1") and target.prompt.startswith("FR(hint about option 1)")
+    hint, translated = "hint about option 1", "FR(hint about option 1)"  # on one side of both questions
+    assert (english.prompt.startswith(hint) and target.prompt.startswith(translated)) or (
+        english.prompt.endswith(hint) and target.prompt.endswith(translated))
     # killed during the second batch: its line and its last two pairs never written
     lines = (out / "candidates.jsonl").read_text().splitlines(keepends=True)
     (out / "candidates.jsonl").write_text("".join(lines[:-2]))
@@ -81,6 +84,28 @@ def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
     assert resumed.simulation.calls == 40  # simulation is local: the replay asked again
     assert resumed.per_found_pair.calls == pytest.approx((19 + 40) / 15)
     assert (out / "candidates.jsonl").read_text().splitlines(keepends=True) == lines
+
+
+@pytest.mark.parametrize("recipe", ["paper", "np"])
+def test_pairs_and_conversion_at_depth_0_are_reported_apart_from_those_beyond_it(recipe, tmp_path):
+    # of 5 sources, s1 and s3 already hold a hint: their translated pair fools the simulator at depth 0 (V = 1)
+    # and enters the list at once; the other three convert only by perturbation (3 children each at depth 1)
+    options = source(0).question.choices
+    sources = [SourceQuestion(f"s{i}", MCQuestion(f"Question {i}{' with a hint' if i in (1, 3) else ''}?", options,
+                                                  0, "en")) for i in range(5)]
+    proxy = ProxyLLM.from_generator(ScriptedProxy(), RequestCache(tmp_path / "requests.sqlite"))
+    account = run_probe(recipe, sources, proxy, [FooledByHints()], tmp_path / "run", lang="fr")
+    beyond = 9 if recipe == "paper" else 0
+    assert (account.pairs_at_depth_0, account.pairs_beyond_depth_0, account.candidates) == (2, beyond, 2 + beyond)
+    assert (account.converted_at_depth_0, account.converted_beyond_depth_0) == (2, 3 if recipe == "paper" else 0)
+    assert (account.conversion_rate_at_depth_0, account.conversion_rate_beyond_depth_0) == (
+        0.4, 0.6 if recipe == "paper" else 0.0)
+    assert account.conversion_rate == (1.0 if recipe == "paper" else 0.4)  # the total keeps NP's share
+    saved = json.loads((tmp_path / "run" / "account.json").read_text())
+    assert (saved["pairs_at_depth_0"], saved["converted_beyond_depth_0"]) == (2, 3 if recipe == "paper" else 0)
+    if recipe == "paper":  # the console's and the report's lead
+        assert ("Found at depth 0 (the unperturbed translation, as NP finds it): 2 pairs, 2 questions (40.0%); "
+                "beyond depth 0: 9 pairs, 3 more questions (60.0%).") in probe_lead(account)
 
 
 def released_sources(count: int) -> list[SourceQuestion]:

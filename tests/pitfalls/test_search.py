@@ -170,7 +170,7 @@ class InvalidOnMarker:
 
     name = "invalid-on-marker"
 
-    def answer(self, questions):
+    def answer(self, questions, resimulation=0):
         return [SimAnswer(None if "<bad>" in q.question else q.answer, None, "unparseable") for q in questions]
 
 

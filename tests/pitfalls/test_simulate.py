@@ -99,7 +99,7 @@ def test_generative_simulator_retries_then_records_invalid_answers():
     simulator = GenerativeSimulator("scripted", StructuredClient(generator, max_attempts=3, temperature=0.001))
     assert isinstance(simulator, Simulator)
     first, second = simulator.answer([CAPITAL, other])
-    assert first == SimAnswer(1, '{"final_answer": "Paris"}', None)
+    assert first == SimAnswer(1, '{"final_answer": "Paris"}', None, seed=1)  # the second attempt's seed
     assert second.choice is None and second.raw == '{"final_answer": "banana"}'
     assert second.error == "final_answer 'banana' is not one of the 2 choices"
     # 2 calls for the first question, 3 for the second; retries carry the note, the first attempt is verbatim

@@ -4,7 +4,9 @@
 the target question; V = (β̄^E)^γ − β̄^T with β̄ the mean over the K simulators and γ = 2 (Appendix B.1).
 An invalid answer (`SimAnswer.choice is None`) never counts as wrong: it is left out and that
 question is asked again, up to `max_resimulations` times; a pair that still lacks a valid answer from
-some simulator is unscored (value None, with the reason), never scored on fewer than K answers.
+some simulator is unscored (value None, with the reason), never scored on fewer than K answers. The r-th
+re-simulation passes `resimulation=r` to the simulator, which then samples afresh (a generative simulator
+asks with new seeds, see `simulate.resimulation_seed`) rather than replay its invalid answer.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class SimulationObjective:
                 if not wanted:
                     break
                 questions = [_side(nodes[i], side) for i, side in wanted]
-                answers = self._ask(simulator, questions)
+                answers = self._ask(simulator, questions, round_)
                 self.meter.resimulated += len(wanted) if round_ else 0
                 missing = []
                 for (i, side), question, answer in zip(wanted, questions, answers, strict=True):
@@ -104,7 +106,7 @@ class SimulationObjective:
                     else:
                         correct[s][i][side].append(answer.choice == question.answer)
                 wanted = missing
-            for i, _ in wanted:
+            for i in dict.fromkeys(i for i, _ in wanted):  # once per pair, even when both sides stay invalid
                 errors[i] = f"no valid answer after {self.max_resimulations} re-simulations ({errors[i]})"
         results = []
         for i in range(len(nodes)):
@@ -121,9 +123,14 @@ class SimulationObjective:
         self.meter.seconds += time.monotonic() - started
         return results
 
-    def _ask(self, simulator: Simulator, questions: list[MCQuestion]) -> list:
+    def _ask(self, simulator: Simulator, questions: list[MCQuestion], resimulation: int) -> list:
         started = time.monotonic()
-        answers = simulator.answer(questions)
+        # the first asking calls answer(questions), so that a simulator that is never re-asked need not
+        # take the argument
+        if resimulation:
+            answers = simulator.answer(questions, resimulation=resimulation)
+        else:
+            answers = simulator.answer(questions)
         if len(answers) != len(questions):
             raise CrossknowError(f"simulator {simulator.name!r} gave {len(answers)} answers for {len(questions)}")
         spent = time.monotonic() - started

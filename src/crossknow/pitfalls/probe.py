@@ -4,7 +4,9 @@ The run directory holds `config.yaml` (the recipe's settings, the constraints, t
 proxy), `candidates.jsonl` (the candidate list, see `candidates.py`), `candidate_items.jsonl` (the
 same pairs as items `crossknow evaluate` reads), `batches.jsonl` (one line per finished batch) and
 `account.json` (conversion, calls, tokens, seconds and cost, in total and per found pair: the paper's
-Fig. 4). Sources are cut into fixed batches by position; a resumed run skips the finished batches and
+Fig. 4). Every recipe scores the unperturbed pairs (depth 0) too, so the pairs and the conversion of `paper`
+and `dp` include what NP finds: the account gives the total and, separately, what was found at depth 0 and
+beyond it. Sources are cut into fixed batches by position; a resumed run skips the finished batches and
 replays an unfinished one through the request cache (paid calls are not paid again), the candidate
 list keeping each pair once and the cap of k per question.
 
@@ -92,7 +94,16 @@ class ProbeAccount(BatchCounts):
                             "request failed in transport: run the command again to finish them.")
     converted: int = Field(description="Sources with at least one pair in the candidate list.")
     conversion_rate: float = Field(description="converted / sources (the paper's conversion rate).")
+    converted_at_depth_0: int = Field(description="Sources whose unperturbed pair (depth 0, the translation itself, "
+                                      "as NP finds it) is in the list.")
+    converted_beyond_depth_0: int = Field(description="Sources with pairs in the list beyond depth 0 only (found by "
+                                          "perturbation); the two add up to converted.")
+    conversion_rate_at_depth_0: float = Field(description="converted_at_depth_0 / sources.")
+    conversion_rate_beyond_depth_0: float = Field(description="converted_beyond_depth_0 / sources.")
     candidates: int = Field(description="Pairs in the candidate list.")
+    pairs_at_depth_0: int = Field(description="Pairs in the list at depth 0 (unperturbed).")
+    pairs_beyond_depth_0: int = Field(description="Pairs in the list beyond depth 0 (perturbed); the two add up to "
+                                      "candidates.")
     found_now: int = Field(description="Pairs added by this invocation.")
     proxy: Spend = Field(description="What the proxy LLM spent (perturbation, translation, and the judge's checks "
                          "if any), whole run.")
@@ -211,7 +222,10 @@ def _account(
     recipe: Recipe, lang: str, sources: Sequence[SourceQuestion], candidates: CandidateList, before: int,
     records: Sequence[BatchRecord], unfinished: int,
 ) -> ProbeAccount:
-    converted = len({r.source_id for r in candidates.records()} & {s.id for s in sources})
+    ids = {s.id for s in sources}
+    at_0 = len({r.source_id for r in candidates.records() if r.depth == 0} & ids)
+    converted = len({r.source_id for r in candidates.records()} & ids)
+    by_depth = Counter(r.depth > 0 for r in candidates.records())
     proxy, sim = _total([r.proxy for r in records]), _total([r.simulation for r in records])
     spent = _total([proxy, sim])
     counts = {name: sum(getattr(r.counts, name) for r in records) for name in BatchCounts.model_fields
@@ -220,12 +234,18 @@ def _account(
     found = len(candidates)
     return ProbeAccount(
         recipe=recipe.name, lang=lang, sources=len(sources), batches=len(records), unfinished=unfinished,
-        converted=converted,
-        conversion_rate=converted / len(sources) if sources else 0.0, candidates=found,
+        converted=converted, conversion_rate=_rate(converted, sources), converted_at_depth_0=at_0,
+        converted_beyond_depth_0=converted - at_0, conversion_rate_at_depth_0=_rate(at_0, sources),
+        conversion_rate_beyond_depth_0=_rate(converted - at_0, sources), candidates=found,
+        pairs_at_depth_0=by_depth[False], pairs_beyond_depth_0=by_depth[True],
         found_now=found - before, **counts, rejected=dict(rejected), proxy=proxy, simulation=sim,
         seconds=sum(r.seconds for r in records),
         per_found_pair=Spend(**{k: getattr(spent, k) / found for k in Spend.model_fields}) if found else None,
     )
+
+
+def _rate(count: int, sources: Sequence[SourceQuestion]) -> float:
+    return count / len(sources) if sources else 0.0
 
 
 def _total(spends: Sequence[Spend]) -> Spend:

@@ -1,10 +1,11 @@
 """`crossknow pitfalls probe` as a library call: sources drawn and prefiltered, then `run_probe`, from one config.
 
 `probe_from_config(config, out)` reads the source files, draws `n` questions equally over them with the
-seed, keeps those every simulator answers right in English (`sources.py`; recorded in `sources.json`,
-which a resumed run reuses when the draw's settings are unchanged, so the prefilter is not asked again),
-then runs the recipe with `run_probe` (resumable: see `probe.py`). The proxy and the simulators are built
-from model specs; callers that hold models already (the demo) pass them in instead.
+seed, keeps those every simulator answers right in English (crossknow's prefilter, not the paper's:
+`sources.py`; recorded in `sources.json`, which a resumed run reuses when the draw's settings are
+unchanged, so the prefilter is not asked again), then runs the recipe with `run_probe` (resumable: see
+`probe.py`). The proxy and the simulators are built from model specs; callers that hold models already (the
+demo) pass them in instead.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class PitfallsProbeConfig(Record):
                                  "addition); 'generative': the paper's zero-shot CoT templates.")
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
     prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
-                            "English (the paper's starting point).")
+                            "English (crossknow's choice; the paper samples its questions without it).")
     judge: str | None = Field(default=None, description="Model spec of an LLM judge that checks θ and θ' again "
                               "(yes/no: the second text asks the same question; crossknow's prompt). Unset: no judge.")
     judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: judge.")
@@ -78,7 +79,8 @@ class PitfallsProbeConfig(Record):
                              "domains with the proxy (categories.jsonl; the prompt is crossknow's).")
     limit: int | None = Field(default=None, ge=1, description="Probe only the first N questions the prefilter kept "
                               "(unset: all).")
-    seed: int = Field(default=0, description="Seed of the draw over the source files.")
+    seed: int = Field(default=0, description="Seed of the draw over the source files, and base seed of generative "
+                      "answering.")
     epsilon: float = Field(default=0.2, ge=0, le=1, description="ε: a pair needs mean English accuracy >= 1 - ε.")
     similarity: Literal["e5", "chrf", "none"] = Field(
         default="e5", description="S of the semantic checks: 'e5' (multilingual-e5-small embeddings, the paper's "
@@ -88,7 +90,7 @@ class PitfallsProbeConfig(Record):
     theta_cross: float = Field(default=THETA_CROSS, ge=0, le=1, description="θ': S(perturbed English, perturbed "
                                "target) >= θ', also for the unperturbed pair (crossknow's default for e5).")
     max_resimulations: int = Field(default=2, ge=0, description="Times a question with an invalid answer is asked "
-                                   "again before its pair is left unscored.")
+                                   "again (generative answering: with new seeds) before its pair is left unscored.")
     initial_batch: int | None = Field(default=None, ge=1, description="Override: original pairs searched together.")
     width: int | None = Field(default=None, ge=1, description="Override: beam width w.")
     depth: int | None = Field(default=None, ge=0, description="Override: initial depth d1.")

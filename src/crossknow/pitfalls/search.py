@@ -15,7 +15,8 @@ of "an initial batch of 4 bilingual pairs"). At each level:
    depth limit, the transformation makes their children, which form the next level; a child whose
    (English, target) text repeats a pair seen in this batch is dropped as a duplicate.
 
-The unperturbed pairs (depth 0) are scored too: one that qualifies already enters the list, as in NP.
+The unperturbed pairs (depth 0) are scored too: one that qualifies already enters the list, as in NP (the
+probe's account counts such pairs apart from those found beyond depth 0).
 """
 
 from __future__ import annotations

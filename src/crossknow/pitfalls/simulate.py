@@ -7,6 +7,8 @@ as wrong. Two simulators:
 - `GenerativeSimulator`: the paper's zero-shot chain-of-thought templates (Appendix E, quoted verbatim in
   `ANSWER_TEMPLATES`) through the one structured client (`generation/structured.py`: request cache,
   retries, cost meter), at the paper's simulation temperature 0.001, with strict answer extraction.
+  Asked again after an invalid answer (a re-simulation, `answer(..., resimulation=r)`), it samples with
+  fresh seeds (`resimulation_seed`), so the request is new to the cache and reaches the model.
 - `LossSimulator` (crossknow's addition, not the paper's): the option with the lowest loss under one of the
   engine's scoring rules (`scoring/rules.py`), through any Scorer; judge-free and far cheaper. It is
   invalid only for a question the scorer cannot score.
@@ -57,6 +59,9 @@ class SimAnswer:
     """The raw output (generative), or None (loss-based)."""
     error: str | None
     """Why the answer is invalid; None when valid."""
+    seed: int | None = None
+    """The sampling seed of the call whose output this is (a generative simulator's last attempt); None
+    for a simulator that does not sample (loss-based)."""
 
 
 @runtime_checkable
@@ -66,8 +71,11 @@ class Simulator(Protocol):
     name: str
     """The model spec."""
 
-    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
-        """One answer per question, in order."""
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int = 0) -> list[SimAnswer]:
+        """One answer per question, in order. `resimulation` r >= 1 marks the r-th time these questions are
+        asked again after an invalid answer: a simulator that samples must draw afresh then, never replay
+        its earlier answer. A simulator that never answers invalid need not take the argument: it is passed
+        only on re-simulations."""
         ...
 
 
@@ -144,6 +152,15 @@ def extract_choice(text: str, choices: Sequence[str]) -> tuple[int | None, str |
     return None, f"final_answer {value!r} is not one of the {len(choices)} choices"
 
 
+def resimulation_seed(seed: int, resimulation: int, attempts: int) -> int:
+    """The base seed of re-simulation r (0 = the first asking) for a client whose base seed is `seed` and
+    that makes up to `attempts` calls per question: seed + r * attempts. The client's attempt k then uses
+    seed + r * attempts + k, a seed no other attempt of any asking uses, so a re-simulation is a new request
+    (a new cache key) that reaches the model, and a rerun asks with the same seeds and replays it from the
+    cache (crossknow's choice; the paper does not say how it re-simulates)."""
+    return seed + resimulation * attempts
+
+
 class GenerativeSimulator:
     """Answers by generation with the paper's templates through a StructuredClient (its cache, retries
     and meter); build the client at `SIMULATION_TEMPERATURE` to follow the paper."""
@@ -152,14 +169,16 @@ class GenerativeSimulator:
         self.name = name
         self.client = client
 
-    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int = 0) -> list[SimAnswer]:
         """One answer per question; invalid answers (after the client's attempts) carry the last raw
-        output and the reason."""
+        output and the reason. Re-simulation r asks from `resimulation_seed`; each answer records its seed."""
+        seed = resimulation_seed(self.client.seed, resimulation, self.client.max_attempts)
         prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
         parsers = [lambda text, choices=question.choices: extract_choice(text, choices) for question in questions]
         outcomes = self.client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), RETRY_NOTE),
-                                         parsers=parsers)
-        return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error) for outcome in outcomes]
+                                         seeds=[seed] * len(prompts), parsers=parsers)
+        return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error, seed + max(outcome.attempts, 1) - 1)
+                for outcome in outcomes]
 
 
 class LossSimulator:
@@ -172,9 +191,10 @@ class LossSimulator:
         self.rule: Rule = rule
         self.normalisation = normalisation or PRIMARY_NORMALISATION[rule]
 
-    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int = 0) -> list[SimAnswer]:
         """One answer per question; a question that is not a valid item (an empty choice) or that the scorer
-        cannot score is invalid, with the reason."""
+        cannot score is invalid, with the reason. Scoring is deterministic: a re-simulation (`resimulation`
+        >= 1) scores again and gets the same answer."""
         answers: list[SimAnswer | None] = [None] * len(questions)
         requests, positions = [], []
         for position, question in enumerate(questions):

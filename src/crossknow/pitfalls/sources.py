@@ -1,5 +1,13 @@
 """The probe's starting points: English multiple-choice questions, sampled equally over source files and
-kept only when every simulator answers them right in English (the paper's starting point, section 2.1).
+kept only when every simulator answers them right in English.
+
+The sampling is the paper's: section 2.1 "first sample[s] a set of English questions and translate[s] them
+into bilingual pairs", and Appendix B.1 samples them "equally across all five datasets". The English
+prefilter is crossknow's choice, not the paper's: the paper describes no filter of its sources. It applies
+before the search what the paper asks of every pair (the definition of a cross-lingual weakness in section
+1: right in English; the English-accuracy constraint of equation 4), and more strictly than that constraint
+(every simulator right, not a mean accuracy of at least 1 − ε), so that the search spends nothing on
+questions the simulators do not know in English. `--no-prefilter` turns it off.
 
 A source file is either a released `source/*.json` file of Cross-Lingual Pitfalls (a JSON list of
 `{question, choices, answer}` with the answer given as the text of one choice) or any crossknow item file

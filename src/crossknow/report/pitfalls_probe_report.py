@@ -22,10 +22,14 @@ SPEND_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cost_
 
 
 def probe_lead(account: ProbeAccount) -> str:
-    """The report's first sentence: the conversion rate and what one found pair cost."""
+    """The report's first sentence: the conversion rate, split into depth 0 (the unperturbed pairs, as NP finds
+    them) and beyond, and what one found pair cost."""
     rate = (f"Conversion rate {account.conversion_rate:.1%} ({account.converted} of {account.sources} English "
             f"questions gave at least one pair that models answer in English but not in {account.lang}; recipe "
-            f"{account.recipe}, {account.candidates} pairs in the list).")
+            f"{account.recipe}, {account.candidates} pairs in the list). Found at depth 0 (the unperturbed "
+            f"translation, as NP finds it): {account.pairs_at_depth_0} pairs, {account.converted_at_depth_0} "
+            f"questions ({account.conversion_rate_at_depth_0:.1%}); beyond depth 0: {account.pairs_beyond_depth_0} "
+            f"pairs, {account.converted_beyond_depth_0} more questions ({account.conversion_rate_beyond_depth_0:.1%}).")
     per = account.per_found_pair
     if per is None:
         return rate + " The candidate list is empty, so there is no spend per found pair."
