@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from crossknow.data.adaxeval import detect_lang, read_adaxeval
+from crossknow.data.adaxeval import detect_lang, read_adaxeval, source_documents
 from crossknow.errors import InputError
 
 SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
@@ -217,3 +217,34 @@ def test_limit_keeps_first_usable_items(tmp_path):
     item_set = read_adaxeval(path, limit=3)
     assert [item.id for item in item_set.items] == ["cloze:2", "question:2", "cloze:3"]
     assert len(item_set.invalid) == 1
+
+
+def test_source_documents_are_every_lines_docid_unscorable_items_included(tmp_path):
+    """Line 2 cannot be scored (answer out of range) but was still generated from document 8."""
+    path = write(tmp_path / "set.jsonl", [release(1, docid="d-7"), release(2, answer_idx=5, docid=8),
+                                          release(3, docid="d-7")])
+    assert len(read_adaxeval(path).items) == 2
+    assert source_documents(path) == {"d-7": 1, "8": 2}
+
+
+@pytest.mark.parametrize("metadata", [{"docid": None}, {"docid": ""}, "no metadata"])
+def test_an_item_naming_no_source_document_is_an_input_error(tmp_path, metadata):
+    bad = release(2)
+    if metadata == "no metadata":
+        del bad["metadata"]
+    else:
+        bad["metadata"].update(metadata)
+    path = write(tmp_path / "set.jsonl", [release(1), bad])
+    with pytest.raises(InputError, match="names no source document") as info:
+        source_documents(path)
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, "metadata.docid")
+    with pytest.raises(InputError, match="line 1: field 'metadata.docid': expected a string or an integer"):
+        source_documents(write(tmp_path / "list.jsonl", [release(1, docid=["a"])]))
+
+
+@needs_shared
+def test_the_paper_examples_name_no_source_document():
+    """The paper-examples file carries each item's sentence but no document id: it cannot exclude anything."""
+    with pytest.raises(InputError) as info:
+        source_documents(EXAMPLES)
+    assert (info.value.line, info.value.field) == (1, "metadata.docid")

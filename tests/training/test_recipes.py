@@ -188,24 +188,6 @@ def test_a_recipe_that_builds_nothing_is_an_error(split_corpora: dict[str, Any],
         knowledge_examples(config(split_corpora["knowledge_path"], ["fr"]), split_corpora["knowledge"], table)
 
 
-@pytest.mark.parametrize("leak", ["japanese-translation", "same-document-id"])
-def test_check_disjoint_refuses_a_transfer_corpus_holding_the_knowledge(
-    split_corpora: dict[str, Any], table: TemplateTable, leak: str
-) -> None:
-    knowledge = split_corpora["knowledge"]
-    f01_ja = next(d for d in knowledge if d.id == "f01-ja")
-    if leak == "japanese-translation":  # training in English, C_T must not carry the Japanese of a C_K fact
-        extra = f01_ja
-    else:
-        extra = Document(id="f02-en", lang="en", text="Some other text with a reused id.")
-    transfer = [*split_corpora["transfer"], extra]
-    cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus="ct.jsonl", transfer_recipe="documents")
-    with pytest.raises(CrossknowError, match=rf"ct\.jsonl: 1 transfer documents .*{extra.id}"):
-        build_parts(cfg, knowledge, transfer, table)
-    # The same corpus without the leaked document is accepted.
-    assert build_parts(cfg, knowledge, split_corpora["transfer"], table)
-
-
 def test_the_parts_come_in_corpus_order(split_corpora: dict[str, Any], table: TemplateTable) -> None:
     """Mixing (and budgets) happen after tokenisation, in crossknow.training.budget."""
     cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),

@@ -24,17 +24,22 @@ def stage_table(summary: TrainSummary) -> Table:
         texts = f"{row.texts:,}" + (f" ({row.cut} cut)" if row.cut else "")
         table.add_row(names.get(part, part), f"{row.texts_built:,}", f"{row.tokens_built:,}", budget, texts,
                       f"{row.tokens:,}")
+    captions = []
+    if summary.transfer_excluded is not None:
+        captions.append(f"C_T: {summary.transfer_excluded} evaluation documents and translations left out "
+                        "(transfer_excluded.json)")
     if summary.qa is not None:
         qa = summary.qa
-        table.caption = (
+        captions.append(
             f"question-answer pairs ({qa.generator}): {qa.documents} documents, {qa.complete} complete, "
             f"{qa.partial} with fewer pairs, {qa.invalid} invalid; {qa.calls_this_run} calls sent, "
             f"{qa.cached_calls_this_run} from the cache"
         )
+    table.caption = "\n".join(captions) or None
     return table
 
 
-@config_command(app, TrainConfig, comma_lists=("langs",))
+@config_command(app, TrainConfig, comma_lists=("langs", "transfer_langs"))
 def train(
     config: TrainConfig,
     out: Path = typer.Option(..., help="Run directory; run again on it to resume from the newest checkpoint."),

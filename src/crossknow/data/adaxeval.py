@@ -9,6 +9,9 @@ Paper examples: one object a line with `lang`, `sentence`, `cloze`, `paraphrase`
 `answer_idx`; each line gives a cloze item (ids "cloze:{line}") and a question item
 ("question:{line}"), with the line number in metadata["example"].
 
+`source_documents(path)` gives the documents a set's items were generated from (`metadata.docid`), for
+leaving them out of training corpora; an item without one is an InputError.
+
 Records of the wrong shape (missing fields, wrong types) raise InputError; records of the right
 shape that cannot be scored (an answer index out of range, a `correct_answer` that is not the
 keyed option, a cloze without exactly one [BLANK], ...) are reported as InvalidRecords.
@@ -168,3 +171,28 @@ def _example_items(
     # A flaw of the shared options or answer spoils both items: report it once.
     problems = list(dict.fromkeys(item for item in built if not isinstance(item, MCItem)))
     return items, problems
+
+
+def source_documents(path: str | Path) -> dict[str, int]:
+    """The documents an AdaXEval set was generated from: `metadata.docid` -> the first line naming it.
+
+    Every line counts, an item that cannot be scored included: it was still generated from its document.
+    A line that names no document (no `metadata.docid`, as in the paper-examples variant) raises
+    InputError naming the file, line and field, since its document could not be left out of training.
+    """
+    documents: dict[str, int] = {}
+    for line_no, record in iter_json_lines(path):
+        metadata = record.get("metadata")
+        docid = metadata.get("docid") if isinstance(metadata, dict) else None
+        if docid is None or docid == "":
+            raise InputError(
+                path, "the item names no source document, so the document it was generated from cannot be "
+                "left out", line=line_no, field="metadata.docid",
+            )
+        if isinstance(docid, bool) or not isinstance(docid, str | int):
+            raise InputError(path, f"expected a string or an integer, found {docid!r}", line=line_no,
+                             field="metadata.docid")
+        documents.setdefault(str(docid), line_no)
+    if not documents:
+        raise InputError(path, "the set holds no items")
+    return documents

@@ -1,9 +1,9 @@
 """Training corpora of section 6.1: the knowledge-injection corpus C_K and the transfer corpus C_T.
 
 C_K holds the target knowledge in the training language(s); C_T holds no new knowledge and only
-links the languages. `build_parts` refuses a C_T that shares a pair id or document id with C_K,
-because the knowledge evaluated in the other language must be absent from C_T (section 6.1 (1)).
-The two parts are sampled to their token budgets and mixed by `crossknow.training.budget`.
+links the languages. C_T may be built from the corpus C_K comes from: its documents are chosen, and the
+evaluation documents left out, by `crossknow.training.exclusion.transfer_documents` before the recipe
+runs. The two parts are sampled to their token budgets and mixed by `crossknow.training.budget`.
 """
 
 from __future__ import annotations
@@ -116,25 +116,14 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
     return examples
 
 
-def check_disjoint(knowledge_docs: Sequence[Any], transfer_docs: Sequence[Any], transfer_path: str) -> None:
-    """Refuse a transfer corpus that holds a knowledge document or a translation of one."""
-    ids = {d.id for d in knowledge_docs}
-    pairs = {pair_id(d) for d in knowledge_docs if pair_id(d)}
-    shared = [d.id for d in transfer_docs if d.id in ids or (pair_id(d) and pair_id(d) in pairs)]
-    if shared:
-        raise CrossknowError(
-            f"{transfer_path}: {len(shared)} transfer documents share an id or pair id with the knowledge corpus "
-            f"(e.g. {shared[0]}); C_T must not carry the knowledge being measured"
-        )
-
-
 def build_parts(
     config: TrainConfig, knowledge_docs: Sequence[Any], transfer_docs: Sequence[Any], table: TemplateTable
 ) -> dict[Part, list[TrainingExample]]:
-    """C_K and C_T (when a transfer recipe is set) as built, in corpus order, by part."""
+    """C_K and C_T (when a transfer recipe is set) as built, in corpus order, by part.
+
+    `transfer_docs` are C_T's documents as `transfer_documents` chose them (the evaluation documents out).
+    """
     parts: dict[Part, list[TrainingExample]] = {"knowledge": knowledge_examples(config, knowledge_docs, table)}
     if config.transfer_recipe != "none":
-        chosen = [d for d in knowledge_docs if d.lang in config.langs]
-        check_disjoint(chosen, transfer_docs, str(config.transfer_corpus))
         parts["transfer"] = transfer_examples(config, transfer_docs, table)
     return parts

@@ -55,13 +55,25 @@ class TrainConfig(Record):
         default=300.0, gt=0, description="Seconds before one question-answer server request is retried."
     )
     transfer_corpus: str | None = Field(
-        default=None, description="Cross-lingual transfer corpus C_T (JSONL documents); must not share pairs with C_K."
+        default=None,
+        description="Cross-lingual transfer corpus C_T (JSONL documents); it may be the C_K file itself, less "
+        "the evaluation documents (exclude_eval).",
     )
     transfer_recipe: TransferRecipe = Field(
         default="none",
         description="C_T recipe: 'documents' (raw text), 'translation' (both directions of every pair), "
         "'romanisation' (romaji -> Japanese script), 'roman2en' (romaji Japanese <-> English, both directions), "
         "or 'none'.",
+    )
+    transfer_langs: list[str] | None = Field(
+        default=None, min_length=1,
+        description="Languages of the C_T documents to build from (e.g. ja for the paper's Medical-Japanese); "
+        "unset: every language of --transfer-corpus.",
+    )
+    exclude_eval: list[str] | None = Field(
+        default=None, min_length=1,
+        description="AdaXEval evaluation sets (JSONL, metadata.docid per item) whose source documents, and their "
+        "translations, are left out of C_T (section 6.1(2)); listed in transfer_excluded.json.",
     )
     tokens_knowledge: int | None = Field(
         default=None, ge=1,
@@ -127,8 +139,10 @@ class TrainConfig(Record):
     def _check(self) -> TrainConfig:
         if (self.transfer_corpus is None) != (self.transfer_recipe == "none"):
             raise ValueError("give --transfer-corpus and --transfer-recipe together (or neither)")
-        if self.tokens_transfer is not None and self.transfer_corpus is None:
-            raise ValueError("--tokens-transfer needs --transfer-corpus")
+        for name, value in (("tokens-transfer", self.tokens_transfer), ("transfer-langs", self.transfer_langs),
+                            ("exclude-eval", self.exclude_eval)):
+            if value is not None and self.transfer_corpus is None:
+                raise ValueError(f"--{name} needs --transfer-corpus")
         if self.save_every_steps and self.save_every_tokens:
             raise ValueError("give --save-every-steps or --save-every-tokens, not both")
         if self.batch_size % self.micro_batch_size:
@@ -241,6 +255,11 @@ class TrainSummary(Record):
     qa: QASummary | None = Field(description="The question-answer pairs, when the recipe asked for them.")
     trainable_parameters: int = Field(description="Parameters that were updated.")
     total_parameters: int = Field(description="All parameters of the model.")
+    transfer_excluded: int | None = Field(
+        default=None,
+        description="C_T documents left out as evaluation documents or their translations (transfer_excluded.json "
+        "lists them); None without --exclude-eval.",
+    )
     checkpoints: list[int] = Field(description="Steps of the saved checkpoints (checkpoints/checkpoint-STEP).")
     seconds: float = Field(
         description="Wall-clock seconds of the last invocation (a resumed run counts only its part)."

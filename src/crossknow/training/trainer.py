@@ -1,6 +1,7 @@
 """`crossknow train`: continual pretraining with transformers' Trainer, checkpointed and resumable.
 
-The run directory holds config.yaml, inputs.json (the corpora's SHA-256), qa_pairs.jsonl (the
+The run directory holds config.yaml, inputs.json (the corpora's and evaluation sets' SHA-256),
+transfer_excluded.json (the C_T documents --exclude-eval left out, when given), qa_pairs.jsonl (the
 question-answer pairs of the instruction recipe, when it asks for them), train_data.jsonl (every text
 trained on, in the mix's order, with the tokens it contributed), checkpoints/checkpoint-STEP (model and
 tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl (one line per
@@ -46,6 +47,7 @@ from crossknow.training.callbacks import (
     read_step_log,
 )
 from crossknow.training.collate import SequenceCollator, pad_token_id
+from crossknow.training.exclusion import EXCLUDED_FILE, TransferExclusion, transfer_documents
 from crossknow.training.layers import select_trainable
 from crossknow.training.packing import check_document_masking, sequences
 from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, summarise
@@ -168,11 +170,13 @@ def run_train(
     from crossknow.models.hf_loading import load_causal_lm
 
     knowledge = read_corpus(Path(config.corpus))
-    transfer = read_corpus(Path(config.transfer_corpus)) if config.transfer_corpus else []
-    parts = build_parts(config, knowledge, transfer, TemplateTable.load())  # a recipe error stops it here
-    inputs = {config.corpus: file_sha256(Path(config.corpus))}
+    transfer: list[Any] = []
+    exclusion: TransferExclusion | None = None
     if config.transfer_corpus:
-        inputs[config.transfer_corpus] = file_sha256(Path(config.transfer_corpus))
+        transfer, exclusion = transfer_documents(config, knowledge, read_corpus(Path(config.transfer_corpus)))
+    parts = build_parts(config, knowledge, transfer, TemplateTable.load())  # a recipe error stops it here
+    inputs = {path: file_sha256(Path(path))
+              for path in (config.corpus, config.transfer_corpus, *(config.exclude_eval or [])) if path}
     gradient_accumulation(config, _world_size())  # a batch the processes cannot share fails before anything runs
 
     out = Path(out)
@@ -180,6 +184,8 @@ def run_train(
     if _is_main_process():
         with RunDir(out) as run:  # checked and recorded; the Trainer's own files are its resume state
             run.open(config.model_dump(), inputs, volatile=VOLATILE, has_results=bool(checkpoints))
+            if exclusion is not None:
+                atomic_write_json(out / EXCLUDED_FILE, exclusion.model_dump())
     if (out / SUMMARY_FILE).exists():
         return TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
@@ -224,6 +230,7 @@ def run_train(
         parts=part_tokens,
         sequences=len(rows),
         qa=qa_summary,
+        transfer_excluded=len(exclusion.excluded) if exclusion is not None else None,
         trainable_parameters=trainable,
         total_parameters=total,
         checkpoints=sorted(saved),
