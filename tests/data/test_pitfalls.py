@@ -71,9 +71,36 @@ def test_japanese_pairs_all_usable_and_linked():
         "value",
         "oriquestion",
         "transori",
+        "prequestion",
+        "sufquestion",
+        "transpre",
+        "transsuf",
     } & set(pairs[0])
     assert english.metadata["rate_trans"] == 0.2
     assert [item.id for item in item_set.items[-2:]] == ["en:313", "ja:313"]
+
+
+@needs_shared
+def test_where_the_release_puts_the_inserted_text():
+    """Issue 22 item 8: 5,706 of the 6,713 released pairs hold text after the original question."""
+    before = after = both = target_agrees = 0
+    for language in LANGUAGE_CODES:
+        pairs = json.loads((RELEASE / f"{language}.json").read_text(encoding="utf-8"))
+        for record in pairs:
+            pre, suf = bool(record["prequestion"].strip()), bool(record["sufquestion"].strip())
+            before, after, both = before + pre, after + suf, both + (pre and suf)
+            assert pre or suf  # every released pair is perturbed
+            assert record["question"] == record["prequestion"] + record["oriquestion"] + record["sufquestion"]
+            assert record["transquestion"] == record["transpre"] + record["transori"] + record["transsuf"]
+            target_agrees += (bool(record["transpre"].strip()), bool(record["transsuf"].strip())) == (pre, suf)
+    assert (before, after, both) == (5528, 5706, 4521)
+    assert (before - both, after - both) == (1007, 1185)  # before only, after only
+    assert target_agrees == 6711  # two pairs lost their translated prefix
+    # the reader keeps where the text went in both items' metadata
+    english, chinese = read_pitfalls(RELEASE / "Chinese.json", limit=1).items
+    first = json.loads((RELEASE / "Chinese.json").read_text(encoding="utf-8"))[0]
+    for key in ("prequestion", "sufquestion", "transpre", "transsuf"):
+        assert english.metadata[key] == chinese.metadata[key] == first[key]
 
 
 @needs_shared

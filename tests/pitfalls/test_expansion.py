@@ -22,6 +22,8 @@ from crossknow.store.run_dir import ShardedTable
 DATA = Path("/work/shared/data/cross-lingual-pitfalls")
 FRENCH, GERMAN = DATA / "French.json", DATA / "German.json"
 NAMES = {"French": "FR", "German": "DE"}
+APPENDIX_E = {"en français": "FR", "ins Deutsche": "DE"}
+"""How Appendix E's French and German translation templates name their target language."""
 
 
 def _between(prompt: str, start: str, end: str) -> str:
@@ -50,16 +52,16 @@ class ScriptedTranslator:
         return results
 
     def _text(self, prompt: str) -> str:
-        code = NAMES[re.search(r"into (\w+)\.", prompt).group(1)]
-        if "[The Start of the Choices]" in prompt:
-            original = _between(prompt, "[The Start of the Question]", "[The End of the Question]")
-            choices = re.findall(r"^\d+\. (.*)$", _between(prompt, "[The Start of the Choices]",
-                                                          "[The End of the Choices]"), re.M)
-            answer = _between(prompt, "[The Start of the Correct Answer]", "[The End of the Correct Answer]")
-            output = self.sabotage(original) or {"question": f"{code}({original})",
+        if "[The Start of the Choices]" in prompt:  # Appendix E's template for French and German
+            code = next(code for words, code in APPENDIX_E.items() if words in prompt)
+            original = _between(prompt, "[The Start of the Text]", "[The End of the Text]")
+            choices = json.loads(_between(prompt, "[The Start of the Choices]", "[The End of the Choices]"))
+            answer = _between(prompt, "[The Start of the Answer]", "[The End of the Answer]")
+            output = self.sabotage(original) or {"text": f"{code}({original})",
                                                  "choices": [f"{code}({c})" for c in choices],
                                                  "answer": f"{code}({answer})"}
             return json.dumps(output)
+        code = NAMES[re.search(r"into (\w+)\.", prompt).group(1)]
         text = _between(prompt, "[The Start of the Text]", "[The End of the Text]")
         return json.dumps({"text": f"{code}({text})"})
 
@@ -135,9 +137,9 @@ def test_validation_failures_are_retried_then_dropped_and_counted(tmp_path: Path
 
     def sabotage(original: str):
         if original == bad_missing:  # the answer is not among the translated choices
-            return {"question": "q", "choices": ["a", "b", "c", "d"], "answer": "z"}
+            return {"text": "q", "choices": ["a", "b", "c", "d"], "answer": "z"}
         if original == bad_count:  # a choice lost
-            return {"question": "q", "choices": ["a", "b"], "answer": "a"}
+            return {"text": "q", "choices": ["a", "b"], "answer": "a"}
         return None
 
     translator = ScriptedTranslator(sabotage)
@@ -158,8 +160,8 @@ def test_validation_failures_are_retried_then_dropped_and_counted(tmp_path: Path
 def test_the_schema_rejects_each_flaw(choices: list[str], answer: str, code: str) -> None:
     schema = translated_pair_schema(4, 1)
     with pytest.raises(ValueError, match=code):
-        schema.model_validate({"question": "q", "choices": choices, "answer": answer})
-    assert schema.model_validate({"question": "q", "choices": ["a", "b", "c", "d"], "answer": "b"}).answer == "b"
+        schema.model_validate({"text": "q", "choices": choices, "answer": answer})
+    assert schema.model_validate({"text": "q", "choices": ["a", "b", "c", "d"], "answer": "b"}).answer == "b"
 
 
 def test_transport_failures_are_pending_and_asked_again(tmp_path: Path) -> None:

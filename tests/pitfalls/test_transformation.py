@@ -11,9 +11,18 @@ import pytest
 
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult, Usage
+from crossknow.pitfalls.candidates import candidate_record
+from crossknow.pitfalls.objective import Simulation
+from crossknow.pitfalls.pairs import Perturbation, child_node
 from crossknow.pitfalls.prompts import DIRECT_PERTURBATION_TEMPLATE, PERTURBATION_TEMPLATE
 from crossknow.pitfalls.simulate import MCQuestion
-from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, parse_distraction
+from crossknow.pitfalls.transformation import (
+    DirectPerturbation,
+    ProxyLLM,
+    ProxyPerturbation,
+    parse_distraction,
+    placement,
+)
 from crossknow.store.request_cache import RequestCache
 
 from .scripted import root
@@ -47,11 +56,17 @@ class ScriptedProxy:
         if prompt.startswith("[Instruction]\nYou are perturbation design expert"):
             question = re.search(r"\[The Start of the Question\]\n(.*)\n", prompt).group(1)
             return f"New question: Some background. {question} An example."
-        if "[The Start of the Choices]" in prompt:
+        if "[The Start of the Choices]" in prompt and "[The Start of the Answer]" in prompt:  # Appendix E's
+            question = re.search(r"\[The Start of the Text\]\n(.*)\n", prompt).group(1)
+            choices = json.loads(re.search(r"\[The Start of the Choices\]\n(.*)\n", prompt).group(1))
+            answer = re.search(r"\[The Start of the Answer\]\n(.*)\n", prompt).group(1)
+            return json.dumps({"text": f"FR({question})", "choices": [f"FR({c})" for c in choices],
+                               "answer": f"FR({answer})"})
+        if "[The Start of the Choices]" in prompt:  # crossknow's, for the languages the paper has no template for
             question = re.search(r"\[The Start of the Question\]\n(.*)\n", prompt).group(1)
             choices = re.findall(r"^\d+\. (.*)$", prompt, re.M)
             answer = re.search(r"\[The Start of the Correct Answer\]\n(.*)\n", prompt).group(1)
-            return json.dumps({"question": f"FR({question})", "choices": [f"FR({c})" for c in choices],
+            return json.dumps({"text": f"FR({question})", "choices": [f"FR({c})" for c in choices],
                                "answer": f"FR({answer})"})
         text = re.search(r"\[The Start of the Text\]\n(.*)\n\[The End of the Text\]", prompt, re.S).group(1)
         return json.dumps({"text": f"FR({text})"})
@@ -74,9 +89,14 @@ def test_one_child_per_incorrect_option_and_only_the_distraction_is_translated(t
     generator, llm = proxy(tmp_path)
     expansion = ProxyPerturbation(llm, "French").expand([root(0)])
     assert [c.perturbation.wrong_option for c in expansion.children] == [1, 2, 3] and not expansion.rejected
+    for child in expansion.children:  # the distraction and its translation on the side `placement` says
+        text = f"hint about option {child.perturbation.wrong_option}"
+        expected = {"before": (f"{text} Question 0?", f"FR({text}) [fr] Question 0?"),
+                    "after": (f"Question 0? {text}", f"[fr] Question 0? FR({text})")}
+        side = placement(root(0).id, child.perturbation.wrong_option)
+        assert (child.english.question, child.target.question) == expected[side]
+        assert child.perturbation.placement == side
     first = expansion.children[0]
-    assert first.english.question == "hint about option 1 Question 0?"
-    assert first.target.question == "FR(hint about option 1) [fr] Question 0?"
     assert first.english.choices == root(0).english.choices and first.depth == 1 and first.parent_id == root(0).id
     perturbing = [r for r in generator.requests if r.temperature == 0.7]
     translating = [r for r in generator.requests if r.temperature == 0.001]
@@ -133,12 +153,12 @@ class _FlawedTranslator:
 
 
 @pytest.mark.parametrize(("output", "code"), [
-    ({"question": "Q", "choices": ["a", "b", "c"], "answer": "b"}, "choice_count"),
-    ({"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}, "answer_missing"),
-    ({"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "c"}, "answer_index"),
-    ({"question": "Q", "choices": ["a", "b", " ", "d"], "answer": "b"}, "empty_choice"),
-    ({"question": "<the translated question>", "choices": ["a", "b", "c", "d"], "answer": "b"}, "placeholder"),
-    ({"question": "Q", "choices": ["a", "<translated choice 2>", "c", "d"], "answer": "<translated choice 2>"},
+    ({"text": "Q", "choices": ["a", "b", "c"], "answer": "b"}, "choice_count"),
+    ({"text": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}, "answer_missing"),
+    ({"text": "Q", "choices": ["a", "b", "c", "d"], "answer": "c"}, "answer_index"),
+    ({"text": "Q", "choices": ["a", "b", " ", "d"], "answer": "b"}, "empty_choice"),
+    ({"text": "<the translated question>", "choices": ["a", "b", "c", "d"], "answer": "b"}, "placeholder"),
+    ({"text": "Q", "choices": ["a", "<translated choice 2>", "c", "d"], "answer": "<translated choice 2>"},
      "placeholder"),
 ])
 def test_a_root_translation_with_a_release_flaw_is_retried_then_reported_by_its_code(output, code):
@@ -150,8 +170,8 @@ def test_a_root_translation_with_a_release_flaw_is_retried_then_reported_by_its_
 
 
 def test_a_root_translation_keeps_the_answer_index_and_lands_after_a_retry():
-    flawed = {"question": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}
-    good = {"question": " Quelle est la deuxième ? ", "choices": ["A", "B ", "C", "D"], "answer": "B "}
+    flawed = {"text": "Q", "choices": ["a", "b", "c", "d"], "answer": "z"}
+    good = {"text": " Quelle est la deuxième ? ", "choices": ["A", "B ", "C", "D"], "answer": "B "}
     generator = _FlawedTranslator([flawed, good])
     proxy = ProxyLLM.from_generator(generator, max_attempts=3)
     (result,) = proxy.translate_questions([MCQuestion("Which is second?", ("A", "B", "C", "D"), 1, "en")], "fr",
@@ -161,8 +181,92 @@ def test_a_root_translation_keeps_the_answer_index_and_lands_after_a_retry():
 
 
 def test_a_root_translation_that_copies_the_question_is_reported_untranslated():
-    copy = {"question": "Which is second? ", "choices": ["A", "B", "C", "D"], "answer": "B"}
+    copy = {"text": "Which is second? ", "choices": ["A", "B", "C", "D"], "answer": "B"}
     proxy = ProxyLLM.from_generator(_FlawedTranslator([copy]), max_attempts=3)
     (result,) = proxy.translate_questions([MCQuestion("Which is second?", ("A", "B", "C", "D"), 1, "en")], "ja",
                                           "Japanese")
     assert result == "untranslated: the question came back unchanged"
+
+
+# ---- where the inserted text goes (issue 22, item 8) ----------------------------------------------------
+
+
+def test_text_before_and_after_accumulates_outside_and_the_record_keeps_where_it_went():
+    """A hand-built lineage: step 1 puts A after the question, step 2 puts B before it, step 3 C after."""
+    one = child_node(root(0), Perturbation.placed("A.", "FR(A.)", "after", 1))
+    two = child_node(one, Perturbation.placed("B.", "FR(B.)", "before", 2))
+    three = child_node(two, Perturbation.placed("C.", "FR(C.)", "after", 3))
+    assert three.english.question == "B. Question 0? A. C."
+    assert three.target.question == "FR(B.) [fr] Question 0? FR(A.) FR(C.)"
+    inserted = three.inserted
+    assert (inserted.before_en, inserted.after_en) == ("B.", "A. C.")
+    assert (inserted.before_target, inserted.after_target) == ("FR(B.)", "FR(A.) FR(C.)")
+    assert inserted.apply(root(0).english, root(0).target) == (three.english, three.target)
+    record = candidate_record(three, Simulation({"s": 1.0}, {"s": 0.0}, 1.0, 0), "paper")
+    assert (record.english.before, record.english.after) == ("B.", "A. C.")
+    assert (record.target.before, record.target.after) == ("FR(B.)", "FR(A.) FR(C.)")
+    assert [step.placement for step in record.lineage] == ["after", "before", "after"]
+    assert root(0).inserted.placement == "none"
+    with pytest.raises(ValueError, match="placement"):
+        Perturbation.placed("A.", "FR(A.)", "middle", 1)
+
+
+def test_the_placement_is_a_fair_coin_stable_across_runs():
+    sides = [placement(f"s{i}:fr:{i:012x}", k) for i in range(300) for k in (1, 2, 3)]
+    assert set(sides) == {"before", "after"}
+    assert 0.45 < sides.count("after") / len(sides) < 0.55  # 900 draws: 3 standard deviations is 0.05
+    assert sides == [placement(f"s{i}:fr:{i:012x}", k) for i in range(300) for k in (1, 2, 3)]
+
+
+def test_only_the_distraction_is_translated_whichever_side_it_goes(tmp_path):
+    generator, llm = proxy(tmp_path)
+    parents = [root(i) for i in range(6)]
+    children = ProxyPerturbation(llm, "French").expand(parents).children
+    assert {c.perturbation.placement for c in children} == {"before", "after"}  # 18 children: both occur
+    for child in children:
+        text = f"hint about option {child.perturbation.wrong_option}"
+        parent = next(p for p in parents if p.id == child.parent_id)
+        if child.perturbation.placement == "before":
+            assert child.english.question == f"{text} {parent.english.question}"
+            assert child.target.question == f"FR({text}) {parent.target.question}"
+        else:
+            assert child.english.question == f"{parent.english.question} {text}"
+            assert child.target.question == f"{parent.target.question} FR({text})"
+    translated = [r.messages[-1].content for r in generator.requests if r.temperature == 0.001]
+    assert translated and all("Question" not in prompt for prompt in translated)
+
+
+# ---- the paper's translation templates (issue 22, item 11) ----------------------------------------------
+
+
+def _appendix_e_translation(language: str) -> str:
+    """Appendix E's "Template for English-to-<language> Translation", read from the paper's text."""
+    paper = PAPER.read_text(encoding="utf-8")
+    start = paper.index(f"Template for English-to-{language} Translation [Instruction]\n")
+    body = paper[paper.index("\n", start) + 1 : paper.index("\n\\faBook", start)]
+    return "[Instruction]\n" + body
+
+
+@pytest.mark.parametrize(("lang", "language"), [("fr", "French"), ("de", "German"), ("it", "Italian"),
+                                                ("es", "Spanish")])
+def test_the_chat_translation_request_is_appendix_e_template(lang, language):
+    generator = _FlawedTranslator([{"text": "T", "choices": ["a", "b", "c"], "answer": "b"}] * 3)
+    proxy = ProxyLLM.from_generator(generator)
+    sent = []
+    original = generator.generate
+    generator.generate = lambda requests: sent.extend(requests) or original(requests)
+    question = MCQuestion('Which is "second"?', ("A", "B", "C"), 1, "en")
+    (result,) = proxy.translate_questions([question], lang, language)
+    expected = (_appendix_e_translation(language).replace("{question}", 'Which is "second"?')
+                .replace("{choices}", '["A", "B", "C"]').replace("{ground_truth}", "B"))
+    assert sent[0].messages[-1].content == expected and sent[0].temperature == 0.001 and len(sent) == 1
+    assert sent[0].messages[-1].role == "user" and len(sent[0].messages) == 1
+    assert result == MCQuestion("T", ("a", "b", "c"), 1, lang)  # the template's own output keys are read
+
+
+def test_a_language_without_a_template_in_the_paper_gets_crossknows_prompt_with_the_same_keys():
+    generator = _FlawedTranslator([{"text": "二番目は？", "choices": ["A", "B"], "answer": "B"}])
+    (result,) = ProxyLLM.from_generator(generator).translate_questions(
+        [MCQuestion("Which is second?", ("A", "B"), 1, "en")], "ja", "Japanese")
+    assert result == MCQuestion("二番目は？", ("A", "B"), 1, "ja")
+    assert "Template for English-to-Japanese" not in PAPER.read_text(encoding="utf-8")

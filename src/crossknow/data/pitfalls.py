@@ -48,8 +48,13 @@ METADATA_FIELDS = (
     "value",
     "oriquestion",
     "transori",
+    "prequestion",
+    "sufquestion",
+    "transpre",
+    "transsuf",
 )
-"""Fields of a pair kept in both items' metadata, when present."""
+"""Fields of a pair kept in both items' metadata, when present: among them the original question and the
+text inserted before it (`prequestion`, `transpre`) and after it (`sufquestion`, `transsuf`) on each side."""
 
 _SIDES = (
     ("question", "choices", "answer"),  # English

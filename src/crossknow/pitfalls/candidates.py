@@ -1,11 +1,12 @@
 """The candidate list: the pairs the probe found, one JSON line each, append-only and resumable.
 
-`candidates.jsonl` holds one `CandidateRecord` a line: both sides of the pair, V, β per simulator,
-and the lineage (every perturbation from the original question, with depth and parent). A line is
-appended and synced as soon as a pair qualifies; a kill during the append leaves at most one torn
-last line, which the next open cuts off (that pair is found again when its batch is replayed). The
-cap of k pairs per original question is counted from the file, so it holds across a resume, and a
-pair already in the file is never appended twice.
+`candidates.jsonl` holds one `CandidateRecord` a line: both sides of the pair (each with the text
+inserted before and after the original question, as the release's prequestion / sufquestion and transpre /
+transsuf), V, β per simulator, and the lineage (every perturbation from the original question, with depth,
+parent and where it put its text). A line is appended and synced as soon as a pair qualifies; a kill
+during the append leaves at most one torn last line, which the next open cuts off (that pair is found
+again when its batch is replayed). The cap of k pairs per original question is counted from the file, so
+it holds across a resume, and a pair already in the file is never appended twice.
 
 `write_items` turns the list into crossknow's own item file (`data/jsonl.py`): per candidate an
 English and a target MCItem with one `pair_id`, which `crossknow evaluate` reads.
@@ -18,7 +19,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
@@ -39,6 +40,10 @@ class QuestionSide(Record):
     choices: list[str] = Field(description="The choices, in order.")
     answer: int = Field(ge=0, description="Index of the correct choice.")
     lang: str = Field(description="Language code of this side.")
+    before: str = Field(default="", description="The text inserted before the original question by all the "
+                        "perturbation steps ('' when none; the release's prequestion / transpre).")
+    after: str = Field(default="", description="The text inserted after the original question by all the "
+                       "perturbation steps ('' when none; the release's sufquestion / transsuf).")
 
 
 class LineageStep(Record):
@@ -50,6 +55,10 @@ class LineageStep(Record):
     perturbation_en: str = Field(description="The inserted English text (δq^E), before and after parts joined.")
     perturbation_target: str = Field(description="Its translation as inserted into the target question (δq^T).")
     wrong_option: int | None = Field(description="Index of the incorrect option it was written from; None if none.")
+    placement: Literal["before", "after", "both", "none"] | None = Field(
+        default=None, description="Where the step put its text, on both sides: 'before' or 'after' the question, "
+        "'both' (the direct perturbation) or 'none' (nothing inserted); None in files written before crossknow "
+        "recorded it.")
 
 
 class CandidateRecord(Record):
@@ -74,8 +83,11 @@ def candidate_record(node: PairNode, simulation: Simulation, recipe: str) -> Can
     if simulation.value is None:
         raise ValueError(f"pair {node.id} is unscored: {simulation.error}")
     steps = [*node.ancestry[1:], node] if node.depth else []
+    inserted = node.inserted
     return CandidateRecord(
-        id=node.id, source_id=node.source_id, recipe=recipe, english=_side(node.english), target=_side(node.target),
+        id=node.id, source_id=node.source_id, recipe=recipe,
+        english=_side(node.english, inserted.before_en, inserted.after_en),
+        target=_side(node.target, inserted.before_target, inserted.after_target),
         value=simulation.value, beta_en=simulation.beta_en, beta_target=simulation.beta_target,
         depth=node.depth, parent_id=node.parent_id, lineage=[_step(step) for step in steps],
     )
@@ -87,7 +99,7 @@ def _step(node: PairNode) -> LineageStep:
     return LineageStep(
         node_id=node.id, parent_id=parent_id, depth=node.depth, perturbation_en=perturbation.text_en,
         perturbation_target=" ".join(t for t in (perturbation.before_target, perturbation.after_target) if t),
-        wrong_option=perturbation.wrong_option,
+        wrong_option=perturbation.wrong_option, placement=perturbation.placement,
     )
 
 
@@ -197,6 +209,6 @@ def cut_torn_last_line(path: Path) -> bool:
     return True
 
 
-def _side(question: MCQuestion) -> QuestionSide:
+def _side(question: MCQuestion, before: str, after: str) -> QuestionSide:
     return QuestionSide(question=question.question, choices=list(question.choices), answer=question.answer,
-                        lang=question.lang)
+                        lang=question.lang, before=before, after=after)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Literal
 
 from crossknow.pitfalls.simulate import MCQuestion
 
@@ -23,12 +24,20 @@ class SourceQuestion:
     question: MCQuestion
 
 
+Placement = Literal["before", "after"]
+"""Where one inserted text goes: before the question (a prefix, the release's `prequestion`) or after it
+(a suffix, the release's `sufquestion`)."""
+
+PLACEMENTS: tuple[Placement, ...] = ("before", "after")
+
+
 @dataclass(frozen=True)
 class Perturbation:
     """Text inserted into both sides of a pair by one transformation step.
 
     q^E' = before_en + q^E + after_en and q^T' = before_target + q^T + after_target, each part joined
-    by one space where it is not empty; the target parts are translations of the English ones only."""
+    by one space where it is not empty; the target parts are translations of the English ones only, put on
+    the same side as the English text they translate, so a translated pair keeps the English placement."""
 
     before_en: str
     after_en: str
@@ -37,6 +46,22 @@ class Perturbation:
     wrong_option: int | None
     """Index of the incorrect option the perturbation was written from; None when none was used
     (the direct perturbation)."""
+
+    @classmethod
+    def placed(cls, text_en: str, text_target: str, placement: Placement, wrong_option: int | None) -> Perturbation:
+        """One inserted text δq^E and its translation δq^T, both before or both after the question."""
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, not {placement!r}")
+        if placement == "before":
+            return cls(text_en, "", text_target, "", wrong_option)
+        return cls("", text_en, "", text_target, wrong_option)
+
+    @property
+    def placement(self) -> Literal["before", "after", "both", "none"]:
+        """Where the English text went: 'before', 'after', 'both' (the direct perturbation's rewrite) or
+        'none' (nothing inserted)."""
+        before, after = bool(self.before_en.strip()), bool(self.after_en.strip())
+        return "both" if before and after else "before" if before else "after" if after else "none"
 
     def apply(self, english: MCQuestion, target: MCQuestion) -> tuple[MCQuestion, MCQuestion]:
         """The perturbed (English, target) questions; choices and answers are unchanged."""
@@ -66,6 +91,18 @@ class PairNode:
     """The step that made this node from its parent; None for a root."""
     ancestry: tuple[PairNode, ...] = ()
     """The nodes from the root to the parent, in order (empty for a root)."""
+
+    @property
+    def inserted(self) -> Perturbation:
+        """All text inserted on the way from the root, as one perturbation of the root: its before parts are
+        the steps' before texts, newest first (each step's text goes outside the question it was given),
+        its after parts the steps' after texts, oldest first; applied to the root's questions it gives this
+        node's. The release keeps the same split as `prequestion`/`sufquestion` and `transpre`/`transsuf`."""
+        steps = [node.perturbation for node in (*self.ancestry, self) if node.perturbation is not None]
+        return Perturbation(
+            _join(*(s.before_en for s in reversed(steps))), _join(*(s.after_en for s in steps)),
+            _join(*(s.before_target for s in reversed(steps))), _join(*(s.after_target for s in steps)), None,
+        )
 
 
 def root_node(source: SourceQuestion, target: MCQuestion) -> PairNode:

@@ -1,7 +1,9 @@
 # ruff: noqa: E501  (the paper's templates are verbatim, one paragraph a line)
-"""The probe's prompts. The two perturbation templates are the paper's Appendix E, verbatim (the line
-breaks as the paper's text gives them, with "[Instruction]" on a line of its own); the translation
-prompts are crossknow's (the paper translated perturbations with Google Translate, Appendix B).
+"""The probe's prompts. The two perturbation templates and the four translation templates (English to
+French, German, Italian and Spanish: a question with its choices and answer) are the paper's Appendix E,
+verbatim (the line breaks as the paper's text gives them, with "[Instruction]" on a line of its own).
+The prompt that translates inserted text alone is crossknow's: the paper translated perturbations with
+Google Translate (section 3.2, Appendix B.2) and prints no prompt for it.
 
 The Appendix E templates are filled by `fill`, which replaces `{name}` and leaves every other brace
 alone (their output formats hold literal braces); crossknow's translation prompts are `str.format`
@@ -43,6 +45,77 @@ You are perturbation design expert. Add contextually relevant but non-essential 
 New question: <Your modified question WITHOUT ANY CHOICES>
 """
 """Appendix E, "Template for Adding Direct Perturbation" (the DP baseline): {question}."""
+
+TRANSLATION_TEMPLATES: dict[str, str] = {
+    "fr": """[Instruction]
+Vous êtes un traducteur professionnel. Votre tâche consiste à traduire le texte, les choix et la réponse ci-dessous de manière précise et naturelle en français, tout en conservant le sens original des questions et des choix. Veuillez respecter strictement les règles suivantes :
+- La traduction des réponses et des choix doit refléter fidèlement le sens original, sans aucune altération, omission ou ajout.
+- Toutes les phrases comportant un point d’interrogation doivent rester sous forme de question après traduction, sans changer le ton ou la structure de la phrase.
+- Le contenu traduit doit respecter les normes et usages de la langue française, être fluide et naturel, en évitant les traductions littérales ou maladroites.
+[The Start of the Text]
+{question}
+[The End of the Text]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+[The Start of the Answer]
+{ground_truth}
+[The End of the Answer]
+[Output Format]
+{"text": "<Texte traduit en français>", "choices": ["<Choix traduit en français 1>", "<Choix traduit en français 2>", …], "answer": "<Réponse traduite en français>"}""",
+    "de": """[Instruction]
+Sie sind ein professioneller Übersetzungsexperte. Ihre Aufgabe besteht darin, den folgenden Text, die Auswahlmöglichkeiten und die Antwort präzise und natürlich ins Deutsche zu übersetzen, wobei der ursprüngliche Sinn der Frage und der Auswahlmöglichkeiten erhalten bleiben muss. Halten Sie sich strikt an die folgenden Regeln:
+- Die Übersetzung der Antworten und Auswahlmöglichkeiten muss den ursprünglichen Sinn vollständig bewahren, ohne jegliche Abweichungen, Hinzufügungen oder Kürzungen.
+- Alle Sätze mit einem Fragezeichen müssen auch nach der Übersetzung die Form einer Frage beibehalten, ohne den Ton oder die Struktur des Satzes zu verändern.
+- Der übersetzte Inhalt muss den sprachlichen Gepflogenheiten des Deutschen entsprechen, natürlich und flüssig formuliert sein und wörtliche, ungeschmeidige Übersetzungen vermeiden.
+[The Start of the Text]
+{question}
+[The End of the Text]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+[The Start of the Answer]
+{ground_truth}
+[The End of the Answer]
+[Output Format]
+{"text": "<Übersetzter Text>", "choices": ["<Übersetzte Auswahl1>", "<Übersetzte Auswahl2>", …], "answer": "<Übersetzte Antwort>"}""",
+    "it": """[Instruction]
+Sei un traduttore professionista. Il tuo compito è tradurre il seguente testo, le opzioni e la risposta in italiano in modo accurato e naturale, assicurandoti di preservare il significato originale della domanda e delle opzioni. Segui rigorosamente le seguenti regole:
+- La traduzione delle risposte e delle opzioni deve mantenere completamente il significato originale, senza alcuna deviazione, aggiunta o omissione.
+- Tutte le frasi con un punto interrogativo devono mantenere la forma interrogativa dopo la traduzione, senza alterare il tono o la struttura della frase.
+- Il contenuto tradotto deve rispettare le abitudini linguistiche dell’italiano, essere naturale e fluido, evitando traduzioni letterali e rigide.
+[The Start of the Text]
+{question}
+[The End of the Text]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+[The Start of the Answer]
+{ground_truth}
+[The End of the Answer]
+[Output Format]
+{"text": "<Testo tradotto>", "choices": ["<Opzione tradotta 1>", "<Opzione tradotta 2>", …], "answer": "<Risposta tradotta>"}""",
+    "es": """[Instruction]
+Eres un experto en traducción profesional. Tu tarea es traducir el siguiente texto, opciones y respuestas de manera precisa y natural al español, asegurándote de conservar el significado original de las preguntas y opciones. Por favor, cumple estrictamente con las siguientes reglas:
+- La traducción de las respuestas y opciones debe conservar completamente el significado original, sin desviaciones ni adiciones.
+- Todas las oraciones que contengan un signo de interrogación deben mantener la forma de pregunta en la traducción, sin cambiar el tono ni la estructura de la oración.
+- El contenido traducido debe ajustarse a las costumbres del idioma español, expresándose de manera natural y fluida, evitando traducciones literales.
+[The Start of the Text]
+{question}
+[The End of the Text]
+[The Start of the Choices]
+{choices}
+[The End of the Choices]
+[The Start of the Answer]
+{ground_truth}
+[The End of the Answer]
+[Output Format]
+{"text": "<texto traducido>", "choices": ["<opción traducida 1>", "<opción traducida 2>", …], "answer": "<respuesta traducida>"}""",
+}
+"""Appendix E, "Template for English-to-French / -German / -Italian / -Spanish Translation", by language code:
+the question, its choices and its correct answer translated as one JSON output ({"text", "choices",
+"answer"}); slots {question}, {choices} and {ground_truth} (the correct choice's text). The paper prints
+these four only; `crossknow.pitfalls.pair_translation` uses them for these languages."""
 
 TRANSLATE_TEXT_TEMPLATE = """Translate the text below into {language}. Translate it faithfully and completely, \
 without adding, removing or explaining anything, and keep it in the same form (a sentence stays a sentence, a question stays a question).

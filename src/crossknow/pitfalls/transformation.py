@@ -2,10 +2,15 @@
 
 - `ProxyPerturbation` (the paper's φ, section 2.2): for each incorrect option α^E of a parent pair,
   the proxy writes a distraction δq^E with Appendix E's "Template for Generating Perturbation" at
-  temperature 0.7; δq^E goes before q^E (the concatenation ⊕; placing it before the question, so the
-  question stays last, is crossknow's choice), and only δq^E is translated (temperature 0.001) and put
-  before q^T. One child per incorrect option (crossknow's choice: a batch of 4 pairs with 3-4
-  incorrect options each fills the beam's w = 12).
+  temperature 0.7, given the parent's whole English question. q^E' = ⊕(q^E, δq^E): section 2.2 calls ⊕
+  "a context-sensitive insertion" that "during implementation ... is a concatenation", and neither it
+  nor the Appendix E template says on which side. The release has both: of its 6,713 pairs, 5,528 hold
+  text before the original question (`prequestion`) and 5,706 text after it (`sufquestion`), 4,521 both
+  (the code released with it picks the side by the parity of the distraction's length). crossknow's
+  choice (`placement`): a fair coin seeded by the parent's id and the option puts δq^E before or after
+  the parent's question, outside any text already there; only δq^E is translated (temperature 0.001), and
+  δq^T goes on the same side of q^T. One child per incorrect option (crossknow's choice: a batch of 4
+  pairs with 3-4 incorrect options each fills the beam's w = 12).
 - `DirectPerturbation` (the DP baseline): one rewrite per pair with Appendix E's "Template for Adding
   Direct Perturbation"; the original question must appear verbatim in the rewrite (its rule 4): the
   text before and after it is the inserted text, translated as above. A rewrite that does not keep
@@ -31,7 +36,7 @@ from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
 from crossknow.models.generator import Generator
 from crossknow.pitfalls.pair_translation import translate_pairs
-from crossknow.pitfalls.pairs import PairNode, Perturbation, child_node
+from crossknow.pitfalls.pairs import PLACEMENTS, PairNode, Perturbation, Placement, child_node
 from crossknow.pitfalls.prompts import (
     DIRECT_PERTURBATION_TEMPLATE,
     PERTURBATION_TEMPLATE,
@@ -79,6 +84,13 @@ class TranslatedText(BaseModel):
 def prompt_seed(*parts: str) -> int:
     """A stable 31-bit seed from text parts (the same across processes and resumes)."""
     return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()[:4], "big") >> 1
+
+
+def placement(parent_id: str, option: int) -> Placement:
+    """Where the distraction written from incorrect option `option` of pair `parent_id` goes: 'before' or
+    'after' the question, by a fair coin seeded by both (crossknow's choice; the paper does not say, see the
+    module docstring). The same on every run and resume, since a node's id is derived from its lineage."""
+    return PLACEMENTS[prompt_seed(parent_id, str(option), "placement") % 2]
 
 
 _DISTRACTION = re.compile(r"generated\s+distraction\s*:", re.I)
@@ -172,7 +184,8 @@ class ProxyPerturbation:
             if translated is None:
                 expansion.rejected.append(Rejection(parent.id, error or "translation failed"))
             else:
-                expansion.children.append(child_node(parent, Perturbation(text, "", translated, "", k)))
+                step = Perturbation.placed(text, translated, placement(parent.id, k), k)
+                expansion.children.append(child_node(parent, step))
         return expansion
 
 
