@@ -56,7 +56,7 @@ def default_answer(schema: str, user: str) -> str:
     """A valid answer of the kind `schema` names."""
     if schema == "EntityList":
         return json.dumps({"entities": re.findall(r"\b[A-Z][A-Za-z0-9]+", sentence_of(user))})
-    if schema == "FactAnswer":
+    if schema in ("FactAnswer", "FactAnswerReasoningFirst"):
         words = sentence_of(user).rstrip(".。").split()
         if len(words) < 3:  # a Japanese sentence: cut it in three
             text = sentence_of(user).rstrip("。")
@@ -65,7 +65,9 @@ def default_answer(schema: str, user: str) -> str:
         triple = {"subject": words[0], "relation": " ".join(words[1:-2]) or words[1], "object": " ".join(words[-2:])}
         if len(words) == 3:
             triple = {"subject": words[0], "relation": words[1], "object": words[2]}
-        answer = {"reasoning": "It states a fact.", "factuality": "yes", "triple": triple}
+        answer = {"factuality": "yes", "triple": triple, "reasoning": "It states a fact."}
+        if schema == "FactAnswerReasoningFirst":  # the fields in the order its schema asks for
+            answer = {"reasoning": answer["reasoning"], "factuality": "yes", "triple": triple}
         return json.dumps(answer, ensure_ascii=False)
     if schema == "ClozeAnswer":
         sentence, obj = sentence_of(user), object_of(user)

@@ -1,4 +1,5 @@
-"""Multi-LLM fact detection: P(yes) with the reasoning first, the paper's keep rules, the final-triple rule."""
+"""Multi-LLM fact detection: the answer fields in Appendix A.1's order (P(yes) read before any reasoning) or the
+reasoning first, the paper's keep rules, the final-triple rule."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from crossknow.adaxeval.facts import FactAnswer, KeepRule, choose_triple, default_threshold, fact_rows
+from crossknow.adaxeval.facts import (
+    FactAnswer,
+    FactAnswerReasoningFirst,
+    KeepRule,
+    choose_triple,
+    default_threshold,
+    fact_rows,
+)
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import CallInfo, DetectorVote, SentenceRecord, Triple
 from crossknow.generation.structured import StructuredClient
@@ -24,10 +32,16 @@ REASONING = 'It names a drug and what it suppresses; a reader could write \\"fac
 """A reasoning whose JSON text holds an escaped `"factuality": "no"`: it must not be taken for the answer."""
 
 
-def answer_text(answer: str, triple: dict | None = GROUNDED) -> str:
-    """A detector's JSON answer, the reasoning first as the schema orders it."""
-    body = {"reasoning": "REASONING", "factuality": answer, "triple": triple if answer == "yes" else None}
+def answer_text(answer: str, triple: dict | None = GROUNDED, fields: list[str] | None = None) -> str:
+    """A detector's JSON answer with its fields in the order `fields` names (default: the reasoning first)."""
+    values = {"reasoning": "REASONING", "factuality": answer, "triple": triple if answer == "yes" else None}
+    body = {name: values[name] for name in fields or ["reasoning", "factuality", "triple"]}
     return json.dumps(body).replace('"REASONING"', f'"{REASONING}"')
+
+
+def in_schema_order(request) -> str:
+    """A "yes" answer written in the field order of the request's JSON schema, as a constrained decoder writes it."""
+    return answer_text("yes", fields=list(request.json_schema["anyOf"][0]["properties"]))
 
 
 def detector(answer: str | None, p_yes: float | None = None, triple: dict | None = GROUNDED) -> StructuredClient:
@@ -123,19 +137,22 @@ def test_a_yes_without_a_triple_is_an_invalid_vote_with_the_models_output():
     assert row.status == "kept" and row.record.yes_votes == 2 and row.record.votes[1].factuality is None
 
 
-def test_fact_answer_schema_reasons_first_and_ties_yes_to_a_triple():
-    with pytest.raises(ValidationError, match="needs a triple"):
-        FactAnswer(reasoning="r", factuality="yes", triple=None)
-    assert FactAnswer(reasoning="r", factuality="no", triple=None).triple is None
-    schema = FactAnswer.model_json_schema()
-    yes, no = schema["anyOf"]
-    assert yes["properties"]["factuality"]["enum"] == ["yes"] and no["properties"]["factuality"]["enum"] == ["no"]
-    assert yes["properties"]["triple"]["$ref"] == "#/$defs/Triple" and no["properties"]["triple"]["type"] == "null"
-    for variant in (yes, no):  # the reasoning is written before the answer the confidence is read from
-        assert list(variant["properties"]) == ["reasoning", "factuality", "triple"]
-        assert variant["required"] == ["reasoning", "factuality", "triple"]
-        assert variant["additionalProperties"] is False
-    assert all(schema["$defs"]["Triple"]["properties"][f]["minLength"] == 1 for f in ("subject", "relation", "object"))
+def test_fact_answer_schemas_follow_appendix_a1_or_put_the_reasoning_first_and_tie_yes_to_a_triple():
+    orders = {FactAnswer: ["factuality", "triple", "reasoning"], FactAnswerReasoningFirst: ["reasoning", "factuality",
+                                                                                             "triple"]}
+    for model, order in orders.items():
+        with pytest.raises(ValidationError, match="needs a triple"):
+            model(reasoning="r", factuality="yes", triple=None)
+        assert model(reasoning="r", factuality="no", triple=None).triple is None
+        schema = model.model_json_schema()
+        yes, no = schema["anyOf"]
+        assert yes["properties"]["factuality"]["enum"] == ["yes"] and no["properties"]["factuality"]["enum"] == ["no"]
+        assert yes["properties"]["triple"]["$ref"] == "#/$defs/Triple" and no["properties"]["triple"]["type"] == "null"
+        for variant in (yes, no):  # the order decides whether P(yes) is read before or after the reasoning
+            assert list(variant["properties"]) == order and variant["required"] == order
+            assert variant["additionalProperties"] is False
+        assert all(schema["$defs"]["Triple"]["properties"][f]["minLength"] == 1 for f in ("subject", "relation",
+                                                                                          "object"))
 
 
 class ScoringFake(FakeLLM):
@@ -151,15 +168,33 @@ class ScoringFake(FakeLLM):
         return [math.log(0.3) if r.continuation == '"yes"' else math.log(0.1) for r in requests]
 
 
-def test_exact_confidence_is_scored_after_the_reasoning():
-    fake = ScoringFake(answers={"FactAnswer": lambda user, request: answer_text("yes")})
+def test_by_default_p_yes_is_scored_at_the_factuality_field_before_any_reasoning():
+    fake = ScoringFake(answers={"FactAnswer": lambda user, request: in_schema_order(request)})
     client = StructuredClient(fake, max_attempts=1)
     row = fact_rows([SENTENCE], [("d0", client)], PromptTable.load(), KeepRule("sum", 0.5, 1))[0]
+    assert row.record.votes[0].confidence == pytest.approx(0.3 / (0.3 + 0.1))
+    assert row.record.votes[0].reasoning == REASONING.replace('\\"', '"')  # the reason, written after the answer
+    # by hand: the answer opens with the factuality field, so the two values are scored right after '{"factuality": '
+    assert {request.answer_prefix for request in fake.scored} == {'{"factuality": '}
+    assert {request.continuation for request in fake.scored} == {'"yes"', '"no"'}
+    # the prompt lists A.1's fields in its order, and its examples answer in that order
+    prompt = fake.requests[0].messages[-1].content
+    assert prompt.index('- "factuality"') < prompt.index('- "triple"') < prompt.index('- "reasoning"')
+    examples = [line for line in prompt.splitlines() if line.startswith("{")]
+    assert len(examples) == 2 and all(line.startswith('{"factuality": "') for line in examples)
+
+
+def test_reasoning_first_is_an_option_and_its_p_yes_is_scored_after_the_reasoning():
+    fake = ScoringFake(answers={"FactAnswerReasoningFirst": lambda user, request: in_schema_order(request)})
+    client = StructuredClient(fake, max_attempts=1)
+    rule = KeepRule("sum", 0.5, 1)
+    row = fact_rows([SENTENCE], [("d0", client)], PromptTable.load(), rule, "reasoning_first")[0]
     assert row.record.votes[0].confidence == pytest.approx(0.3 / (0.3 + 0.1))
     prefixes = {request.answer_prefix for request in fake.scored}
     expected = answer_text("yes").split('"factuality": ')[0] + '"factuality": '  # by hand: all text before the value
     assert prefixes == {expected} and REASONING in expected
-    assert {request.continuation for request in fake.scored} == {'"yes"', '"no"'}
+    prompt = fake.requests[0].messages[-1].content
+    assert prompt.index('- "reasoning"') < prompt.index('- "factuality"') < prompt.index('- "triple"')
 
 
 def _vote(confidence: float, subject: str, obj: str, answer: str = "yes") -> DetectorVote:

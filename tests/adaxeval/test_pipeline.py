@@ -135,6 +135,28 @@ def test_sampling_is_seeded_and_recorded(run_fake, tmp_path):
     assert outputs(tmp_path / "other") != outputs(tmp_path / "run")
 
 
+def test_the_fact_order_is_the_papers_by_default_reasoning_first_on_request_and_recorded(run_fake, tmp_path):
+    def fact_schemas(fake: FakeLLM) -> set[tuple[str, tuple[str, ...]]]:
+        return {(r.json_schema["title"], tuple(r.json_schema["anyOf"][0]["properties"])) for r in fake.requests
+                if r.json_schema["title"].startswith("FactAnswer")}
+
+    _, fake = run_fake(sample=1, docs=1)
+    assert fact_schemas(fake) == {("FactAnswer", ("factuality", "triple", "reasoning"))}  # Appendix A.1's order
+    assert "fact_order: paper" in (tmp_path / "run/config.yaml").read_text()
+    _, fake = run_fake(out=tmp_path / "first", sample=1, docs=1, fact_order="reasoning_first")
+    assert fact_schemas(fake) == {("FactAnswerReasoningFirst", ("reasoning", "factuality", "triple"))}
+    assert "fact_order: reasoning_first" in (tmp_path / "first/config.yaml").read_text()
+    # a prompt directory that replaces a language needs the facts prompt of the order asked for, not the other
+    (tmp_path / "prompts").mkdir()
+    en = (Path(__file__).parents[2] / "src/crossknow/adaxeval/prompts/en.yaml").read_text(encoding="utf-8")
+    start, end = en.index("  facts_reasoning_first: |"), en.index("  cloze: |")
+    (tmp_path / "prompts" / "en.yaml").write_text(en[:start] + en[end:], encoding="utf-8")
+    run_fake(out=tmp_path / "own", sample=1, docs=1, prompts=str(tmp_path / "prompts"))
+    with pytest.raises(CrossknowError, match="no prompt for task 'facts_reasoning_first'"):
+        run_fake(out=tmp_path / "own-first", sample=1, docs=1, prompts=str(tmp_path / "prompts"),
+                 fact_order="reasoning_first")
+
+
 def test_a_changed_config_is_refused_but_volatile_settings_may_change(run_fake):
     run_fake()
     with pytest.raises(CrossknowError, match=r"another config \(threshold: 2.0 -> 1.0\)"):

@@ -18,7 +18,7 @@ def test_english_and_japanese_have_every_task():
     table.check(["en", "ja"])
     prompt = table.render("facts", "ja", sentence="インスリンは血糖値を下げる。")
     assert prompt.system is None and prompt.user.endswith("文: インスリンは血糖値を下げる。")
-    assert '"factuality": "yes"' in prompt.user and '{"reasoning": "' in prompt.user  # JSON needs no escaping
+    assert '{"factuality": "yes"' in prompt.user and '"reasoning": "' in prompt.user  # JSON needs no escaping
     assert table.language_name("ja", "en") == "英語"
 
 
@@ -80,10 +80,12 @@ def test_render_needs_every_value():
         PromptTable.load().render("cloze", "en", sentence="s", subject="x")
 
 
-def test_the_chain_of_thought_prompts_ask_for_the_reasoning_first_in_their_examples():
+def test_the_examples_answer_in_the_field_order_each_prompt_asks_for():
     table = PromptTable.load()
+    openings = {"facts": '{"factuality": "', "facts_reasoning_first": '{"reasoning": "', "cloze": '{"reasoning": "',
+                "paraphrase": '{"reasoning": "'}  # fact detection: Appendix A.1's order by default
     for lang in ("en", "ja"):
-        for task in ("facts", "cloze", "paraphrase"):
+        for task, opening in openings.items():
             text = table.template(task, lang)
             examples = [line for line in text.splitlines() if line.startswith("{")]
-            assert examples and all(line.startswith('{"reasoning": "') for line in examples), (lang, task)
+            assert examples and all(line.startswith(opening) for line in examples), (lang, task)

@@ -54,8 +54,9 @@ def test_bad_corpus_line_names_file_line_and_field(tmp_path):
         (("--detector", "openai:qwen"), "needs a server: pass --base-url"),
         (("--writer", "gemma-270m"), "hf:PATH_OR_ID[@REVISION]"),
         (("--ner", "ja=stanza"), "unknown NER backend 'stanza'"),
+        (("--fact-order", "last"), "--fact-order: Input should be 'paper' or 'reasoning_first'"),
     ],
-    ids=["no-prompts", "one-language", "json-mode", "no-server", "bad-spec", "bad-ner"],
+    ids=["no-prompts", "one-language", "json-mode", "no-server", "bad-spec", "bad-ner", "fact-order"],
 )
 def test_bad_options_fail_before_anything_is_written(tmp_path, extra, words):
     out = tmp_path / "run"

@@ -15,7 +15,7 @@ import torch
 from crossknow.dynamics.sequence_inputs import SequenceLossConfig, read_sequences
 from crossknow.dynamics.sequence_loss import run_sequence_loss
 from crossknow.dynamics.token_spans import token_spans
-from crossknow.errors import InputError
+from crossknow.errors import CrossknowError, InputError
 from crossknow.models import sweep_scorers
 from tests.training.tiny_run import TinyTrainRun
 
@@ -219,6 +219,10 @@ def test_the_command_reads_its_options_and_stops_at_bad_input_before_any_model_l
     assert not (tmp_path / "o").exists()
     result = CliRunner().invoke(app, ["trace-sequences", "--help"])
     assert result.exit_code == 0 and "--per-token" in result.output and "--variants" in result.output
+    assert "--pos-loss" in result.output  # Fig. 11's POS panel: absolute (the paper's) or relative
+    with pytest.raises(CrossknowError, match="--pos-loss must be absolute or relative, got 'sideways'"):
+        CliRunner().invoke(app, [*command[:7], "--pos-loss", "sideways"], catch_exceptions=False)
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_server_backend_refuses_token_id_sequences_before_sending_anything() -> None:

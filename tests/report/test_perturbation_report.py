@@ -14,7 +14,7 @@ from crossknow.data.sequence_variants import SequenceVariant
 from crossknow.dynamics.onset import OnsetParams
 from crossknow.dynamics.sequence_curves import curve_label, curve_summary, paired_gaps, sequence_curves
 from crossknow.perturb.edits import token_edit_distance
-from crossknow.report.perturbation_figures import FIGURES, perturbation_figure
+from crossknow.report.perturbation_figures import FIGURES, perturbation_figure, reorder_window
 from crossknow.report.perturbation_report import write_perturbation_report
 from tests.training.tiny_run import TinyTrainRun
 
@@ -75,15 +75,18 @@ def scatter_points(figure: Any) -> list[tuple[float, float]]:
 
 
 def test_figures_mark_the_onset_and_are_drawn_only_when_their_variants_exist() -> None:
-    reorder = {(f"r{y}", "s1", "reorder", 8, y, None): [4.5, 3.5, 2.5, 3.0] for y in (1, 4, 16)}
+    reorder = {(f"r{y}", "s1", "reorder", 8, y, None): [4.5, 3.5, 2.5, 3.0] for y in (1, 3, 4, 16)}
     curves = sequence_curves(constructed_table(reorder))
     by_name = {spec.name: spec for spec in FIGURES}
     mask = perturbation_figure(curves, by_name["fig5-mask"])
     assert scatter_points(mask) == [(10.0, 6.0)]  # mask-8's onset; the originals have none
     assert [line.get_label() for line in mask.axes[0].get_lines()] == ["original (n=2)", "mask-8 (n=1)"]
     token_8 = perturbation_figure(curves, by_name["fig6-token-8"])
+    # reorder at the authors' window 3 (their retoken-8@3), not at 1, 4 or 16
     assert [line.get_label() for line in token_8.axes[0].get_lines()] == ["original (n=2)", "mask-8 (n=1)",
-                                                                          "reorder-8@4 (n=1)"]
+                                                                          "reorder-8@3 (n=1)"]
+    without_3 = sequence_curves(constructed_table({key: v for key, v in reorder.items() if key[4] != 3}))
+    assert reorder_window(without_3, 8) == 1  # then the smallest window present
     assert perturbation_figure(curves, by_name["fig7-reorder-4"]) is None  # no reorder at 4%
     assert perturbation_figure(curves, by_name["fig9-rewrite-40"]) is None
 

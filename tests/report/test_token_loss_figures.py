@@ -15,19 +15,26 @@ def group_rows(lang: str, kind: str, group: str, losses: list[float], n_tokens: 
              "n_sequences": 1} for i, loss in enumerate(losses)]
 
 
-def test_fig11_draws_each_group_as_its_change_since_the_first_step() -> None:
+def test_fig11_draws_pos_groups_as_their_loss_and_script_classes_as_their_change() -> None:
     groups = pd.DataFrame(group_rows("ja", "script", "japanese", [5.0, 4.0, 4.5], 40)
                           + group_rows("ja", "script", "latin", [6.0, 3.0, 2.0], 12)
                           + group_rows("ja", "pos", "NUM", [7.0, 5.0, 4.0], 10)
                           + group_rows("ja", "pos", "INTJ", [9.0, 1.0, 1.0], 3)  # too few tokens to draw
                           + group_rows("en", "pos", "NOUN", [1.0, 1.0, 1.0], 50))
+
+    def curves(axes) -> dict[str, list[float]]:
+        return {line.get_label(): list(line.get_ydata()) for line in axes.lines if not line.get_label().startswith("_")}
+
     figure = draw_fig11(groups, "ja")
     assert figure is not None
     left, right = figure.axes
-    drawn = {line.get_label(): list(line.get_ydata()) for line in left.lines if not line.get_label().startswith("_")}
-    assert drawn == {"japanese (n=40)": [0.0, -1.0, -0.5], "latin (n=12)": [0.0, -3.0, -4.0]}
-    drawn = {line.get_label(): list(line.get_ydata()) for line in right.lines if not line.get_label().startswith("_")}
-    assert drawn == {"NUM (n=10)": [0.0, -2.0, -3.0]}
+    assert curves(left) == {"japanese (n=40)": [0.0, -1.0, -0.5], "latin (n=12)": [0.0, -3.0, -4.0]}
+    assert curves(right) == {"NUM (n=10)": [7.0, 5.0, 4.0]}  # the loss itself, as the paper's Fig. 11
+    assert (left.get_ylabel(), right.get_ylabel()) == ("mean token loss − first step (nats)", "mean token loss (nats)")
+    left, right = draw_fig11(groups, "ja", pos_relative=True).axes  # the option: its change since the first step
+    assert curves(right) == {"NUM (n=10)": [0.0, -2.0, -3.0]} and right.get_ylabel() == left.get_ylabel()
+    left, _ = draw_fig11(groups, "ja", script_relative=False).axes
+    assert curves(left) == {"japanese (n=40)": [5.0, 4.0, 4.5], "latin (n=12)": [6.0, 3.0, 2.0]}
     assert draw_fig11(groups, "ko") is None
 
 

@@ -1,11 +1,21 @@
 """Stage 'facts': multi-LLM fact detection and triple extraction (the paper's section 3.1.1, Appendix A.1).
 
-Each detector answers {reasoning, factuality, triple} about a sentence: Appendix A.1's three fields
-(its "reason" is our `reasoning`), with the reasoning first so that the model reasons before it
-answers (crossknow's order; A.1 lists the explanation last). Its confidence is P("yes") of the
-factuality answer: exact where the backend scores continuations, else from the top log-probabilities,
-else 1 or 0 from the answer (see crossknow.generation.confidence; the reasoning before the answer is
-part of the text the yes/no value is scored after).
+Each detector answers Appendix A.1's three fields about a sentence: `factuality` (yes/no), `triple`
+(subject, relation, object; null for a no) and the reason ("a brief explanation for why the sentence was
+or wasn't considered factual", our field `reasoning`). Their order (`--fact-order`, recorded in
+config.yaml) decides what P(yes) is conditioned on:
+- 'paper' (the default): A.1's order, factuality, triple, reason. P(yes) is read at the factuality
+  value, the first thing the detector writes, so it is the model's confidence before any reasoning.
+- 'reasoning_first' (crossknow's option, the default before issue 22): the reasoning first, then
+  factuality and triple, so that the model reasons before it answers; P(yes) is then conditioned on its
+  own reasoning, which may already have settled the answer and push P(yes) to 0 or 1 (the sum rule then
+  acts as unanimity).
+The prompt (task `facts` or `facts_reasoning_first` of the prompt files) and the JSON schema
+(`FactAnswer` or `FactAnswerReasoningFirst`) follow the order. The confidence is P("yes") of the
+factuality answer (A.1: "the probability of yes token out by the `factuality` field"): exact where the
+backend scores continuations, else from the top log-probabilities, else 1 or 0 from the answer (see
+crossknow.generation.confidence; whatever the answer holds before the factuality value is part of the
+text the yes/no value is scored after).
 
 Which sentences are kept: the paper states two rules, separately.
 - 'sum' (section 3.2): the summed confidence of the valid votes exceeds the threshold, 2 of a maximum
@@ -36,7 +46,15 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.records import DetectorVote, DropReason, FactRecord, FactRule, SentenceRecord, Triple
+from crossknow.adaxeval.records import (
+    DetectorVote,
+    DropReason,
+    FactOrder,
+    FactRecord,
+    FactRule,
+    SentenceRecord,
+    Triple,
+)
 from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
 from crossknow.data.schemas import Record
 from crossknow.generation.structured import StructuredClient
@@ -45,18 +63,19 @@ CONFIDENCE_FIELD = "factuality"
 
 
 def _yes_needs_a_triple(schema: dict[str, Any]) -> None:
-    """Rewrite FactAnswer's JSON schema as two alternatives, {..., "factuality": "yes", "triple": {...}} and
-    {..., "factuality": "no", "triple": null}, so that a decoder constrained to it cannot write a yes
-    without a triple (fields in the same order: the reasoning first, the confidence scored after it)."""
+    """Rewrite a fact answer's JSON schema as two alternatives, {"factuality": "yes", "triple": {...}, ...} and
+    {"factuality": "no", "triple": null, ...}, so that a decoder constrained to it cannot write a yes without a
+    triple. The fields keep the model's order, which decides whether the confidence is read before or after the
+    reasoning."""
     properties, required = schema.pop("properties"), schema.pop("required")
     triple_ref = next(option for option in properties["triple"]["anyOf"] if "$ref" in option)
 
     def variant(answer: str, triple: dict[str, Any]) -> dict[str, Any]:
-        fields = {
-            "reasoning": properties["reasoning"],
+        changed = {
             "factuality": {**properties["factuality"], "enum": [answer]},
             "triple": {**triple, "description": properties["triple"].get("description", "")},
         }
+        fields = {name: changed.get(name, value) for name, value in properties.items()}
         return {"type": "object", "properties": fields, "required": required, "additionalProperties": False}
 
     schema.pop("additionalProperties", None)
@@ -64,22 +83,47 @@ def _yes_needs_a_triple(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [variant("yes", triple_ref), variant("no", {"type": "null"})]
 
 
-class FactAnswer(Record):
-    """A detector's answer to the 'facts' prompt (Appendix A.1's fields, the reasoning first). A "yes" must
-    carry a triple (its JSON schema and its validation both say so): a yes without content cannot make
-    an item. A triple given with a "no" is ignored."""
+FACTUALITY = "Whether the sentence states a domain fact."
+TRIPLE = "The fact as subject, relation, object; null when factuality is no."
+
+
+class _FactFields(Record):
+    """What both field orders share: a "yes" must carry a triple (its JSON schema and its validation both say so),
+    since a yes without content cannot make an item; a triple given with a "no" is ignored."""
 
     model_config = ConfigDict(json_schema_extra=_yes_needs_a_triple)
 
-    reasoning: str = Field(description="Step-by-step reasoning about the criteria, written before the answer.")
-    factuality: Literal["yes", "no"] = Field(description="Whether the sentence states a domain fact.")
-    triple: Triple | None = Field(description="The fact as subject, relation, object; null when factuality is no.")
-
     @model_validator(mode="after")
-    def _triple_when_yes(self) -> FactAnswer:
-        if self.factuality == "yes" and self.triple is None:
+    def _triple_when_yes(self) -> _FactFields:
+        if self.factuality == "yes" and self.triple is None:  # type: ignore[attr-defined]
             raise ValueError("a 'yes' needs a triple (subject, relation, object), got null")
         return self
+
+
+class FactAnswer(_FactFields):
+    """A detector's answer in Appendix A.1's order (the default): factuality, triple, then the reason."""
+
+    factuality: Literal["yes", "no"] = Field(description=FACTUALITY)
+    triple: Triple | None = Field(description=TRIPLE)
+    reasoning: str = Field(
+        description="A brief explanation of why the sentence was or wasn't considered factual, by the criteria "
+        "(Appendix A.1's reason), written after the answer."
+    )
+
+
+class FactAnswerReasoningFirst(_FactFields):
+    """A detector's answer with the reasoning first (crossknow's option): reasoning, factuality, triple."""
+
+    reasoning: str = Field(description="Step-by-step reasoning about the criteria, written before the answer.")
+    factuality: Literal["yes", "no"] = Field(description=FACTUALITY)
+    triple: Triple | None = Field(description=TRIPLE)
+
+
+ANSWERS: dict[str, tuple[str, type[_FactFields]]] = {
+    "paper": ("facts", FactAnswer),
+    "reasoning_first": ("facts_reasoning_first", FactAnswerReasoningFirst),
+}
+"""--fact-order -> (prompt task, answer schema)."""
 
 
 def default_threshold(n_detectors: int) -> float:
@@ -171,12 +215,14 @@ def fact_rows(
     detectors: Sequence[tuple[str, StructuredClient]],
     prompts: PromptTable,
     rule: KeepRule,
+    order: FactOrder = "paper",
 ) -> list[StageRow[FactRecord] | None]:
-    """Ask every detector about every sentence of the chunk; one row per sentence (None when some
-    detector's request failed in transport, to be retried by a later run)."""
-    chat = [prompts.render("facts", s.lang, sentence=s.text) for s in sentences]
+    """Ask every detector about every sentence of the chunk, the answer's fields in `order`; one row per
+    sentence (None when some detector's request failed in transport, to be retried by a later run)."""
+    task, schema = ANSWERS[order]
+    chat = [prompts.render(task, s.lang, sentence=s.text) for s in sentences]
     per_detector = [
-        client.call_many(chat, FactAnswer, confidence_field=CONFIDENCE_FIELD) for _, client in detectors
+        client.call_many(chat, schema, confidence_field=CONFIDENCE_FIELD) for _, client in detectors
     ]
     rows: list[StageRow[FactRecord] | None] = []
     for k, sentence in enumerate(sentences):
@@ -186,7 +232,7 @@ def fact_rows(
             continue
         votes = []
         for (spec, _), outcome in zip(detectors, outcomes, strict=True):
-            answer: FactAnswer | None = outcome.value
+            answer: FactAnswer | FactAnswerReasoningFirst | None = outcome.value
             votes.append(
                 DetectorVote(
                     detector=spec,

@@ -20,7 +20,7 @@ import crossknow
 from crossknow.adaxeval.assemble import write_dataset
 from crossknow.adaxeval.clients import Clients, MakeGenerator, check_spec
 from crossknow.adaxeval.distractors import distractor_rows
-from crossknow.adaxeval.facts import KeepRule, default_threshold, fact_rows
+from crossknow.adaxeval.facts import ANSWERS, KeepRule, default_threshold, fact_rows
 from crossknow.adaxeval.filters import quality_rows
 from crossknow.adaxeval.ner import NerBackend, check_ner_spec, make_ner, ner_rows
 from crossknow.adaxeval.prompts import TASKS, PromptTable
@@ -98,7 +98,8 @@ def run_generate(
     if not corpus_path.is_file():
         raise CrossknowError(f"corpus file not found: {corpus_path}")
     prompts = PromptTable.load(config.prompts)
-    prompts.check(config.langs, [task for task in TASKS if task != "ner"])
+    unused_facts = {task for order, (task, _) in ANSWERS.items() if order != config.fact_order}
+    prompts.check(config.langs, [task for task in TASKS if task != "ner" and task not in unused_facts])
     resolved = resolve_config(config, prompts)
     documents = read_corpus(corpus_path)
     pairs = pair_documents(documents, config.langs)
@@ -170,7 +171,7 @@ def run_generate(
         def facts_for(chunk: list[SentenceRecord]) -> list:
             nonlocal detectors
             detectors = detectors or [(spec, clients.get(spec)) for spec in config.detectors]
-            return fact_rows(chunk, detectors, prompts, rule)
+            return fact_rows(chunk, detectors, prompts, rule, config.fact_order)
 
         facts = StageStore("facts", run.stage("facts"), FactRecord)
         result = run_chunks(facts, [(s.id, s) for s in candidates], facts_for, config.batch_size, progress)

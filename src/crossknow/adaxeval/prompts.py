@@ -32,6 +32,7 @@ from crossknow.generation.structured import ChatPrompt
 TASKS: dict[str, frozenset[str]] = {
     "ner": frozenset({"sentence"}),
     "facts": frozenset({"sentence"}),
+    "facts_reasoning_first": frozenset({"sentence"}),
     "cloze": frozenset({"sentence", "subject", "relation", "object"}),
     "cloze_again": frozenset({"object", "cloze"}),
     "paraphrase": frozenset({"cloze", "answer"}),

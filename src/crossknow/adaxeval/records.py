@@ -14,6 +14,8 @@ Status = Literal["kept", "dropped", "invalid"]
 FactRule = Literal["sum", "votes", "both"]
 """Which rule of fact detection keeps a sentence (see crossknow.adaxeval.facts)."""
 
+FactOrder = Literal["paper", "reasoning_first"]
+"""The order of a fact detector's answer fields: Appendix A.1's (factuality, triple, reason) or the reasoning first."""
 DropReason = Literal["sum", "votes", "no_triple"]
 """Why fact detection dropped a sentence: it failed the sum rule, the votes rule, or passed but no detector
 that said yes gave a triple."""
@@ -52,6 +54,12 @@ class GenerateConfig(Record):
     )
     min_yes: int = Field(
         default=2, ge=0, description="The votes rule: detectors that must answer yes (capped at their number)."
+    )
+    fact_order: FactOrder = Field(
+        default="paper",
+        description="Order of a fact detector's answer fields: 'paper' (Appendix A.1: factuality, triple, reason; "
+        "P(yes) read before any reasoning) or 'reasoning_first' (crossknow's option: P(yes) read after the "
+        "reasoning). See crossknow.adaxeval.facts.",
     )
     sample: int | None = Field(
         default=None, ge=1, description="Sentences per language, drawn with `seed` from those that pass the NER filter."
@@ -171,7 +179,10 @@ class DetectorVote(Record):
     factuality: Literal["yes", "no"] | None = Field(description="Its answer; None when its output was invalid.")
     confidence: float | None = Field(description="P('yes') of the factuality answer; None when invalid.")
     triple: Triple | None = Field(description="The triple it extracted (None when it said no or was invalid).")
-    reasoning: str | None = Field(description="Its reasoning, written before its answer; None when invalid.")
+    reasoning: str | None = Field(
+        description="Its reason: written after its answer under --fact-order paper, before it under reasoning_first; "
+        "None when invalid."
+    )
     call: CallInfo = Field(description="The call.")
 
 

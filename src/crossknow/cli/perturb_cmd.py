@@ -39,7 +39,8 @@ def perturb(
         summary = run_perturb(config, out, lambda stage, done, total: update(done, total, stage))
     console.print(summary_table(summary))
     if summary.sequences < summary.sequences_asked:
-        console.print(f"the corpus holds {summary.sequences} sequences in {config.lang}, fewer than --n "
+        longer = f" of {summary.min_sentences} sentences or more" if summary.min_sentences else ""
+        console.print(f"the corpus holds {summary.sequences} sequences in {config.lang}{longer}, fewer than --n "
                       f"{summary.sequences_asked}: all were taken")
     if summary.rewrite_calls or summary.rewrite_cached_calls:
         console.print(f"rewrites: {summary.rewrite_calls} generator calls, {summary.rewrite_cached_calls} from the "

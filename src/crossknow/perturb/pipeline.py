@@ -171,7 +171,8 @@ def run_perturb(
     model = ModelTokens(tokenizer, name, config.mask_token)
     mask = model.decode([model.mask_id]) if "mask" in config.methods else None
     settings = _token_settings(config, model)
-    sources = [Source(doc, model) for doc in sample_documents(config.corpus, config.lang, config.n, config.seed)]
+    sampled = sample_documents(config.corpus, config.lang, config.n, config.seed, config.min_sentences)
+    sources = [Source(doc, model) for doc in sampled]
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
     with RunDir(out) as run:
@@ -195,7 +196,8 @@ def run_perturb(
         atomic_write(out / "failures.jsonl", lambda handle: handle.writelines(
             failure.model_dump_json() + "\n" for failure in tally.failures))
         summary = PerturbSummary(
-            sequences_asked=config.n, sequences=len(sources), tokenizer=model.name, mask_token=mask,
+            sequences_asked=config.n, sequences=len(sources), min_sentences=config.min_sentences,
+            tokenizer=model.name, mask_token=mask,
             random_vocabulary=settings.vocabulary.name if settings.vocabulary else None, synonyms=config.synonyms,
             variants=tally.variants, failures=len(tally.failures), rewrite_calls=meter.calls,
             rewrite_cached_calls=meter.cached_calls, rewrite_cost_usd=round(meter.cost_usd, 6),

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import LanguageTag, Record
-from crossknow.data.sequence_variants import REWRITE_METHODS, Method
+from crossknow.data.sequence_variants import PARTIAL_SEGMENTS, REWRITE_METHODS, Method
 
 SYNONYM_METHODS: tuple[str, ...] = ("monosyn", "mltsyn")
 """Token-level perturbations that need a synonym dictionary."""
@@ -76,15 +76,19 @@ class PerturbConfig(Record):
         default_factory=lambda: [2, 4, 8, 16, 32], min_length=1,
         description="Token-level X: percent of the original's tokens to edit (the target token edit distance).",
     )
-    y: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16], min_length=1, description="reorder windows Y.")
+    y: list[int] = Field(
+        default_factory=lambda: [1, 2, 3, 4, 8, 16], min_length=1,
+        description="reorder windows Y (the paper's 2^0..2^4, and 3: the window of the authors' reorder-X@3, which "
+        "Fig. 6 shows).",
+    )
     sentence_x: list[int] = Field(
         default_factory=lambda: [40], min_length=1,
         description="Rewrite X: percent of a sequence's sentences rewritten (the paper's Fig. 9: 40).",
     )
     partial_unit: Literal["sentences", "tokens"] = Field(
         default="sentences",
-        description="partial-a's four segments: contiguous groups of whole sentences (needs 4 or more sentences) or "
-        "four equal runs of tokens.",
+        description="partial-a's four segments: contiguous groups of whole sentences (only documents of 4 or more "
+        "sentences are then sampled) or four equal runs of tokens.",
     )
     model: str = Field(
         default="default",
@@ -147,6 +151,12 @@ class PerturbConfig(Record):
                 raise ValueError(f"window Y {value} is below 1 (a swap moves a token at least one position)")
         return sorted(set(values))
 
+    @property
+    def min_sentences(self) -> int:
+        """Fewest sentences a sampled document must have: 4 when partial-a cuts sentences (the authors' code asserts
+        4 for every sequence of its sample; the paper is silent), else 0 (any document)."""
+        return PARTIAL_SEGMENTS if "partial" in self.methods and self.partial_unit == "sentences" else 0
+
     @model_validator(mode="after")
     def _needs(self) -> PerturbConfig:
         synonym = [m for m in self.methods if m in SYNONYM_METHODS]
@@ -167,7 +177,12 @@ class PerturbSummary(Record):
     """summary.json of a `crossknow perturb` run."""
 
     sequences_asked: int = Field(description="--n: sequences asked for.")
-    sequences: int = Field(description="Sequences sampled (fewer than asked when the corpus has fewer of --lang).")
+    sequences: int = Field(
+        description="Sequences sampled (fewer than asked when the corpus has fewer of --lang with min_sentences)."
+    )
+    min_sentences: int = Field(
+        default=0, description="Fewest sentences a sampled document has: 4 with partial-a by sentences, else 0."
+    )
     tokenizer: str = Field(description="The model tokenizer that made and measured the variants.")
     mask_token: str | None = Field(description="mask-X's token as text; null when mask was not asked for.")
     random_vocabulary: str | None = Field(description="random-X's vocabulary; null when random was not asked for.")

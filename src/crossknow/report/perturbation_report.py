@@ -42,9 +42,9 @@ DEFINITIONS = (
     "the swaps) and partial-a (the a-th of four segments).",
     GAP_DEFINITION,
     ONSET_DEFINITION,
-    "Fig. 6 shows reorder at window 4, or at the smallest window present (crossknow's choice: the paper does not "
-    "say which window its Fig. 6 uses). Variants that some checkpoint could not score are left out at every "
-    "checkpoint and listed in invalid.jsonl.",
+    "Fig. 6 shows reorder at window 3, as the authors' code runs reorder-X@3 (the paper's text does not name the "
+    "window), or at the smallest window present when 3 is not (crossknow's choice). Variants that some checkpoint "
+    "could not score are left out at every checkpoint and listed in invalid.jsonl.",
 )
 
 
@@ -139,10 +139,11 @@ def _texts(run: Path) -> dict[str, str]:
     return {sequence.variant_id: sequence.text for sequence in read_sequences(variants)}
 
 
-def write_perturbation_report(run: Path, onset_params: OnsetParams = OnsetParams()) -> Path:
+def write_perturbation_report(run: Path, onset_params: OnsetParams = OnsetParams(), pos_relative: bool = False) -> Path:
     """Write report.html, perturbation_summary.json and figures/ of trace-sequences run directory `run` from its
     sequence_loss.parquet and, where the run kept per-token losses (token_loss.parquet), the section 5.2 figures
-    (`crossknow.report.token_loss_figures`); returns the report's path."""
+    (`crossknow.report.token_loss_figures`; `pos_relative`: Fig. 11's POS panel plots the change of the loss
+    rather than the loss); returns the report's path."""
     run = Path(run)
     table = _read(run)
     curves, summary = sequence_curves(table), curve_summary(table, onset_params)
@@ -163,7 +164,8 @@ def write_perturbation_report(run: Path, onset_params: OnsetParams = OnsetParams
     if (run / TOKEN_FILE).is_file():
         from crossknow.report.token_loss_figures import token_loss_section
 
-        section = token_loss_section(run, table, pd.read_parquet(run / TOKEN_FILE), _texts(run))
+        section = token_loss_section(run, table, pd.read_parquet(run / TOKEN_FILE), _texts(run),
+                                     pos_relative=pos_relative)
         lines += section.findings
         shown += section.figures
         collapsed += section.collapsed

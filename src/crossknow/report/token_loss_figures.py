@@ -4,9 +4,11 @@
   panel per training run (the paper shows English and Japanese sequences under English and under Japanese
   training);
 - Fig. 11: per-token loss dynamics of one language's sequences, tokens grouped by script class (left) and by
-  POS (right) as `crossknow.dynamics.token_groups` defines them. Each curve is the change of the group's mean
-  token loss since the first checkpoint (crossknow's choice: groups start nats apart, and the paper's reading is
-  which groups' loss falls), and a group needs `min_tokens` tokens to be drawn.
+  POS (right) as `crossknow.dynamics.token_groups` defines them. The POS panel plots each group's mean token loss
+  itself, as the paper's Fig. 11 does (section 5.2: "per-token loss dynamics"); `pos_relative` plots its change
+  since the first checkpoint instead. The script panel plots that change (crossknow's choice: script classes
+  start nats apart, and the reading is which classes' loss falls; `script_relative=False` plots the loss). A
+  group needs `min_tokens` tokens to be drawn.
 
 `token_loss_section` is what the report of a `trace-sequences --per-token` run calls: it draws both figures
 for the original sequences, writes the group table (token_group_loss.parquet) and returns the findings,
@@ -48,14 +50,18 @@ POS_COLOURS = {"NOUN": "C0", "VERB": "C1", "ADJ": "C2", "NUM": "C3", "PUNCT": "b
                "AUX": "C5", "ADV": "C6", "PRON": "C8", "DET": "#aec7e8", "CCONJ": "#ffbb78", "SCONJ": "#98df8a",
                "PART": "#c5b0d5", "SYM": "#c49c94", "INTJ": "#f7b6d2", "X": "#7f7f7f", "SPACE": "#dbdb8d"}
 """Distinct colours for the common tags; NUM and PUNCT, the paper's finding, are also drawn thicker."""
+RELATIVE_LABEL = "mean token loss − first step (nats)"
+ABSOLUTE_LABEL = "mean token loss (nats)"
 DEFINITIONS = (
     "Fig. 10: the mean loss (nats per token) of the original sequences of each language at each checkpoint.",
     "Fig. 11: each token of the original sequences of one language is grouped by the script of the characters it "
     "covers (japanese: kana, kanji and Japanese punctuation; latin: Latin letters; digit: 0-9; other; space: "
     "whitespace only; a token of mixed scripts takes the class of most of its characters) and by the POS of the "
     "word it overlaps most (Sudachi, split mode C, mapped to UPOS for Japanese; spaCy en_core_web_sm for English). "
-    "A curve is the group's mean token loss, pooled over its tokens, minus its value at the first checkpoint; "
-    f"groups with fewer than {MIN_TOKENS} tokens are not drawn. Full rules: crossknow.dynamics.token_groups.",
+    "A curve of the POS panel is the group's mean token loss, pooled over its tokens, as the paper's Fig. 11 plots it "
+    "(its change since the first checkpoint with --pos-loss relative); a curve of the script panel is that mean "
+    f"minus its value at the first checkpoint (crossknow's choice). Groups with fewer than {MIN_TOKENS} tokens are "
+    "not drawn. Full rules: crossknow.dynamics.token_groups.",
 )
 
 
@@ -113,19 +119,23 @@ def _group_panel(axes: Axes, table: pd.DataFrame, order: tuple[str, ...], colour
     axes.legend(fontsize=7, ncols=2 if len(groups) > 8 else 1)
 
 
-def draw_fig11(groups: pd.DataFrame, lang: str, relative: bool = True, min_tokens: int = MIN_TOKENS) -> Figure | None:
+def draw_fig11(groups: pd.DataFrame, lang: str, pos_relative: bool = False, script_relative: bool = True,
+               min_tokens: int = MIN_TOKENS) -> Figure | None:
     """Fig. 11 for the sequences of language `lang` from a `token_group_table`: script classes (left) and POS
-    tags (right), the change of each group's mean token loss since the first step (`relative`, else the loss
-    itself); None when the table has no token of `lang`."""
+    tags (right); a panel plots each group's mean token loss, or its change since the first step where it is
+    `*_relative` (the POS panel plots the loss by default, as the paper; the script panel the change). None when
+    the table has no token of `lang`."""
     table = groups[groups["lang"] == lang]
     if table.empty:
         return None
     figure = Figure(figsize=(11, 4.4))
     left, right = figure.subplots(1, 2)
-    _group_panel(left, table[table["kind"] == "script"], SCRIPT_CLASSES, SCRIPT_COLOURS, "by script", relative,
-                 min_tokens)
-    _group_panel(right, table[table["kind"] == "pos"], POS_TAGS, POS_COLOURS, "by POS", relative, min_tokens)
-    left.set_ylabel("mean token loss − first step (nats)" if relative else "mean token loss (nats)")
+    for axes, kind, order, colours, title, relative in (
+        (left, "script", SCRIPT_CLASSES, SCRIPT_COLOURS, "by script", script_relative),
+        (right, "pos", POS_TAGS, POS_COLOURS, "by POS", pos_relative),
+    ):
+        _group_panel(axes, table[table["kind"] == kind], order, colours, title, relative, min_tokens)
+        axes.set_ylabel(RELATIVE_LABEL if relative else ABSOLUTE_LABEL)
     figure.suptitle(f"Fig. 11: per-token loss dynamics of {lang} sequences")
     return figure
 
@@ -161,10 +171,10 @@ class TokenLossSection:
 
 
 def token_loss_section(run: Path, sequence_loss: pd.DataFrame, token_loss: pd.DataFrame, texts: Mapping[str, str],
-                       run_label: str = "this run") -> TokenLossSection:
+                       run_label: str = "this run", pos_relative: bool = False) -> TokenLossSection:
     """Figs. 10-11 of the original sequences of a trace-sequences run directory `run` (figures/ and GROUP_FILE
     written there): `sequence_loss` and `token_loss` are its two tables, `texts` each variant's text (at least
-    every original's), `run_label` names the training run in Fig. 10."""
+    every original's), `run_label` names the training run in Fig. 10, `pos_relative` as `draw_fig11`'s."""
     originals = set(sequence_loss.loc[sequence_loss["method"] == "original", "variant_id"])
     groups = token_group_table(token_loss[token_loss["variant_id"].isin(originals)],
                                {key: texts[key] for key in originals if key in texts})
@@ -176,10 +186,11 @@ def token_loss_section(run: Path, sequence_loss: pd.DataFrame, token_loss: pd.Da
                         save_figure(run, "fig10-languages", draw_fig10({run_label: sequence_loss}),
                                     "Fig. 10: mean loss of the original sequences of each language")]
     for lang in sorted(groups["lang"].unique()):
-        figure = draw_fig11(groups, lang)
+        figure = draw_fig11(groups, lang, pos_relative=pos_relative)
+        pos = "its change" if pos_relative else "the mean token loss"
         if figure is not None:
-            section.figures.append(save_figure(run, f"fig11-tokens-{lang}", figure, f"Fig. 11: change of the mean "
-                                               f"token loss of {lang} sequences by script and by POS"))
+            section.figures.append(save_figure(run, f"fig11-tokens-{lang}", figure, f"Fig. 11: {lang} sequences, the "
+                                               f"change of the mean token loss by script and {pos} by POS"))
     headers = ["language", "grouping", "group", "tokens", "first step", "loss at first", "last step", "loss at last",
                "change", "min loss", "min step"]
     section.collapsed += [
