@@ -52,6 +52,36 @@ def object_of(user: str) -> str:
     return next(group for group in found.groups() if group)
 
 
+def _latin(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+def _cut(text: str, k: int) -> int:
+    """`k`, moved right out of a Latin word or number (so that no part of the triple begins inside one)."""
+    while 0 < k < len(text) and _latin(text[k - 1]) and _latin(text[k]):
+        k += 1
+    return k
+
+
+def head(sentence: str) -> str:
+    """The start of a sentence: its first two words, or in Japanese its first two characters, extended to
+    the end of a Latin word they begin ("TiO2" of "TiO2のアナターゼ相...")."""
+    if " " in sentence:
+        return " ".join(sentence.split()[:2])
+    return sentence[: _cut(sentence, 2)]
+
+
+def reference_of(user: str) -> dict[str, str]:
+    """The reference triple a 'triple' prompt gives (the first one: the example comes after it)."""
+    english = r'subject "(.*)", relation "(.*)", object "(.*)"$'
+    japanese = r"主語「(.*)」、関係「(.*)」、目的語「(.*)」$"
+    found = re.search(f"{english}|{japanese}", user, re.M)
+    assert found, user
+    groups = found.groups()
+    values = groups[:3] if groups[0] is not None else groups[3:]
+    return dict(zip(("subject", "relation", "object"), values, strict=True))
+
+
 def default_answer(schema: str, user: str) -> str:
     """A valid answer of the kind `schema` names."""
     if schema == "EntityList":
@@ -60,8 +90,8 @@ def default_answer(schema: str, user: str) -> str:
         words = sentence_of(user).rstrip(".。").split()
         if len(words) < 3:  # a Japanese sentence: cut it in three
             text = sentence_of(user).rstrip("。")
-            third = max(len(text) // 3, 1)
-            words = [text[:third], text[third : 2 * third], text[2 * third :]]
+            first, second = (_cut(text, k * max(len(text) // 3, 1)) for k in (1, 2))
+            words = [text[:first], text[first:second], text[second:]]
         triple = {"subject": words[0], "relation": " ".join(words[1:-2]) or words[1], "object": " ".join(words[-2:])}
         if len(words) == 3:
             triple = {"subject": words[0], "relation": words[1], "object": words[2]}
@@ -69,6 +99,8 @@ def default_answer(schema: str, user: str) -> str:
         if schema == "FactAnswerReasoningFirst":  # the fields in the order its schema asks for
             answer = {"reasoning": answer["reasoning"], "factuality": "yes", "triple": triple}
         return json.dumps(answer, ensure_ascii=False)
+    if schema == "TripleAnswer":  # the reference triple, unchanged
+        return json.dumps(reference_of(user), ensure_ascii=False)
     if schema == "ClozeAnswer":
         sentence, obj = sentence_of(user), object_of(user)
         cloze = sentence.replace(obj, "[BLANK]", 1) if obj in sentence else sentence + " [BLANK]"

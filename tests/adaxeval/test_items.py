@@ -19,7 +19,7 @@ from crossknow.adaxeval.queries import (
     cloze_similarity,
     paraphrase_rows,
 )
-from crossknow.adaxeval.records import CallInfo, FactRecord, SentenceRecord, Triple
+from crossknow.adaxeval.records import CallInfo, FactRecord, SentenceRecord, Triple, TripleRecord
 from crossknow.data.formats import load_item_set
 from crossknow.generation.structured import StructuredClient
 
@@ -36,6 +36,13 @@ def fact(text: str = "Insulin lowers the blood glucose level.", obj: str = "the 
     triple = Triple(subject="Insulin", relation="lowers", object=obj)
     return FactRecord(sentence=sentence, votes=[], confidence_sum=3.0, yes_votes=3, passes_sum=True,
                       passes_votes=True, triple=triple, chosen=0)
+
+
+def regenerated(text: str = "Insulin lowers the blood glucose level.", obj: str = "the blood glucose level",
+                lang: str = "en", key: str = "d-en#0") -> TripleRecord:
+    """A fact whose regenerated triple is the detector's (stage 'triples' is tested in test_triples.py)."""
+    detected = fact(text, obj, lang, key)
+    return TripleRecord(fact=detected, triple=detected.triple, call=CALL)
 
 
 def writer(max_attempts: int = 2, **answers) -> tuple[str, StructuredClient]:
@@ -72,7 +79,7 @@ def test_reasoning_comes_before_the_answer_in_the_schemas():
 
 def test_cloze_stage_blanks_the_object_keeps_the_reasoning_and_measures_closeness():
     spec, client = writer(ClozeAnswer=lambda user, request: OBJECT_BLANK)
-    row = cloze_rows([fact()], (spec, client), PROMPTS)[0]
+    row = cloze_rows([regenerated()], (spec, client), PROMPTS)[0]
     assert row.status == "kept" and row.record.answer == "the blood glucose level"  # the answer is the object
     assert row.record.reasoning == "The object ends the sentence." and row.record.rejected == []
     assert row.record.cloze_similarity == 1.0  # filled with the object, the cloze is the sentence
@@ -86,7 +93,7 @@ def test_a_cloze_that_blanks_the_subject_is_rejected_and_asked_for_again():
         return OBJECT_BLANK if "could not be used" in user else SUBJECT_BLANK
 
     spec, client = writer(ClozeAnswer=blanks_the_subject_first)
-    row = cloze_rows([fact()], (spec, client), PROMPTS)[0]
+    row = cloze_rows([regenerated()], (spec, client), PROMPTS)[0]
     assert row.status == "kept" and row.record.cloze == "Insulin lowers [BLANK]." and "1 cloze(s) rejected" in row.note
     rejected = row.record.rejected
     assert [(r.text, r.round) for r in rejected] == [("[BLANK] lowers the blood glucose level.", 0)]
@@ -94,7 +101,7 @@ def test_a_cloze_that_blanks_the_subject_is_rejected_and_asked_for_again():
     second = client.generator.requests[-1].messages[-1].content
     assert 'still contains the object "the blood glucose level"' in second and row.record.call.attempts == 2
     # a writer that always blanks the subject: the fact is invalid, with its last output
-    row = cloze_rows([fact()], writer(ClozeAnswer=lambda user, request: SUBJECT_BLANK), PROMPTS)[0]
+    row = cloze_rows([regenerated()], writer(ClozeAnswer=lambda user, request: SUBJECT_BLANK), PROMPTS)[0]
     assert row.status == "invalid" and "rejected in 2 round(s)" in row.note and "still in the cloze" in row.note
     assert row.record.call.raw_text == SUBJECT_BLANK and len(row.record.rejected) == 2
 
@@ -108,20 +115,20 @@ def test_cloze_object_check_ignores_case_and_spacing_and_japanese_works():
 
 def test_cloze_stage_retries_then_records_invalid_output():
     no_blank = cloze_json("Insulin lowers it.")
-    rows = cloze_rows([fact()], writer(3, ClozeAnswer=lambda user, request: no_blank), PROMPTS)
+    rows = cloze_rows([regenerated()], writer(3, ClozeAnswer=lambda user, request: no_blank), PROMPTS)
     assert rows[0].status == "invalid" and rows[0].record.call.attempts == 3
     assert "exactly one [BLANK]" in rows[0].note and rows[0].record.call.raw_text == no_blank
     # a retry that succeeds is kept
     flaky = {"ClozeAnswer": lambda user, request: OBJECT_BLANK if request.seed == 1 else no_blank}
-    row = cloze_rows([fact()], writer(3, **flaky), PROMPTS)[0]
+    row = cloze_rows([regenerated()], writer(3, **flaky), PROMPTS)[0]
     assert row.status == "kept" and row.record.call.attempts == 2
 
 
 def _cloze(answer: str = "the blood glucose level"):
     from crossknow.adaxeval.records import ClozeRecord
 
-    return ClozeRecord(fact=fact(obj=answer), reasoning="r", cloze="Insulin lowers [BLANK].", answer=answer,
-                       cloze_similarity=1.0, call=CALL)
+    return ClozeRecord(triple_record=regenerated(obj=answer), reasoning="r", cloze="Insulin lowers [BLANK].",
+                       answer=answer, cloze_similarity=1.0, call=CALL)
 
 
 def test_the_paraphrase_is_written_from_the_cloze_in_its_own_call():
@@ -172,7 +179,7 @@ def test_options_equal_to_the_answer_empty_or_repeated_are_dropped_with_the_reas
 def _query(lang: str = "en", key: str = "d-en#0"):
     from crossknow.adaxeval.records import ClozeRecord, QueryRecord
 
-    cloze = ClozeRecord(fact=fact(obj="blood glucose", lang=lang, key=key), reasoning="r",
+    cloze = ClozeRecord(triple_record=regenerated(obj="blood glucose", lang=lang, key=key), reasoning="r",
                         cloze="Insulin lowers [BLANK].", answer="blood glucose", cloze_similarity=0.9, call=CALL)
     return QueryRecord(cloze_record=cloze, reasoning="r", question="What does insulin reduce?", call=CALL)
 

@@ -15,7 +15,7 @@ from .fake_llm import FakeLLM, default_answer
 
 TABLE = {  # stage -> (en, ja) on the mini corpus with the fake LLM, which keeps everything it sees
     "documents": (4, 4), "split": (11, 11), "ner": (8, 7), "facts": (8, 7), "facts_dropped_sum": (0, 0),
-    "cloze": (8, 7), "paraphrase": (8, 7), "distractors": (8, 7), "quality": (8, 7),
+    "triples": (8, 7), "cloze": (8, 7), "paraphrase": (8, 7), "distractors": (8, 7), "quality": (8, 7),
 }
 
 
@@ -56,8 +56,9 @@ def test_full_run_writes_sets_pairing_and_the_stage_table(run_fake, tmp_path):
     config = (out / "config.yaml").read_text()
     assert "seed: 0" in config and "threshold: 2.0" in config and "prompts_digest:" in config
     # 15 sentences; three detectors with one model id: the second and third ask what the first asked (cache
-    # hits); then one call each for cloze, paraphrase and distractors, and two quality judgements
-    assert summary.calls_this_run == 15 + 15 + 15 + 15 + 2 * 15 and summary.cached_calls_this_run == 2 * 15
+    # hits); then one call each for the regenerated triple, cloze, paraphrase and distractors, and two quality
+    # judgements
+    assert summary.calls_this_run == 15 + 15 + 15 + 15 + 15 + 2 * 15 and summary.cached_calls_this_run == 2 * 15
     assert summary.binary_confidence is True  # the fake gives no log-probabilities
     assert all(len(set(keys)) == len(keys) for keys in committed_keys(out).values())
 
@@ -77,7 +78,7 @@ class Interrupt(BaseException):
 def test_interrupted_run_resumes_to_the_same_outputs(run_fake, tmp_path):
     run_fake(out=tmp_path / "reference", cache=str(tmp_path / "reference.sqlite"))
     reference = outputs(tmp_path / "reference")
-    for stop_after in (5, 30, 60):  # in facts, in queries, in quality (calls, cache misses only)
+    for stop_after in (5, 20, 50, 80):  # in facts, triples, paraphrase, quality (calls, cache misses only)
         out, cache = tmp_path / f"cut-{stop_after}", str(tmp_path / f"cut-{stop_after}.sqlite")
         dying = FakeLLM()
         real = dying.generate
@@ -149,7 +150,7 @@ def test_the_fact_order_is_the_papers_by_default_reasoning_first_on_request_and_
     # a prompt directory that replaces a language needs the facts prompt of the order asked for, not the other
     (tmp_path / "prompts").mkdir()
     en = (Path(__file__).parents[2] / "src/crossknow/adaxeval/prompts/en.yaml").read_text(encoding="utf-8")
-    start, end = en.index("  facts_reasoning_first: |"), en.index("  cloze: |")
+    start, end = en.index("  facts_reasoning_first: |"), en.index("  triple: |")
     (tmp_path / "prompts" / "en.yaml").write_text(en[:start] + en[end:], encoding="utf-8")
     run_fake(out=tmp_path / "own", sample=1, docs=1, prompts=str(tmp_path / "prompts"))
     with pytest.raises(CrossknowError, match="no prompt for task 'facts_reasoning_first'"):
@@ -185,7 +186,7 @@ def test_costs_follow_the_price_file_and_survive_resume(run_fake, tmp_path):
     summary, _ = run_fake(prices=str(prices))
     per_call = (100 * 1.0 + 20 * 10.0) / 1e6
     # every call behind the records: three votes per sentence count, cached or not
-    assert summary.cost_usd == pytest.approx(per_call * (3 * 15 + 15 + 15 + 15 + 2 * 15))
+    assert summary.cost_usd == pytest.approx(per_call * (3 * 15 + 15 + 15 + 15 + 15 + 2 * 15))
     again, _ = run_fake(prices=str(prices))
     assert again.cost_usd == summary.cost_usd and again.calls_this_run == 0
 

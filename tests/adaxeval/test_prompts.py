@@ -83,7 +83,7 @@ def test_render_needs_every_value():
 def test_the_examples_answer_in_the_field_order_each_prompt_asks_for():
     table = PromptTable.load()
     openings = {"facts": '{"factuality": "', "facts_reasoning_first": '{"reasoning": "', "cloze": '{"reasoning": "',
-                "paraphrase": '{"reasoning": "'}  # fact detection: Appendix A.1's order by default
+                "paraphrase": '{"reasoning": "', "triple": '{"subject": "'}  # fact detection: A.1's order by default
     for lang in ("en", "ja"):
         for task, opening in openings.items():
             text = table.template(task, lang)

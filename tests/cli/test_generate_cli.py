@@ -125,7 +125,7 @@ def test_generate_end_to_end_on_llama_cpp(reference_run):
     assert table["documents"]["counts"] == {"en": 1, "ja": 1}
     assert table["sample"]["counts"] == {"en": 1, "ja": 1}
     # each stage keeps at most what it was given; invalid outputs are counted, not dropped
-    order = ["sample", "facts", "cloze", "paraphrase", "distractors", "quality"]
+    order = ["sample", "facts", "triples", "cloze", "paraphrase", "distractors", "quality"]
     for before, after in zip(order, order[1:], strict=False):
         for lang in ("en", "ja"):
             given = table[before]["counts"][lang]

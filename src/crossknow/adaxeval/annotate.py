@@ -135,10 +135,10 @@ def export_sheet(run_dir: Path, n: int, seed: int, sheet: Path) -> dict[str, int
         written[lang] = len(chosen)
         for record in sorted(chosen, key=lambda r: r.item.query.fact.sentence.id):
             query, sentence = record.item.query, record.item.query.fact.sentence
-            triple = query.fact.triple
+            triple = query.triple  # the regenerated triple the item was written from
             rows.append([
                 sentence.id, lang, sentence.text,
-                f"{triple.subject} | {triple.relation} | {triple.object}" if triple else "",
+                f"{triple.subject} | {triple.relation} | {triple.object}",
                 pairs[sentence.pair_id][other].text, query.cloze, query.answer, query.question,
                 *record.item.distractors, *([""] * (len(header) - len(MATERIAL))),
             ])

@@ -9,8 +9,10 @@ Files, under the run directory's `dataset/`:
 
 Each set line is in the AdaXEval release format that `crossknow evaluate` reads: `id`, `lang`,
 `question`, `options`, `answer_idx`, and `metadata` ({docid, sentid, correct_answer, triple,
-sentence, ...}). Options are the answer and the three distractors shuffled by a generator seeded
-from (run seed, item id), so an item's order does not depend on which other items were generated.
+sentence, ...}; `triple` is the triple the writer regenerated, whose object the cloze blanks, and
+`detector_triple` the one fact detection extracted, its reference: see crossknow.adaxeval.triples).
+Options are the answer and the three distractors shuffled by a generator seeded from (run seed, item
+id), so an item's order does not depend on which other items were generated.
 """
 
 from __future__ import annotations
@@ -52,12 +54,14 @@ def release_lines(record: QualityRecord, seed: int, partner_doc_id: str) -> dict
     fact = query.fact
     sentence = fact.sentence
     assert fact.triple is not None
+    triple = query.triple
     options, answer_idx = shuffled_options(query.answer, item.distractors, seed, sentence.id)
     metadata = {
         "docid": sentence.doc_id,
         "sentid": sentence.index,
         "correct_answer": query.answer,
-        "triple": fact.triple.model_dump(),
+        "triple": triple.model_dump(),
+        "detector_triple": fact.triple.model_dump(),
         "sentence": sentence.text,
         "pair_id": sentence.pair_id,
         "partner_docid": partner_doc_id,

@@ -65,8 +65,7 @@ def quality_rows(
     in_prompts, cross_prompts = [], []
     for item in items:
         query, sentence = item.query, item.query.fact.sentence
-        triple = query.fact.triple
-        assert triple is not None
+        triple = query.triple  # the regenerated triple the cloze was written from
         in_prompts.append(
             prompts.render(
                 "quality_in_language", sentence.lang, sentence=sentence.text, subject=triple.subject,

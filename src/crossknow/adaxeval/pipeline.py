@@ -1,7 +1,9 @@
 """`crossknow generate`: the AdaXEval pipeline over a bilingual corpus, resumable at every stage.
 
 Stages, each a table of shards under the run directory's `stages/` (see `stages.py`):
-split -> ner -> (sample) -> facts -> cloze -> paraphrase -> distractors -> quality -> assembly (`dataset/`).
+split -> ner -> (sample) -> facts -> triples -> cloze -> paraphrase -> distractors -> quality -> assembly
+(`dataset/`). Stage 'triples' is the short paper's step (section 2.1) in which the writer regenerates
+the detector's triple from the sentence; the cloze uses the regenerated triple (see `triples.py`).
 The run directory also holds config.yaml (the resolved config, seeds included), inputs.json (the
 corpus hash), models.json, summary.json (the stage table, surface cues, cost) and invalid.jsonl
 (every input whose LLM output stayed invalid, with the error and the raw output).
@@ -37,10 +39,12 @@ from crossknow.adaxeval.records import (
     QueryRecord,
     SentenceRecord,
     SplitRecord,
+    TripleRecord,
 )
 from crossknow.adaxeval.split import split_document
 from crossknow.adaxeval.stages import StageRow, StageStore, run_chunks
 from crossknow.adaxeval.summary import binary_confidence, invalid_lines, stage_counts, total_cost
+from crossknow.adaxeval.triples import triple_rows
 from crossknow.data.corpus import Document, pair_documents, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter, sum_meters
@@ -181,9 +185,16 @@ def run_generate(
             return (config.writer, clients.get(config.writer))
 
         chosen_ids = {s.id for s in candidates}
+        triples = StageStore("triples", run.stage("triples"), TripleRecord)
+        result = run_chunks(
+            triples, [(f.sentence.id, f) for f in _kept(facts, order) if f.sentence.id in chosen_ids],
+            lambda chunk: triple_rows(chunk, writer(), prompts), config.batch_size, progress,
+        )
+        pending["triples"] = len(result.pending)
+
         clozes = StageStore("cloze", run.stage("cloze"), ClozeRecord)
         result = run_chunks(
-            clozes, [(f.sentence.id, f) for f in _kept(facts, order) if f.sentence.id in chosen_ids],
+            clozes, [(t.fact.sentence.id, t) for t in _kept(triples, order)],
             lambda chunk: cloze_rows(chunk, writer(), prompts), config.batch_size, progress,
         )
         pending["cloze"] = len(result.pending)
@@ -214,7 +225,7 @@ def run_generate(
         )
         pending["quality"] = len(result.pending)
 
-        stores = [split, ner, facts, clozes, queries, distractors, quality]
+        stores = [split, ner, facts, triples, clozes, queries, distractors, quality]
         if any(pending.values()):
             _incomplete(pending)
         kept = _kept(quality, order)

@@ -33,6 +33,8 @@ TASKS: dict[str, frozenset[str]] = {
     "ner": frozenset({"sentence"}),
     "facts": frozenset({"sentence"}),
     "facts_reasoning_first": frozenset({"sentence"}),
+    "triple": frozenset({"sentence", "subject", "relation", "object"}),
+    "triple_again": frozenset({"object"}),
     "cloze": frozenset({"sentence", "subject", "relation", "object"}),
     "cloze_again": frozenset({"object", "cloze"}),
     "paraphrase": frozenset({"cloze", "answer"}),

@@ -2,13 +2,15 @@
 
 Stage 'cloze': per fact, the writer reasons, then writes a fill-in-the-blank query "with [BLANK] as
 the placeholder for the object", "using the original sentence as a reference" (section 3.1.2; A.6.2:
-"each prompt removes the object from the triple and replaces it with a blank"). The answer is the
-triple's object. A cloze must hold exactly one [BLANK] (checked by its schema), and it must not
-still contain the object (checked by the stage): a writer that blanked the subject, or something else,
-leaves the object written out, so its cloze is rejected and the writer is asked again with a note
-naming the object, up to --max-attempts rounds; the fact is invalid when no round gives an object
-blank. The check is textual: it does not catch a cloze that blanks the subject and rewords the object.
-How close the cloze stays to the sentence is measured, not enforced (`cloze_similarity`).
+"each prompt removes the object from the triple and replaces it with a blank"). The triple is the one
+the writer regenerated in stage 'triples' (the short paper's section 2.1; see
+crossknow.adaxeval.triples), not the detector's; the answer is its object. A cloze must hold exactly
+one [BLANK] (checked by its schema), and it must not still contain the object (checked by the
+stage): a writer that blanked the subject, or something else, leaves the object written out, so its
+cloze is rejected and the writer is asked again with a note naming the object, up to --max-attempts
+rounds; the fact is invalid when no round gives an object blank. The check is textual: it does not
+catch a cloze that blanks the subject and rewords the object. How close the cloze stays to the
+sentence is measured, not enforced (`cloze_similarity`).
 
 Stage 'paraphrase': per cloze, a separate chain-of-thought call rewrites the cloze "into question-like
 style questions where different vocabulary is encouraged" (section 3.1.2). The writer sees the
@@ -25,7 +27,7 @@ from collections.abc import Sequence
 from pydantic import Field, model_validator
 
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.records import ClozeRecord, FactRecord, QueryRecord, RejectedAnswer, Triple
+from crossknow.adaxeval.records import ClozeRecord, QueryRecord, RejectedAnswer, Triple, TripleRecord
 from crossknow.adaxeval.stages import Rounds, StageRow, ask_in_rounds, contains
 from crossknow.data.schemas import BLANK, Record
 from crossknow.generation.structured import StructuredClient
@@ -82,19 +84,20 @@ def _rejected(rounds: Rounds, given: Sequence[str]) -> list[RejectedAnswer]:
     return [RejectedAnswer(text=given[k], reason=problem, round=k) for k, problem in enumerate(rounds.problems)]
 
 
-def _triple(fact: FactRecord) -> Triple:
-    if fact.triple is None:
-        raise AssertionError(f"fact {fact.sentence.id} was kept without a triple")
-    return fact.triple
+def _triple(regenerated: TripleRecord) -> Triple:
+    if regenerated.triple is None:
+        raise AssertionError(f"fact {regenerated.fact.sentence.id} was kept without a regenerated triple")
+    return regenerated.triple
 
 
 def cloze_rows(
-    facts: Sequence[FactRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
+    regenerated: Sequence[TripleRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
 ) -> list[StageRow[ClozeRecord] | None]:
-    """One row per fact: kept with its cloze, invalid when the writer's output stayed malformed or never
-    blanked the object, None when the request failed in transport."""
+    """One row per fact with its regenerated triple: kept with its cloze, invalid when the writer's output
+    stayed malformed or never blanked the object, None when the request failed in transport."""
     spec, client = writer
-    triples = [_triple(fact) for fact in facts]
+    triples = [_triple(record) for record in regenerated]
+    facts = [record.fact for record in regenerated]
     first = [
         prompts.render(
             "cloze", fact.sentence.lang, sentence=fact.sentence.text,
@@ -121,7 +124,8 @@ def cloze_rows(
         answer: ClozeAnswer | None = rounds.value
         obj = triples[i].object.strip()
         record = ClozeRecord(
-            fact=fact, reasoning=answer.reasoning if answer else "", cloze=answer.cloze.strip() if answer else "",
+            triple_record=regenerated[i], reasoning=answer.reasoning if answer else "",
+            cloze=answer.cloze.strip() if answer else "",
             answer=obj, cloze_similarity=cloze_similarity(answer.cloze, obj, fact.sentence.text) if answer else 0.0,
             rejected=_rejected(rounds, given[i]), call=rounds.merged_call(),
         )

@@ -212,13 +212,44 @@ class RejectedAnswer(Record):
     round: int = Field(ge=0, description="0-based round of asking in which the writer gave it.")
 
 
-class ClozeRecord(Record):
-    """The cloze written for one fact: its object replaced by [BLANK] (stage 'cloze')."""
+class RejectedTriple(Record):
+    """A well-formed triple of the writer that stage 'triples' rejected, and why; the writer was asked again."""
 
-    fact: FactRecord = Field(description="The fact it was written from.")
+    triple: Triple = Field(description="The rejected triple.")
+    reason: str = Field(description="Why it was rejected (its object does not occur in the sentence).")
+    round: int = Field(ge=0, description="0-based round of asking in which the writer gave it.")
+
+
+class TripleRecord(Record):
+    """The triple the writer regenerated for one factual sentence, beside the detector's (stage 'triples';
+    see crossknow.adaxeval.triples)."""
+
+    fact: FactRecord = Field(
+        description="The fact detection verdict; its `triple` is the detector's triple, which the writer was given "
+        "as the reference."
+    )
+    triple: Triple | None = Field(
+        description="The writer's regenerated triple, which the cloze, the answer and the quality judgement use; "
+        "None when the row is invalid."
+    )
+    rejected: list[RejectedTriple] = Field(
+        default_factory=list, description="Triples rejected because their object did not occur in the sentence."
+    )
+    call: CallInfo = Field(description="The call (all rounds).")
+
+    @property
+    def detector_triple(self) -> Triple | None:
+        """The triple fact detection chose (the reference the writer was given)."""
+        return self.fact.triple
+
+
+class ClozeRecord(Record):
+    """The cloze written for one fact: the regenerated triple's object replaced by [BLANK] (stage 'cloze')."""
+
+    triple_record: TripleRecord = Field(description="The fact with the regenerated triple it was written from.")
     reasoning: str = Field(description="The writer's reasoning, written before the cloze ('' when invalid).")
-    cloze: str = Field(description="The sentence with exactly one [BLANK] in place of the triple's object.")
-    answer: str = Field(description="The text that fills [BLANK]: the triple's object.")
+    cloze: str = Field(description="The sentence with exactly one [BLANK] in place of the regenerated triple's object.")
+    answer: str = Field(description="The text that fills [BLANK]: the regenerated triple's object.")
     cloze_similarity: float = Field(
         description="difflib ratio of the filled cloze to the sentence (1 = the same text): how close it stays."
     )
@@ -226,6 +257,18 @@ class ClozeRecord(Record):
         default_factory=list, description="Clozes rejected because the object was not what [BLANK] replaced."
     )
     call: CallInfo = Field(description="The call (all rounds).")
+
+    @property
+    def fact(self) -> FactRecord:
+        """The fact detection verdict (the sentence, the votes and the detector's triple)."""
+        return self.triple_record.fact
+
+    @property
+    def triple(self) -> Triple:
+        """The regenerated triple the cloze was written from."""
+        if self.triple_record.triple is None:
+            raise AssertionError(f"cloze of {self.fact.sentence.id} has no regenerated triple")
+        return self.triple_record.triple
 
 
 class QueryRecord(Record):
@@ -245,13 +288,18 @@ class QueryRecord(Record):
         return self.cloze_record.fact
 
     @property
+    def triple(self) -> Triple:
+        """The regenerated triple the cloze was written from."""
+        return self.cloze_record.triple
+
+    @property
     def cloze(self) -> str:
         """The cloze."""
         return self.cloze_record.cloze
 
     @property
     def answer(self) -> str:
-        """The answer: the triple's object."""
+        """The answer: the regenerated triple's object."""
         return self.cloze_record.answer
 
     @property

@@ -20,6 +20,7 @@ from crossknow.adaxeval.records import (
     SentenceRecord,
     SplitRecord,
     StageCount,
+    TripleRecord,
 )
 from crossknow.adaxeval.stages import StageRow, StageStore
 from crossknow.data.schemas import Record
@@ -33,6 +34,7 @@ LABELS = {
     "facts_dropped_sum": "  dropped: summed P(yes) not above the threshold",
     "facts_dropped_votes": "  dropped: fewer yes votes than --min-yes",
     "facts_dropped_no_triple": "  dropped: kept by the rule, but no yes vote gave a triple",
+    "triples": "Regenerated triples (object in the sentence)",
     "cloze": "Cloze queries",
     "paraphrase": "Paraphrases",
     "distractors": "Items with 3 distractors",
@@ -50,7 +52,7 @@ def own_calls(record: Record) -> list[CallInfo]:
         return [record.call] if record.call else []
     if isinstance(record, FactRecord):
         return [vote.call for vote in record.votes]
-    if isinstance(record, ClozeRecord | QueryRecord | DistractorRecord):
+    if isinstance(record, TripleRecord | ClozeRecord | QueryRecord | DistractorRecord):
         return [record.call]
     if isinstance(record, QualityRecord):
         return [record.in_language_call, record.cross_language_call]
