@@ -16,7 +16,7 @@ from crossknow.pitfalls.simulate import SimAnswer
 from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.store.request_cache import RequestCache
 from tests.cli.test_cli import assert_user_error, crossknow
-from tests.pitfalls.test_transformation import ScriptedProxy
+from tests.pitfalls.test_judge_similarity import ProxyThatJudges
 
 
 class FooledByHints:
@@ -35,7 +35,7 @@ class FooledByHints:
 @pytest.fixture()
 def scripted(monkeypatch, tmp_path):
     """The probe command's models replaced by scripted ones; returns (proxy generator, simulators)."""
-    generator = ScriptedProxy()
+    generator = ProxyThatJudges()  # also the LLM judge of the semantic checks, the probe's default
     simulators = [FooledByHints("sim-a"), FooledByHints("sim-b")]
     monkeypatch.setattr(probe_run, "build_proxy", lambda config, cache: ProxyLLM.from_generator(generator, cache))
     monkeypatch.setattr(probe_run, "build_simulators", lambda config: (simulators, None))
@@ -96,6 +96,7 @@ def test_probe_with_the_paper_recipe_finds_the_hinted_pairs_and_leads_with_the_r
     assert "Conversion rate 100.0% (2 of 2" in result.output
     config = (tmp_path / "run" / "config.yaml").read_text()
     assert "width: 3" in config and "depth: 1" in config  # the overrides are recorded
+    assert "semantic_check: llm" in config and "judge: scripted:proxy" in config  # the proxy judged
     per = account["per_found_pair"]
     assert per["calls"] == pytest.approx((account["proxy"]["calls"] + account["simulation"]["calls"]) / 6)
     report = (tmp_path / "run" / "report.html").read_text()

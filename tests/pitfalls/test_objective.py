@@ -8,7 +8,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult, Usage
 from crossknow.pitfalls.objective import SimulationObjective, simulation_score
-from crossknow.pitfalls.simulate import GenerativeSimulator, SimAnswer
+from crossknow.pitfalls.simulate import GenerativeSimulator, SimAnswer, draw_index
 from crossknow.store.request_cache import RequestCache
 
 from .scripted import root
@@ -117,3 +117,37 @@ def test_a_pair_invalid_on_both_sides_gives_its_reason_once():
 def test_simulator_names_must_be_unique():
     with pytest.raises(CrossknowError, match="unique"):
         SimulationObjective([Listed("a", [], []), Listed("a", [], [])])
+
+
+class RightBelowSeed:
+    """A Generator that answers 'option 0' (right for the scripted pairs) at seeds below `limit` and
+    'option 1' (wrong) from it on."""
+
+    name = "seeded"
+    model_id = "m"
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.seeds: list[int] = []
+
+    def generate(self, requests):
+        self.seeds.extend(request.seed for request in requests)
+        return [GenerateResult(f'{{"final_answer": "option {int(request.seed >= self.limit)}"}}', self.name,
+                               self.model_id, Usage(7, 3)) for request in requests]
+
+
+def test_each_sample_of_a_question_is_asked_with_its_own_seed(tmp_path):
+    # 2 samples, 3 attempts a question: sample 0 asks from seed 0, sample 1 from seed 0 + 1 * 3 = 3 (draw 1);
+    # the model is right below seed 3, so each side is right in one sample of two: β = 0.5, V = 0.25 − 0.5
+    generator = RightBelowSeed(3)
+    cache = RequestCache(tmp_path / "requests.sqlite")
+    simulator = GenerativeSimulator("g", StructuredClient(generator, cache, max_attempts=3, temperature=0.7))
+    [simulation] = SimulationObjective([simulator], samples=2).score([root(0)])
+    assert sorted(generator.seeds) == [0, 0, 3, 3] and simulator.client.meter.calls == 4
+    assert simulation.beta_en == {"g": 0.5} and simulation.beta_target == {"g": 0.5}
+    assert simulation.value == pytest.approx(-0.25)
+    # re-simulation 1 of sample 1 is draw 1 * 2 + 1 = 3: seed 9, apart from every seed of re-simulation 0
+    assert draw_index(1, 1, 2) == 3 and draw_index(2, 0, 1) == 2
+    [answer] = simulator.answer([root(0).english], resimulation=[3])
+    assert answer.seed == 9 and generator.seeds[-1] == 9
+    cache.close()

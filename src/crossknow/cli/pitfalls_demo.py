@@ -14,8 +14,9 @@ It draws `--n` questions equally over the two files, keeps those both simulators
 English, then runs the np and dp recipes on them and a reduced beam (the `paper` recipe with batch 1,
 w = 3, d1 = 1, d2 = 2: the demo's setting, not the paper's) on the first `--beam-sources` of them, and
 prints the three conversion rates. The subject-domain stage is off (about 30 s a pair for this model
-on a CPU). A base model this small is a weak proxy and a weak simulator: expect
-few or no pairs; the demo shows the machinery and its accounting, not the paper's numbers.
+on a CPU), and the semantic checks are e5's, judge-free (`--similarity e5`: a 270M base model is no
+judge). A base model this small is a weak proxy and a weak simulator: expect few or no pairs; the demo
+shows the machinery and its accounting, not the paper's numbers.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def demo(
     proxy = ProxyLLM.from_generator(generator, cache, max_tokens=proxy_max_tokens, max_attempts=2)
     base = dict(sources=sources, n=n, lang=lang, proxy="default", simulators=[s.name for s in simulators],
                 seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device="cpu", categorize=False,
-                cache=str(out / "requests.sqlite"))
+                similarity="e5", cache=str(out / "requests.sqlite"))
     configs = {
         "np": PitfallsProbeConfig(recipe="np", **base),
         "dp": PitfallsProbeConfig(recipe="dp", **base),

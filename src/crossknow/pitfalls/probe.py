@@ -1,8 +1,9 @@
 """`run_probe`: a recipe over source questions, into a run directory, with its accounting.
 
-The run directory holds `config.yaml` (the recipe's settings, the constraints, the simulators and the
-proxy), `candidates.jsonl` (the candidate list, see `candidates.py`), `candidate_items.jsonl` (the
-same pairs as items `crossknow evaluate` reads), `batches.jsonl` (one line per finished batch) and
+The run directory holds `config.yaml` (the recipe's settings, the constraints, what checks semantics
+(`semantic_check`: 'llm', 'e5', 'chrf' or 'none') and the judge's model, the simulators and the proxy),
+`candidates.jsonl` (the candidate list, see `candidates.py`), `candidate_items.jsonl` (the same pairs as
+items `crossknow evaluate` reads), `batches.jsonl` (one line per finished batch) and
 `account.json` (conversion, calls, tokens, seconds and cost, in total and per found pair: the paper's
 Fig. 4). Every recipe scores the unperturbed pairs (depth 0) too, so the pairs and the conversion of `paper`
 and `dp` include what NP finds: the account gives the total and, separately, what was found at depth 0 and
@@ -32,7 +33,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.candidates import CandidateList, append_json_line, read_appended_records
 from crossknow.pitfalls.constraints import Similarity
-from crossknow.pitfalls.e5 import THETA, THETA_CROSS
+from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
 from crossknow.pitfalls.judge_similarity import JudgeSimilarity
 from crossknow.pitfalls.objective import SimulationObjective
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
@@ -126,12 +127,17 @@ def run_probe(
     theta: float = THETA,
     cross_similarity: Similarity | None = None,
     theta_cross: float = THETA_CROSS,
+    choice_similarity: Similarity | None = None,
+    theta_choices: float = THETA_CHOICES,
+    theta_root: float = THETA_ROOT,
     judge: JudgeSimilarity | None = None,
     samples: int = 1,
     max_resimulations: int = 2,
     progress: Callable[[int, int], None] | None = None,
 ) -> ProbeAccount:
-    """Probe `sources` for pairs in target language `lang` with `recipe`; see the module docstring.
+    """Probe `sources` for pairs in target language `lang` with `recipe`; see the module docstring. The
+    semantic checks are those given (`recipes.default_constraints`): the library turns none on by itself;
+    `crossknow pitfalls probe` (`probe_run`) passes the proxy as `judge` by default.
     `progress(batches done, batches)` is called after each batch."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if lang not in LANGUAGE_NAMES:
@@ -139,10 +145,13 @@ def run_probe(
     if len({s.id for s in sources}) != len(sources):
         raise CrossknowError("source question ids must be unique")
     out = Path(out)
-    constraints = default_constraints(epsilon, similarity, theta, cross_similarity, theta_cross, judge)
+    constraints = default_constraints(epsilon, similarity, theta, cross_similarity, theta_cross, judge,
+                                      choice_similarity, theta_choices, theta_root)
     config = {
         "recipe": recipe.name, "settings": vars(recipe.settings), "perturbation": recipe.perturbation, "lang": lang,
         "constraints": [c.name for c in constraints], "simulators": [s.name for s in simulators],
+        "semantic_check": semantic_check(similarity, cross_similarity, choice_similarity, judge),
+        "judge": judge.model if judge else None,
         "proxy": f"{proxy.perturber.generator.name}:{proxy.perturber.generator.model_id}",
         "samples": samples, "max_resimulations": max_resimulations, "sources": [s.id for s in sources],
     }
@@ -186,6 +195,13 @@ def run_probe(
         return account
     finally:
         run.close()
+
+
+def semantic_check(*checks: Similarity | JudgeSimilarity | None) -> str:
+    """What checks semantics, as `config.yaml` records it: 'llm' for an LLM judge, else the similarities'
+    names ('e5', 'chrf'), joined by '+' when they differ; 'none' when nothing does."""
+    names = ["llm" if isinstance(c, JudgeSimilarity) else c.name for c in checks if c is not None]
+    return "+".join(dict.fromkeys(names)) or "none"
 
 
 class _Mark:

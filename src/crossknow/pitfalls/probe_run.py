@@ -5,7 +5,8 @@ seed, keeps those every simulator answers right in English (crossknow's prefilte
 `sources.py`; recorded in `sources.json`, which a resumed run reuses when the draw's settings are
 unchanged, so the prefilter is not asked again), then runs the recipe with `run_probe` (resumable: see
 `probe.py`). The proxy and the simulators are built from model specs; callers that hold models already (the
-demo) pass them in instead.
+demo) pass them in instead. The semantic checks are an LLM's, as the paper's (section 4): the proxy judges
+unless `judge` names another model (`build_judge`); `similarity='e5'` is the judge-free option.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
+from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.categories_run import categorize_candidates
 from crossknow.pitfalls.constraints import ChrF, Similarity
-from crossknow.pitfalls.e5 import THETA, THETA_CROSS, E5Similarity
+from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import SimulatorFactory
 from crossknow.pitfalls.judge_similarity import JudgeSimilarity
@@ -70,8 +71,8 @@ class PitfallsProbeConfig(Record):
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
     prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
                             "English (crossknow's choice; the paper samples its questions without it).")
-    judge: str | None = Field(default=None, description="Model spec of an LLM judge that checks θ and θ' again "
-                              "(yes/no: the second text asks the same question; crossknow's prompt). Unset: no judge.")
+    judge: str | None = Field(default=None, description="Model spec of the LLM judge of --similarity llm (unset: "
+                              "the proxy judges).")
     judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: judge.")
     judge_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the "
                                    "judge server's key.")
@@ -82,13 +83,20 @@ class PitfallsProbeConfig(Record):
     seed: int = Field(default=0, description="Seed of the draw over the source files, and base seed of generative "
                       "answering.")
     epsilon: float = Field(default=0.2, ge=0, le=1, description="ε: a pair needs mean English accuracy >= 1 - ε.")
-    similarity: Literal["e5", "chrf", "none"] = Field(
-        default="e5", description="S of the semantic checks: 'e5' (multilingual-e5-small embeddings, the paper's "
-        "kind: both θ and θ'), 'chrf' (character n-grams: θ only, within English), 'none' (both checks off).")
-    theta: float = Field(default=THETA, ge=0, le=1, description="θ: S(original English, perturbed English) >= θ "
-                         "(crossknow's default for e5; the paper gives none).")
-    theta_cross: float = Field(default=THETA_CROSS, ge=0, le=1, description="θ': S(perturbed English, perturbed "
-                               "target) >= θ', also for the unperturbed pair (crossknow's default for e5).")
+    similarity: Literal["llm", "e5", "chrf", "none"] = Field(
+        default="llm", description="The semantic checks: 'llm' (the paper's kind, section 4: an LLM judge, the "
+        "proxy unless --judge names another model, checks θ and θ'), 'e5' (judge-free: multilingual-e5-small "
+        "cosines for θ, θ' and the choices, thresholds measured on the release), 'chrf' (character n-grams: θ "
+        "only, within English), 'none' (all checks off).")
+    theta: float = Field(default=THETA, ge=0, le=1, description="θ of --similarity e5 or chrf: S(original "
+                         "English, perturbed English) >= θ (crossknow's threshold for e5, from the release).")
+    theta_cross: float = Field(default=THETA_CROSS, ge=0, le=1, description="θ' of --similarity e5: S(perturbed "
+                               "English, perturbed target) >= θ' (crossknow's threshold, from the release).")
+    theta_root: float = Field(default=THETA_ROOT, ge=0, le=1, description="θ' of --similarity e5 for an "
+                              "unperturbed pair: S(English question, its translation) >= this (from the release).")
+    theta_choices: float = Field(default=THETA_CHOICES, ge=0, le=1, description="--similarity e5: S(English "
+                                 "choices, target choices), each side joined into one text, >= this (from the "
+                                 "release).")
     max_resimulations: int = Field(default=2, ge=0, description="Times a question with an invalid answer is asked "
                                    "again (generative answering: with new seeds) before its pair is left unscored.")
     initial_batch: int | None = Field(default=None, ge=1, description="Override: original pairs searched together.")
@@ -105,13 +113,20 @@ class PitfallsProbeConfig(Record):
     cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
     prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
 
-    def similarities(self) -> tuple[Similarity | None, Similarity | None]:
-        """(S for θ, S for θ'): both e5 under 'e5'; chrF and none under 'chrf' (chrF compares within one
-        language); none under 'none'."""
+    @model_validator(mode="after")
+    def _judge_needs_llm(self) -> PitfallsProbeConfig:
+        if self.judge is not None and self.similarity != "llm":
+            raise ValueError(f"--judge names the model of --similarity llm, not of {self.similarity!r}")
+        return self
+
+    def similarities(self) -> tuple[Similarity | None, Similarity | None, Similarity | None]:
+        """(S for θ, S for θ', S for the choices) of the judge-free checks: e5 for all three under 'e5'; chrF
+        for θ only under 'chrf' (chrF compares within one language); none under 'llm' (the judge, see
+        `build_judge`) and 'none'."""
         if self.similarity == "e5":
             shared = E5Similarity()
-            return shared, shared
-        return (ChrF(), None) if self.similarity == "chrf" else (None, None)
+            return shared, shared, shared
+        return (ChrF(), None, None) if self.similarity == "chrf" else (None, None, None)
 
     def recipe_with_overrides(self) -> Recipe:
         """The named recipe with the overridden beam settings (a reduced search, e.g. the demo's)."""
@@ -137,16 +152,20 @@ def build_proxy(config: PitfallsProbeConfig, cache: RequestCache) -> ProxyLLM:
                                    max_tokens=config.proxy_max_tokens, max_attempts=config.max_attempts)
 
 
-def build_judge(config: PitfallsProbeConfig, cache: RequestCache) -> JudgeSimilarity | None:
-    """The LLM judge of `config.judge` over the shared request cache (temperature 0), or None."""
-    if config.judge is None:
+def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, cache: RequestCache | None) -> JudgeSimilarity | None:
+    """The LLM judge of `--similarity llm` (None under any other): the model of `config.judge` over `cache`, or
+    else the proxy's own model over the proxy's cache, with the proxy's price table, attempts and output cap."""
+    if config.similarity != "llm":
         return None
+    translator = proxy.translator
+    if config.judge is None:
+        return JudgeSimilarity.from_generator(translator.generator, translator.cache, prices=translator.prices,
+                                              max_tokens=translator.max_tokens, max_attempts=translator.max_attempts)
     generator = load_generator(config.judge, GeneratorOptions(
         device=config.device, dtype=config.dtype, base_url=config.judge_base_url,
         api_key_env=config.judge_api_key_env, concurrency=config.concurrency, timeout_s=config.timeout_s))
-    return JudgeSimilarity(StructuredClient(
-        generator, cache, max_attempts=config.max_attempts, max_tokens=config.proxy_max_tokens,
-        prices=PriceTable.load(config.prices) if config.prices else None))
+    return JudgeSimilarity.from_generator(generator, cache, prices=translator.prices,
+                                          max_tokens=config.proxy_max_tokens, max_attempts=config.max_attempts)
 
 
 def build_simulators(config: PitfallsProbeConfig) -> tuple[list[Simulator], SimulatorFactory]:
@@ -211,7 +230,7 @@ def probe_from_config(
             proxy = build_proxy(config, cache)
         if config.judge is not None and cache is None:
             cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
-        judge = build_judge(config, cache) if cache is not None else None
+        judge = build_judge(config, proxy, cache)
         meters = [proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else []),
                   *(s.client.meter for s in simulators if isinstance(s, GenerativeSimulator))]
 
@@ -226,11 +245,13 @@ def probe_from_config(
             raise CrossknowError(f"the prefilter kept none of the {sample.drawn} questions drawn "
                                  f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid in English); "
                                  f"see {out / SOURCES_FILE}")
-        similarity, cross_similarity = config.similarities()
+        similarity, cross_similarity, choice_similarity = config.similarities()
         account = run_probe(
             config.recipe_with_overrides(), sources[: config.limit], proxy, simulators, out, lang=config.lang,
             epsilon=config.epsilon, similarity=similarity, theta=config.theta, cross_similarity=cross_similarity,
-            theta_cross=config.theta_cross, judge=judge, max_resimulations=config.max_resimulations,
+            theta_cross=config.theta_cross, choice_similarity=choice_similarity, theta_choices=config.theta_choices,
+            theta_root=config.theta_root,
+            judge=judge, max_resimulations=config.max_resimulations,
             progress=lambda done, total: report(config.recipe, done, total),
         )
         if config.categorize:

@@ -19,7 +19,7 @@ from typing import Literal
 
 from crossknow.errors import CrossknowError
 from crossknow.pitfalls.constraints import Constraint, EnglishAccuracy, SemanticSimilarity, Similarity
-from crossknow.pitfalls.e5 import THETA, THETA_CROSS
+from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
 from crossknow.pitfalls.judge_similarity import JUDGE_THRESHOLD
 from crossknow.pitfalls.search import BeamSettings
 from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, Transformation
@@ -61,18 +61,24 @@ def get_recipe(name: str) -> Recipe:
 def default_constraints(
     epsilon: float = 0.2, similarity: Similarity | None = None, theta: float = THETA,
     cross_similarity: Similarity | None = None, theta_cross: float = THETA_CROSS, judge: Similarity | None = None,
+    choice_similarity: Similarity | None = None, theta_choices: float = THETA_CHOICES,
+    theta_root: float = THETA_ROOT,
 ) -> list[Constraint]:
     """The constraints of equation 4: English accuracy >= 1 − ε always; S(q^E, q^E') >= θ when
-    `similarity` is given and S(q^E', q^T') >= θ' when `cross_similarity` is (a multilingual one such as
-    `E5Similarity`: chrF compares within one language only). The default θ = θ' = 0.75 is crossknow's
-    choice for e5 (`crossknow.pitfalls.e5`); the paper gives no values. `judge` (an LLM judge,
-    `crossknow.pitfalls.judge_similarity`) adds both checks again with its verdict at 0.5. A check without
-    its similarity is off, and the run's config says so."""
+    `similarity` is given, S(q^E', q^T') >= θ' when `cross_similarity` is (a multilingual one such as
+    `E5Similarity`: chrF compares within one language only; `theta_root` in place of θ' for an
+    unperturbed pair), and S(English choices, target choices) >= `theta_choices` when `choice_similarity`
+    is (crossknow's addition). The defaults θ, `theta_root`, θ' and `theta_choices` are crossknow's
+    thresholds for e5, measured on the release (`crossknow.pitfalls.e5`); the paper prints none. `judge` (an LLM judge,
+    `crossknow.pitfalls.judge_similarity`: the paper's kind of check, section 4) checks θ and θ' with its
+    verdict at 0.5. A check without its similarity is off, and the run's config says so."""
     constraints: list[Constraint] = [EnglishAccuracy(epsilon)]
     if similarity is not None:
         constraints.append(SemanticSimilarity(similarity, theta, "original"))
     if cross_similarity is not None:
-        constraints.append(SemanticSimilarity(cross_similarity, theta_cross, "cross"))
+        constraints.append(SemanticSimilarity(cross_similarity, theta_cross, "cross", theta_root))
+    if choice_similarity is not None:
+        constraints.append(SemanticSimilarity(choice_similarity, theta_choices, "choices"))
     if judge is not None:
         constraints += [SemanticSimilarity(judge, JUDGE_THRESHOLD, "original"),
                         SemanticSimilarity(judge, JUDGE_THRESHOLD, "cross")]

@@ -7,8 +7,9 @@ as wrong. Two simulators:
 - `GenerativeSimulator`: the paper's zero-shot chain-of-thought templates (Appendix E, quoted verbatim in
   `ANSWER_TEMPLATES`) through the one structured client (`generation/structured.py`: request cache,
   retries, cost meter), at the paper's simulation temperature 0.001, with strict answer extraction.
-  Asked again after an invalid answer (a re-simulation, `answer(..., resimulation=r)`), it samples with
-  fresh seeds (`resimulation_seed`), so the request is new to the cache and reaches the model.
+  Asked again after an invalid answer (a re-simulation, `answer(..., resimulation=r)`), or asked for
+  several samples of one question (`draw_index`), it samples with fresh seeds (`resimulation_seed`), so
+  the request is new to the cache and reaches the model.
 - `LossSimulator` (crossknow's addition, not the paper's): the option with the lowest loss under one of the
   engine's scoring rules (`scoring/rules.py`), through any Scorer; judge-free and far cheaper. It is
   invalid only for a question the scorer cannot score.
@@ -25,6 +26,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from crossknow.data.schemas import MCItem
+from crossknow.errors import CrossknowError
 from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
 from crossknow.models.protocol import Scorer
 from crossknow.scoring.normalise import Normalisation, OptionScore, predict
@@ -71,11 +73,12 @@ class Simulator(Protocol):
     name: str
     """The model spec."""
 
-    def answer(self, questions: Sequence[MCQuestion], resimulation: int = 0) -> list[SimAnswer]:
-        """One answer per question, in order. `resimulation` r >= 1 marks the r-th time these questions are
-        asked again after an invalid answer: a simulator that samples must draw afresh then, never replay
-        its earlier answer. A simulator that never answers invalid need not take the argument: it is passed
-        only on re-simulations."""
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int | Sequence[int] = 0) -> list[SimAnswer]:
+        """One answer per question, in order. `resimulation` numbers the draw: one int for all the questions
+        (r >= 1 marks the r-th time they are asked again after an invalid answer) or one per question (the
+        objective's `draw_index` of each sample). A simulator that samples must draw afresh for each
+        number, never replay an earlier answer. A simulator that never answers invalid need not take the
+        argument: it is passed only on re-simulations and when a question is sampled more than once."""
         ...
 
 
@@ -161,6 +164,13 @@ def resimulation_seed(seed: int, resimulation: int, attempts: int) -> int:
     return seed + resimulation * attempts
 
 
+def draw_index(resimulation: int, sample: int, samples: int) -> int:
+    """The draw of sample `sample` (0 to `samples` − 1) of a question at re-simulation `resimulation`:
+    resimulation * samples + sample, a different number for every (re-simulation, sample), and the
+    re-simulation itself when there is one sample (crossknow's choice; the paper does not say how it samples)."""
+    return resimulation * samples + sample
+
+
 class GenerativeSimulator:
     """Answers by generation with the paper's templates through a StructuredClient (its cache, retries
     and meter); build the client at `SIMULATION_TEMPERATURE` to follow the paper."""
@@ -169,16 +179,20 @@ class GenerativeSimulator:
         self.name = name
         self.client = client
 
-    def answer(self, questions: Sequence[MCQuestion], resimulation: int = 0) -> list[SimAnswer]:
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int | Sequence[int] = 0) -> list[SimAnswer]:
         """One answer per question; invalid answers (after the client's attempts) carry the last raw
-        output and the reason. Re-simulation r asks from `resimulation_seed`; each answer records its seed."""
-        seed = resimulation_seed(self.client.seed, resimulation, self.client.max_attempts)
+        output and the reason. Draw d (`resimulation`, one for all or one per question) asks from
+        `resimulation_seed`; each answer records its seed."""
+        draws = [resimulation] * len(questions) if isinstance(resimulation, int) else list(resimulation)
+        if len(draws) != len(questions):
+            raise CrossknowError(f"{len(draws)} draws for {len(questions)} questions")
+        seeds = [resimulation_seed(self.client.seed, draw, self.client.max_attempts) for draw in draws]
         prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
         parsers = [lambda text, choices=question.choices: extract_choice(text, choices) for question in questions]
         outcomes = self.client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), RETRY_NOTE),
-                                         seeds=[seed] * len(prompts), parsers=parsers)
+                                         seeds=seeds, parsers=parsers)
         return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error, seed + max(outcome.attempts, 1) - 1)
-                for outcome in outcomes]
+                for outcome, seed in zip(outcomes, seeds, strict=True)]
 
 
 class LossSimulator:
@@ -191,10 +205,10 @@ class LossSimulator:
         self.rule: Rule = rule
         self.normalisation = normalisation or PRIMARY_NORMALISATION[rule]
 
-    def answer(self, questions: Sequence[MCQuestion], resimulation: int = 0) -> list[SimAnswer]:
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int | Sequence[int] = 0) -> list[SimAnswer]:
         """One answer per question; a question that is not a valid item (an empty choice) or that the scorer
-        cannot score is invalid, with the reason. Scoring is deterministic: a re-simulation (`resimulation`
-        >= 1) scores again and gets the same answer."""
+        cannot score is invalid, with the reason. Scoring is deterministic: any draw (`resimulation`) scores
+        again and gets the same answer."""
         answers: list[SimAnswer | None] = [None] * len(questions)
         requests, positions = [], []
         for position, question in enumerate(questions):
