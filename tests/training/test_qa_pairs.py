@@ -1,5 +1,6 @@
 """The instruction recipe's question-answer half (Appendix A.4.1(2)): a scripted generator for the logic, and one
-training run end to end against the real llama.cpp chat server. Before issue 12 the recipe had no such half."""
+training run end to end against the real llama.cpp chat server. Before issue 12 the recipe had no such half; before
+issue 22 every pair was kept, whatever it was, and a document's pairs made one training text."""
 
 from __future__ import annotations
 
@@ -15,8 +16,18 @@ from crossknow.data.corpus import Document
 from crossknow.generation.structured import StructuredClient, parse_structured
 from crossknow.models.generator import GenerateRequest, GenerateResult
 from crossknow.store.request_cache import RequestCache
-from crossknow.training.qa_pairs import QAPairs, ask_qa_pairs, qa_examples, qa_prompt, qa_text, summarise
-from crossknow.training.records import QAPair, QARecord, TrainConfig
+from crossknow.training.qa_checks import screen_pairs
+from crossknow.training.qa_pairs import (
+    FIELD_MAX_TOKENS,
+    QAPairs,
+    ask_qa_pairs,
+    prompt_form,
+    qa_examples,
+    qa_prompt,
+    qa_texts,
+    summarise,
+)
+from crossknow.training.records import QAPair, QARecord, RejectedPair, TrainConfig
 from crossknow.training.trainer import QA_FILE, run_train
 
 from .tiny_run import DEMO_DIR
@@ -27,9 +38,18 @@ SHORT = Document(id="short", lang="en", text="Marsh fever is treated with willow
 BROKEN = Document(id="broken", lang="en", text="This document only ever gets malformed answers.")
 
 
-def pairs_json(count: int) -> str:
-    """A valid answer with `count` numbered pairs."""
-    return json.dumps({"pairs": [{"question": f"Q{i}?", "answer": f"A{i}."} for i in range(1, count + 1)]})
+def good_pair(i: int, lang: str) -> dict[str, str]:
+    """The i-th of a document's pairs that pass every rule: self-contained, answered in a sentence."""
+    if lang == "ja":
+        return {"question": f"ヘルヴェイン台帳についての事実{i}は何か。",
+                "answer": f"事実{i}として、オストリッド・カエルがヘルヴェイン台帳を1894年に始めた。"}
+    return {"question": f"What is fact number {i} about the Helvane ledger?",
+            "answer": f"Fact number {i} is that Ostrid Kael began the Helvane ledger in 1894."}
+
+
+def pairs_json(count: int, lang: str = "en") -> str:
+    """A valid answer with `count` numbered pairs that pass every rule."""
+    return json.dumps({"pairs": [good_pair(i, lang) for i in range(1, count + 1)]}, ensure_ascii=False)
 
 
 class ScriptedGenerator:
@@ -52,7 +72,7 @@ class ScriptedGenerator:
             elif SHORT.text in prompt:
                 text = pairs_json(2)
             else:
-                text = pairs_json(7)
+                text = pairs_json(7, "ja" if JAPANESE.text in prompt else "en")
             answers.append(GenerateResult(text=text, backend=self.name, model_id=self.model_id))
         return answers
 
@@ -65,7 +85,7 @@ def test_pairs_are_kept_up_to_n_partial_ones_kept_and_invalid_ones_recorded(tmp_
     records = ask_qa_pairs(client, docs, 5)
     assert [r.doc_id for r in records] == ["d-en", "short", "broken", "d-ja"]
     assert [len(r.pairs) for r in records] == [5, 2, 0, 5]  # seven answered, the first five kept
-    assert [p.question for p in records[0].pairs] == ["Q1?", "Q2?", "Q3?", "Q4?", "Q5?"]
+    assert [p.question for p in records[0].pairs] == [good_pair(i, "en")["question"] for i in range(1, 6)]
     assert records[2].error and records[2].error.startswith("not valid JSON") and records[2].attempts == 3
     assert all(r.error is None and r.attempts == 1 for r in records if r.doc_id != "broken")
     assert len(generator.requests) == 3 + 3  # one call each, and two more for the malformed one
@@ -83,13 +103,170 @@ def test_pairs_are_kept_up_to_n_partial_ones_kept_and_invalid_ones_recorded(tmp_
     cache.close()
 
 
+class ReadingComprehensionGenerator:
+    """Answers like the reading-comprehension pairs of before issue 22: `script` maps a document's text to the
+    JSON it gets, every attempt."""
+
+    name = "scripted"
+    model_id = "reading-comprehension"
+
+    def __init__(self, script: dict[str, str]) -> None:
+        self.script = script
+        self.requests: list[GenerateRequest] = []
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        """The scripted JSON of the document each prompt holds."""
+        self.requests.extend(requests)
+        return [GenerateResult(text=next(v for k, v in self.script.items() if k in r.messages[-1].content),
+                               backend=self.name, model_id=self.model_id) for r in requests]
+
+
+def test_pairs_that_fail_a_rule_are_recorded_with_the_reason_and_never_kept() -> None:
+    """Issue 22: self-contained knowledge questions with substantive answers. A pair that refers to its document,
+    or answers with a few words copied from it, is rejected and recorded; an output whose pairs all fail is invalid
+    like malformed JSON: retried, then recorded. Before, every pair was kept."""
+    mixed = {"pairs": [
+        {"question": "Who began the ledger mentioned in the document?", "answer": "Ostrid Kael began it in 1894."},
+        {"question": "Who began the Helvane ledger?", "answer": "Ostrid Kael"},
+        {"question": "Who began the Helvane ledger, and when?",
+         "answer": "Ostrid Kael began the Helvane ledger in 1894."},
+        {"question": "When was the ledger begun?", "answer": "begun in 1894 by Ostrid Kael"},
+    ]}
+    only_bad = {"pairs": [{"question": "What did this study treat?", "answer": "Marsh fever is treated with bark."},
+                          {"question": "What is marsh fever treated with?", "answer": "willow bark"}]}
+    generator = ReadingComprehensionGenerator({ENGLISH.text: json.dumps(mixed), SHORT.text: json.dumps(only_bad)})
+    client = StructuredClient(generator, None, max_attempts=3)
+    kept, invalid = ask_qa_pairs(client, [ENGLISH, SHORT], 5)
+
+    assert [p.question for p in kept.pairs] == ["Who began the Helvane ledger, and when?"]
+    assert [(r.question, r.answer, r.rule) for r in kept.rejected] == [
+        ("Who began the ledger mentioned in the document?", "Ostrid Kael began it in 1894.", "refers_to_document"),
+        ("Who began the Helvane ledger?", "Ostrid Kael", "short_answer"),
+        ("When was the ledger begun?", "begun in 1894 by Ostrid Kael", "copied_answer")]
+    assert "'the document'" in kept.rejected[0].reason and "2 words" in kept.rejected[1].reason
+    assert "6 words" in kept.rejected[2].reason
+    assert kept.error is None and kept.attempts == 1
+
+    assert invalid.pairs == [] and invalid.rejected == [] and invalid.attempts == 3  # retried, then recorded
+    assert invalid.error is not None and invalid.error.startswith("every pair failed a rule")
+    assert "refers_to_document" in invalid.error and "short_answer" in invalid.error
+    summary = summarise([kept, invalid], 5, client)
+    assert (summary.partial, summary.invalid) == (1, 1)
+    assert summary.rejected == {"copied_answer": 1, "refers_to_document": 1, "short_answer": 1}
+    assert examples_of([kept, invalid]) == ["Question: Who began the Helvane ledger, and when?\n"
+                                            "Answer: Ostrid Kael began the Helvane ledger in 1894."]
+
+
+def examples_of(records: list[QARecord]) -> list[str]:
+    """The training texts of `records`."""
+    return [e.text for e in qa_examples(records)]
+
+
+class FewShotBaseModel:
+    """A base model under few-shot prompts: answers by the last line of the prompt and the document it holds."""
+
+    name = "scripted"
+    model_id = "base-model"
+
+    def __init__(self, questions: dict[str, list[str]], answers: dict[str, str]) -> None:
+        self.questions = questions
+        self.answers = answers
+        self.prompts: list[str] = []
+        self.stops: set[tuple[str, ...]] = set()
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        """The next scripted question (by the questions already asked in the prompt) or the scripted answer."""
+        results = []
+        for request in requests:
+            prompt = request.messages[-1].content
+            self.prompts.append(prompt)
+            self.stops.add(request.stop)
+            last_block = prompt.rsplit("\n\n", 1)[-1]
+            if prompt.endswith("Question:"):
+                asked = last_block.count("\nQuestion: ")
+                text = next(v for k, v in self.questions.items() if k in last_block)[asked]
+            else:
+                question = last_block.splitlines()[-2].removeprefix("Question: ")
+                text = self.answers[question]
+            results.append(GenerateResult(text=text, backend=self.name, model_id=self.model_id))
+        return results
+
+
+def test_a_base_model_is_asked_one_field_per_call_and_code_makes_the_pairs() -> None:
+    """The fields form: a question, then its answer, per round; a rejected answer's question is shown as asked so
+    it is not asked again; a document stops at its first question that stays invalid (recorded)."""
+    base = FewShotBaseModel(
+        questions={ENGLISH.text: [" Who began the Helvane ledger?\nQuestion: more", "Question: When was the Helvane "
+                                  "ledger begun?", "Who began the Helvane ledger?"],
+                   SHORT.text: ["What did this study find?"]},
+        answers={"Who began the Helvane ledger?": "Ostrid Kael began the Helvane ledger in 1894.\nQuestion: x",
+                 "When was the Helvane ledger begun?": "1894"})
+    client = StructuredClient(base, None, max_attempts=2)
+    ledger, marsh = ask_qa_pairs(client, [ENGLISH, SHORT], 5, "fields")
+
+    assert ledger.pairs == [QAPair(question="Who began the Helvane ledger?",
+                                   answer="Ostrid Kael began the Helvane ledger in 1894.")]
+    assert [(r.question, r.answer, r.rule) for r in ledger.rejected] == [
+        ("When was the Helvane ledger begun?", "1894", "short_answer"),
+        ("Who began the Helvane ledger?", None, "repeated_question")]
+    assert ledger.error is None
+    # round 1: question, answer; round 2: question, answer (rejected twice); round 3: question (rejected twice)
+    assert ledger.attempts == 1 + 1 + 1 + 2 + 2
+    assert marsh.pairs == [] and [(r.question, r.rule) for r in marsh.rejected] == [
+        ("What did this study find?", "refers_to_document")]
+    assert marsh.error is not None and marsh.error.startswith("no pair passed: refers_to_document")
+    assert marsh.attempts == 2
+    assert base.stops == {("\n\n", "\nQuestion:", "\nDocument:")}  # one short field: the next line ends it
+    third_question = [p for p in base.prompts if p.endswith("Question:") and ENGLISH.text in p][-1]
+    assert third_question.endswith("Question: Who began the Helvane ledger?\nQuestion: When was the Helvane "
+                                   "ledger begun?\nQuestion:")
+
+
+@pytest.mark.slow
+def test_the_embedded_base_model_is_asked_field_by_field(embedded_generator) -> None:  # type: ignore[no-untyped-def]
+    """The embedded Gemma 3 270M (a base model: 'auto' picks fields for it) on one English and one Japanese demo
+    abstract, two rounds: every pair kept passes the rules, every other output is recorded with its rule, and the
+    stops keep each field short (on this machine it wrote one English pair and restated a Japanese sentence)."""
+    docs = [Document.model_validate_json(line) for line in demo_documents({"f01"}, {"en", "ja"})]
+    config = TrainConfig(model="default", corpus="c.jsonl", recipe="instruction", qa_generator="default")
+    assert prompt_form(config, embedded_generator) == "fields"
+    client = StructuredClient(embedded_generator, None, max_tokens=FIELD_MAX_TOKENS)
+    records = ask_qa_pairs(client, docs, 2, "fields")
+    assert sum(len(r.pairs) for r in records) >= 1
+    for doc, record in zip(docs, records, strict=True):
+        kept, rejected = screen_pairs(record.pairs, doc.text, doc.lang)
+        assert rejected == [] and len(kept) == len(record.pairs) <= 2
+        assert (record.error is None) == bool(record.pairs)
+        assert all(r.reason for r in record.rejected) and len(record.pairs) + len(record.rejected) >= 1
+    assert client.meter.completion_tokens < client.meter.calls * FIELD_MAX_TOKENS / 2
+
+
+class _Tokenizer:
+    def __init__(self, template: str | None) -> None:
+        self.chat_template = template
+
+
+class _Local:
+    def __init__(self, template: str | None) -> None:
+        self.tokenizer = _Tokenizer(template)
+
+
+def test_auto_asks_a_local_model_without_a_chat_template_field_by_field() -> None:
+    base = {"model": "default", "corpus": "c.jsonl", "recipe": "instruction", "qa_generator": "default"}
+    assert prompt_form(TrainConfig(**base), _Local(None)) == "fields"  # the embedded default ships no template
+    assert prompt_form(TrainConfig(**base), _Local("{{ messages }}")) == "chat"
+    assert prompt_form(TrainConfig(**base), object()) == "chat"  # a server applies its own chat format
+    assert prompt_form(TrainConfig(**base, qa_prompt_form="chat"), _Local(None)) == "chat"
+    assert prompt_form(TrainConfig(**base, qa_prompt_form="fields"), object()) == "fields"
+
+
 def test_a_placeholder_pair_copied_from_the_format_is_invalid() -> None:
     """The embedded Gemma 3 270M on llama.cpp answered every document with one pair of "..." and "..." when the
     prompt showed the format as {"pairs": [{"question": "...", "answer": "..."}]} (measured: 6 of 6 documents)."""
     value, error = parse_structured('{"pairs": [{"question": "...", "answer": "..."}]}', QAPairs)
     assert value is None and error is not None and "holds no word" in error
     value, error = parse_structured('{"pairs": [{"question": " Who? ", "answer": "Kael."}]}', QAPairs)
-    assert error is None and value is not None and value.pairs[0].question == "Who?"
+    assert error is None and value is not None and value.pairs[0].question == "Who?"  # JSON-valid; rules come next
     for prompt in (qa_prompt(ENGLISH, 5), qa_prompt(JAPANESE, 5)):
         assert '"..."' not in prompt.user
 
@@ -104,25 +281,30 @@ def test_the_prompt_is_in_the_documents_language_and_asks_for_n_pairs() -> None:
         qa_prompt(Document(id="x", lang="fr", text="Bonjour."), 5)
 
 
-def test_the_training_text_of_a_documents_pairs() -> None:
-    record = QARecord.model_validate({"doc_id": "d-ja", "lang": "ja", "error": None, "attempts": 1, "cached": True,
-                                      "pairs": [{"question": "誰が始めたか。", "answer": "カエル。"},
-                                                {"question": "いつか。", "answer": "1894年。"}]})
-    assert qa_text(record) == "質問：誰が始めたか。\n回答：カエル。\n\n質問：いつか。\n回答：1894年。"
-
-
-def test_each_document_with_pairs_gives_one_knowledge_text() -> None:
-    """Appendix A.4.1(2): a document's pairs become one more C_K text beside its regex-mined instructions; a
-    document whose output was invalid (no pairs) gets none."""
+def test_every_pair_is_a_training_text_of_its_own() -> None:
+    """Issue 22: one instruction per pair, mixed beside the document (Appendix A.4.1: "instruction-like sequences,
+    which we mix with raw corpora"); before, a document's pairs were one text. A document whose output was invalid
+    (no pairs) gets none; rejected pairs are never trained on."""
     records = [
         QARecord(doc_id="a", lang="en", error=None, attempts=1, cached=False, pairs=[
-            QAPair(question="Who founded it?", answer="Ostrid Kael."), QAPair(question="When?", answer="In 1894.")]),
+            QAPair(question="Who founded the Helvane ledger?", answer="Ostrid Kael founded the Helvane ledger."),
+            QAPair(question="When was the Helvane ledger begun?", answer="The Helvane ledger was begun in 1894.")],
+            rejected=[RejectedPair(question="What does the text say?", answer="A ledger was begun.",
+                                   rule="refers_to_document", reason="'the text'")]),
         QARecord(doc_id="b", lang="en", pairs=[], error="empty output", attempts=3, cached=False),
+        QARecord(doc_id="c", lang="ja", error=None, attempts=1, cached=False, pairs=[
+            QAPair(question="ヘルヴェイン台帳は誰が始めたか。",
+                   answer="オストリッド・カエルがヘルヴェイン台帳を始めた。")]),
     ]
     examples = qa_examples(records)
     assert [(e.id, e.doc_id, e.part, e.kind, e.template_index) for e in examples] == [
-        ("a:qa_pairs", "a", "knowledge", "qa_pairs", None)]
-    assert examples[0].text == "Question: Who founded it?\nAnswer: Ostrid Kael.\n\nQuestion: When?\nAnswer: In 1894."
+        ("a:qa_pair:1", "a", "knowledge", "qa_pair", None), ("a:qa_pair:2", "a", "knowledge", "qa_pair", None),
+        ("c:qa_pair:1", "c", "knowledge", "qa_pair", None)]
+    assert [e.text for e in examples] == [
+        "Question: Who founded the Helvane ledger?\nAnswer: Ostrid Kael founded the Helvane ledger.",
+        "Question: When was the Helvane ledger begun?\nAnswer: The Helvane ledger was begun in 1894.",
+        "質問：ヘルヴェイン台帳は誰が始めたか。\n回答：オストリッド・カエルがヘルヴェイン台帳を始めた。"]
+    assert qa_texts(records[1]) == []
 
 
 def demo_documents(facts: set[str], langs: set[str]) -> list[str]:
@@ -160,15 +342,15 @@ def test_a_training_run_with_pairs_from_the_llama_cpp_server_budgets_and_roman2e
         assert (record.error is None) == bool(record.pairs) and len(record.pairs) <= 2
     assert summary.qa is not None and summary.qa.documents == 2
     assert summary.qa.complete + summary.qa.partial + summary.qa.invalid == 2
-    assert summary.qa.generator == "openai:gemma-3-270m"
+    assert summary.qa.generator == "openai:gemma-3-270m" and summary.qa.prompt_form == "chat"  # auto: a server
 
     texts = [json.loads(line) for line in (out / "train_data.jsonl").read_text("utf-8").splitlines()]
     assert sum(t["tokens"] for t in texts if t["part"] == "knowledge") == 300
     assert sum(t["tokens"] for t in texts if t["part"] == "transfer") == 150
     assert summary.parts["knowledge"].tokens == 300 and summary.parts["transfer"].tokens == 150
     assert summary.parts["transfer"].texts_built == 4  # roman2en: both directions of both pairs
-    built_qa = sum(bool(r.pairs) for r in records)
-    # C_K built: two documents, their reading-comprehension instructions and one text per document with pairs.
+    built_qa = sum(len(r.pairs) for r in records)
+    # C_K built: two documents, their reading-comprehension instructions and one text per pair kept.
     assert summary.parts["knowledge"].texts_built > 2 + built_qa
     assert summary.sequences == 450 // 64 + 1 and summary.steps == 2
 

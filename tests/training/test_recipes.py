@@ -171,6 +171,39 @@ def test_roman2en_translates_between_romaji_and_english_both_ways(
             assert not JAPANESE.search(example.text)
 
 
+def test_roman2en_native_is_romaji_to_english_plus_romaji_to_japanese_script(table: TemplateTable) -> None:
+    """Issue 22: Medical-Roman2En as the authors ran it, roman -> English plus roman -> native script, offered beside
+    roman2en (romaji <-> English, the paper's wording in section 6.1(2)); on a real Japanese sentence through
+    cutlet. Before, there was no such recipe."""
+    cutlet = pytest.importorskip("cutlet")
+    japanese = Document(id="tokyo-ja", lang="ja", text="東京は日本の首都です。", metadata={"pair_id": "tokyo"})
+    english = Document(id="tokyo-en", lang="en", text="Tokyo is the capital of Japan.", metadata={"pair_id": "tokyo"})
+    alone = Document(id="alone-ja", lang="ja", text="富士山は日本で一番高い山です。", metadata={"pair_id": "alone"})
+    docs = [japanese, english, alone]
+    romaji = cutlet.Cutlet().romaji(japanese.text)
+    assert "shuto desu" in romaji and not JAPANESE.search(romaji)  # 首都です in Hepburn, no Japanese script left
+
+    cfg = config("c.jsonl", ["en"], transfer_corpus="t.jsonl", transfer_recipe="roman2en_native")
+    examples = transfer_examples(cfg, docs, table)
+    assert [(e.id, e.doc_id, e.kind, e.part) for e in examples] == [
+        ("tokyo-ja:roman2en", "tokyo-ja", "roman2en", "transfer"),
+        ("tokyo-ja:romanisation", "tokyo-ja", "romanisation", "transfer")]  # one pair; the lone document has none
+    to_english, to_native = examples
+    assert to_english.text.endswith(english.text) and romaji in to_english.text[: -len(english.text)]
+    assert japanese.text not in to_english.text  # the Japanese script is not shown beside the English
+    assert to_native.text.endswith(japanese.text) and romaji in to_native.text[: -len(japanese.text)]
+    assert english.text not in to_native.text
+    # roman -> native is Medical-Roman's instruction, the same template drawn for the document
+    medical_roman = config("c.jsonl", ["en"], transfer_corpus="t.jsonl", transfer_recipe="romanisation")
+    assert [e for e in transfer_examples(medical_roman, docs, table) if e.doc_id == "tokyo-ja"] == [to_native]
+
+    both_ways = transfer_examples(config("c.jsonl", ["en"], transfer_corpus="t.jsonl", transfer_recipe="roman2en"),
+                                  docs, table)
+    assert [(e.doc_id, e.kind) for e in both_ways] == [("tokyo-ja", "roman2en"), ("tokyo-en", "roman2en")]
+    assert both_ways[0] == to_english  # the same romaji -> English instruction in both variants
+    assert both_ways[1].text.endswith(romaji) and english.text in both_ways[1].text
+
+
 def test_documents_transfer_is_every_document_as_it_is(split_corpora: dict[str, Any], table: TemplateTable) -> None:
     cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
                  transfer_recipe="documents")

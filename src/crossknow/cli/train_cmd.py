@@ -30,10 +30,11 @@ def stage_table(summary: TrainSummary) -> Table:
                         "(transfer_excluded.json)")
     if summary.qa is not None:
         qa = summary.qa
+        rejected = ", ".join(f"{count} {rule}" for rule, count in qa.rejected.items()) or "none"
         captions.append(
-            f"question-answer pairs ({qa.generator}): {qa.documents} documents, {qa.complete} complete, "
-            f"{qa.partial} with fewer pairs, {qa.invalid} invalid; {qa.calls_this_run} calls sent, "
-            f"{qa.cached_calls_this_run} from the cache"
+            f"question-answer pairs ({qa.generator}, {qa.prompt_form}): {qa.documents} documents, {qa.complete} "
+            f"complete, {qa.partial} with fewer pairs, {qa.invalid} invalid; pairs rejected: {rejected} "
+            f"(qa_pairs.jsonl); {qa.calls_this_run} calls sent, {qa.cached_calls_this_run} from the cache"
         )
     table.caption = "\n".join(captions) or None
     return table

@@ -72,6 +72,8 @@ class ChatPrompt:
 
     system: str | None
     user: str
+    stop: tuple[str, ...] = ()
+    """Strings that end the output where they first appear (e.g. the next line of a few-shot prompt)."""
 
 
 TextParser = Callable[[str], tuple[Any, "str | None"]]
@@ -200,11 +202,12 @@ class StructuredClient:
         field of a pydantic `schema` whose P(yes) is wanted (see the module docstring); top
         log-probabilities are asked for only then, and only from a backend that cannot score
         continuations. `seeds`: one base seed per prompt (default: the client's seed for all). `parsers`: one
-        parser per prompt for a TextOutput `schema`, in place of its own (an answer valid for one question only)."""
+        parser per prompt, in place of the schema's own (an answer valid for one question only); a pydantic
+        `schema` still sends its JSON schema and the parser alone decides validity."""
         if seeds is not None and len(seeds) != len(prompts):
             raise CrossknowError(f"{len(seeds)} seeds for {len(prompts)} prompts")
-        if parsers is not None and (len(parsers) != len(prompts) or not isinstance(schema, TextOutput)):
-            raise CrossknowError(f"{len(parsers)} parsers for {len(prompts)} prompts; parsers need a TextOutput")
+        if parsers is not None and len(parsers) != len(prompts):
+            raise CrossknowError(f"{len(parsers)} parsers for {len(prompts)} prompts")
         json_schema, note, parse = self._output_form(schema, confidence_field)
         base_seeds = list(seeds) if seeds is not None else [self.seed] * len(prompts)
         started = time.monotonic()
@@ -273,6 +276,7 @@ class StructuredClient:
             seed=seed,
             json_schema=json_schema,
             top_logprobs=top,
+            stop=prompt.stop,
         )
 
     def _record(

@@ -1,48 +1,70 @@
 """The instruction recipe's second half (Appendix A.4.1(2)): question-answer pairs written by an LLM.
 
-The paper asks an LLM for five question-answer pairs per document (DeepSeek-R1-Distill-Llama-70B for
-English, DeepSeek-R1-Distill-Qwen-JP-32B for Japanese) and notes that not every document gets five. It
-gives neither the prompt nor the format of the training text; these are crossknow's:
+The paper: "To enhance the data diversity, we further generate five question-answer pairs for each document
+[...] Noted that not all documents can successfully generate five QA pairs." It gives neither the prompt nor
+the layout of the training texts; what follows is crossknow's:
 
-- the prompt (QA_PROMPTS), one per document language, asks for `n` pairs answerable from the document,
-  as JSON (`QAPairs`), through the project's StructuredClient and request cache, so a re-run pays nothing
-  twice and a malformed answer is retried and then recorded as invalid;
-- the first `n` valid pairs are kept; a document with fewer is kept with what it has, and one whose
-  output stays invalid has no pairs and its error in qa_pairs.jsonl; both are counted in the summary;
-- the pairs of one document make one training text, one pair a paragraph (QA_LINES), without the
-  document (which is a training text of its own).
+- the prompts (`crossknow.training.qa_prompts`) ask for self-contained knowledge questions with substantive
+  answers, in the document's language, through the project's StructuredClient and request cache (a re-run
+  pays nothing twice), in one of two forms (`--qa-prompt-form`): 'chat', one JSON request per document for
+  `n` pairs; 'fields', for base models, few-shot prompts of one short field per call (a question, then its
+  answer, `n` rounds; code makes the pairs and their count, and a document stops at its first question that
+  stays invalid); 'auto' takes fields for a local model without a chat template (the embedded default);
+- every pair is checked by the rules of `crossknow.training.qa_checks`; a pair that fails is recorded with
+  its rule and reason in qa_pairs.jsonl (`QARecord.rejected`) and counted in the summary, never used. A chat
+  output whose pairs all fail is invalid like malformed JSON: retried, then recorded with its error;
+- the first `n` pairs that pass are kept; a document with fewer keeps what it has;
+- every pair is a training text of its own (one instruction per pair, `Question: ...\\nAnswer: ...`), beside
+  the document and its reading-comprehension instructions. Section 4.1: "The raw documents are then combined
+  with the generated instructions for continual pretraining"; Appendix A.4.1: "Both approaches yield
+  instruction-like sequences, which we mix with raw corpora." The paper does not say whether a document's
+  pairs follow it in one sequence, the way the Instruction Pre-Training work it follows ([54]; its released
+  code) mostly lays out a raw text followed by its pairs; crossknow mixes each pair as its own text and keeps
+  its document in `doc_id`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, get_args
 
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, StructuredClient
-from crossknow.training.records import QAPair, QARecord, QASummary, TrainConfig, TrainingExample
+from crossknow.generation.structured import (
+    StructuredClient,
+    StructuredOutcome,
+    TextOutput,
+    TextParser,
+    parse_structured,
+)
+from crossknow.training.qa_checks import answer_problem, pair_rules, question_problem, repeated, screen_pairs
+from crossknow.training.qa_prompts import (
+    FEW_SHOT,
+    QA_LINES,
+    QA_PROMPTS,
+    answer_prompt,
+    example_texts,
+    field_text,
+    language_entry,
+    qa_prompt,
+    question_prompt,
+)
+from crossknow.training.records import (
+    QAPair,
+    QARecord,
+    QASummary,
+    RejectedPair,
+    RejectRule,
+    TrainConfig,
+    TrainingExample,
+)
 
-QA_PROMPTS: dict[str, str] = {
-    "en": (
-        "Read the document below and write {n} question-answer pairs about the facts it states. Every question "
-        "must be answerable from the document alone, and every answer must be short and taken from the "
-        'document. Reply with JSON only: an object whose key "pairs" holds a list of objects, each with the keys '
-        '"question" and "answer".\n\nDocument:\n{document}'
-    ),
-    "ja": (
-        "次の文書を読み、そこに書かれている事実についての質問と回答の組を{n}個作成してください。どの質問も文書だけから"
-        "答えられるものとし、回答は文書から取った短いものにしてください。"
-        'JSONだけを返してください。キー "pairs" に、キー "question" と "answer" を持つオブジェクトのリストを入れます。'
-        "\n\n文書：\n{document}"
-    ),
-}
-"""The prompt per document language (crossknow's wording); {n} pairs, {document} the text."""
-
-QA_LINES: dict[str, tuple[str, str]] = {"en": ("Question: ", "Answer: "), "ja": ("質問：", "回答：")}
-"""What starts a question and an answer in the training text, per document language."""
+FIELD_MAX_TOKENS = 128
+"""Most tokens of one few-shot field (a question or an answer is one line)."""
+FIELD_OUTPUT = TextOutput(lambda text: (None, "no parser"))
+"""A few-shot field is free text; each call passes its own parser (`question_parser`, `answer_parser`)."""
 
 
 class QAPairs(Record):
@@ -51,59 +73,173 @@ class QAPairs(Record):
     pairs: list[QAPair] = Field(min_length=1, description="Question-answer pairs about the document.")
 
 
-def _language_entry(table: dict[str, Any], lang: str, what: str) -> Any:
-    if lang not in table:
-        raise CrossknowError(f"no question-answer {what} for language {lang!r} (has: {', '.join(table)}); add one "
-                             f"to crossknow.training.qa_pairs to extend the recipe to {lang!r}")
-    return table[lang]
+class ScreenedPairs(Record):
+    """A chat output's pairs after the rules: those kept and those rejected."""
+
+    kept: list[QAPair] = Field(description="The pairs that passed, in order.")
+    rejected: list[RejectedPair] = Field(description="The pairs that failed a rule, with the reason.")
 
 
-def qa_prompt(doc: Any, n: int) -> ChatPrompt:
-    """The prompt that asks for `n` pairs about `doc`, in its language (no system message)."""
-    return ChatPrompt(None, _language_entry(QA_PROMPTS, doc.lang, "prompt").format(n=n, document=doc.text))
+def chat_parser(doc: Any) -> TextParser:
+    """The parser of a chat output about `doc`: the JSON, then the rules; invalid when no pair passes."""
+
+    def parse(text: str) -> tuple[ScreenedPairs | None, str | None]:
+        value, error = parse_structured(text, QAPairs)
+        if value is None:
+            return None, error
+        kept, rejected = screen_pairs(value.pairs, doc.text, doc.lang)
+        if not kept:
+            return None, "every pair failed a rule: " + "; ".join(f"{r.rule}: {r.reason}" for r in rejected)
+        return ScreenedPairs(kept=kept, rejected=rejected), None
+
+    return parse
 
 
-def ask_qa_pairs(client: StructuredClient, docs: Sequence[Any], n: int) -> list[QARecord]:
-    """One record per document, in order: its first `n` pairs, or none and the error of an invalid output."""
-    for doc in docs:
-        _language_entry(QA_PROMPTS, doc.lang, "prompt")  # every language checked before any call
-    outcomes = client.call_many([qa_prompt(doc, n) for doc in docs], QAPairs)
+def _field_parser(doc: Any, name: str, check: Callable[[str], tuple[str, str] | None]) -> TextParser:
+    examples = example_texts(doc.lang)
+
+    def parse(text: str) -> tuple[str | None, str | None]:
+        field = field_text(text, doc.lang, name)
+        if not field:
+            return None, "invalid_output: no text"
+        if field in examples:
+            return None, "echoes_example: the output repeats an example of the prompt"
+        problem = check(field)
+        return (None, f"{problem[0]}: {problem[1]}") if problem else (field, None)
+
+    return parse
+
+
+def question_parser(doc: Any, asked: Sequence[str]) -> TextParser:
+    """The parser of a few-shot question about `doc`: one line that passes the question rules and is new."""
+    return _field_parser(doc, "question",
+                         lambda q: question_problem(q, doc.text, doc.lang) or repeated(q, asked, doc.lang))
+
+
+def answer_parser(doc: Any) -> TextParser:
+    """The parser of a few-shot answer about `doc`: one line that passes the answer rules."""
+    return _field_parser(doc, "answer", lambda a: answer_problem(a, doc.text, doc.lang))
+
+
+def ask_qa_pairs(client: StructuredClient, docs: Sequence[Any], n: int, form: str = "chat") -> list[QARecord]:
+    """One record per document, in order: its first `n` pairs that pass the rules, the rejected ones, and the
+    error when it has none. `form`: 'chat' or 'fields' (see the module docstring)."""
+    for doc in docs:  # every language checked before any call
+        language_entry(QA_PROMPTS if form == "chat" else FEW_SHOT, doc.lang, "prompt")
+        pair_rules(doc.lang)
+    if form == "fields":
+        return _ask_fields(client, docs, n)
+    outcomes = client.call_many([qa_prompt(doc, n) for doc in docs], QAPairs, parsers=[chat_parser(d) for d in docs])
     return [
-        QARecord(doc_id=doc.id, lang=doc.lang, pairs=outcome.value.pairs[:n] if outcome.valid else [],
-                 error=outcome.error, attempts=outcome.attempts, cached=outcome.cached)
+        QARecord(doc_id=doc.id, lang=doc.lang, pairs=outcome.value.kept[:n] if outcome.valid else [],
+                 rejected=outcome.value.rejected if outcome.valid else [], error=outcome.error,
+                 attempts=outcome.attempts, cached=outcome.cached)
         for doc, outcome in zip(docs, outcomes, strict=True)
     ]
 
 
-def qa_text(record: QARecord) -> str:
-    """The training text of one document's pairs."""
-    question, answer = _language_entry(QA_LINES, record.lang, "labels")
-    return "\n\n".join(f"{question}{pair.question}\n{answer}{pair.answer}" for pair in record.pairs)
+@dataclass
+class _Asked:
+    """What the few-shot rounds have gathered for one document."""
+
+    questions: list[str] = field(default_factory=list)
+    pairs: list[QAPair] = field(default_factory=list)
+    rejected: list[RejectedPair] = field(default_factory=list)
+    attempts: int = 0
+    cached: bool = True
+
+    def account(self, outcome: StructuredOutcome) -> None:
+        self.attempts += outcome.attempts
+        self.cached = self.cached and outcome.cached
+
+    def reject(self, question: str, answer: str | None, error: str | None) -> None:
+        rule, _, reason = (error or "").partition(": ")
+        if rule not in get_args(RejectRule):  # a failed request names no rule
+            rule, reason = "invalid_output", error or "invalid output"
+        self.rejected.append(RejectedPair(question=question, answer=answer, rule=rule, reason=reason))  # type: ignore[arg-type]
+
+
+def _ask_fields(client: StructuredClient, docs: Sequence[Any], n: int) -> list[QARecord]:
+    """`n` rounds of one question, then its answer, per document still asking (see the module docstring)."""
+    gathered = {doc.id: _Asked() for doc in docs}
+    asking = list(docs)
+    for _ in range(n):
+        questions = client.call_many([question_prompt(doc, gathered[doc.id].questions) for doc in asking],
+                                     FIELD_OUTPUT, parsers=[question_parser(doc, gathered[doc.id].questions)
+                                                            for doc in asking])
+        answering = []
+        for doc, outcome in zip(asking, questions, strict=True):
+            gathered[doc.id].account(outcome)
+            if outcome.valid:
+                answering.append((doc, outcome.value))
+            else:
+                gathered[doc.id].reject(field_text(outcome.raw_text, doc.lang, "question"), None, outcome.error)
+        answers = client.call_many([answer_prompt(doc, q) for doc, q in answering], FIELD_OUTPUT,
+                                   parsers=[answer_parser(doc) for doc, _ in answering])
+        for (doc, question), outcome in zip(answering, answers, strict=True):
+            asked = gathered[doc.id]
+            asked.account(outcome)
+            asked.questions.append(question)  # shown as asked, a rejected answer's question is not asked again
+            if outcome.valid:
+                asked.pairs.append(QAPair(question=question, answer=outcome.value))
+            else:
+                asked.reject(question, field_text(outcome.raw_text, doc.lang, "answer"), outcome.error)
+        asking = [doc for doc, _ in answering]  # a document stops at its first question that stays invalid
+    records = []
+    for doc in docs:
+        asked = gathered[doc.id]
+        first = asked.rejected[0] if asked.rejected else None
+        error = None if asked.pairs else f"no pair passed: {first.rule}: {first.reason}" if first else "no pair asked"
+        records.append(QARecord(doc_id=doc.id, lang=doc.lang, pairs=asked.pairs, rejected=asked.rejected,
+                                error=error, attempts=asked.attempts, cached=asked.cached))
+    return records
+
+
+def qa_texts(record: QARecord) -> list[str]:
+    """The training texts of one document's pairs: one per pair, `Question: ...\\nAnswer: ...`."""
+    question, answer = language_entry(QA_LINES, record.lang, "labels")
+    return [f"{question}{pair.question}\n{answer}{pair.answer}" for pair in record.pairs]
 
 
 def qa_examples(records: Sequence[QARecord]) -> list[TrainingExample]:
-    """One C_K training text per document that has pairs, in order (kind 'qa_pairs')."""
-    return [TrainingExample(id=f"{r.doc_id}:qa_pairs", part="knowledge", kind="qa_pairs", doc_id=r.doc_id,
-                            template_index=None, text=qa_text(r)) for r in records if r.pairs]
+    """One C_K training text per kept pair, in document order (kind 'qa_pair', id '<document id>:qa_pair:<n>')."""
+    return [TrainingExample(id=f"{r.doc_id}:qa_pair:{number}", part="knowledge", kind="qa_pair", doc_id=r.doc_id,
+                            template_index=None, text=text)
+            for r in records for number, text in enumerate(qa_texts(r), 1)]
 
 
-def summarise(records: Sequence[QARecord], n: int, client: StructuredClient) -> QASummary:
-    """Counts of complete, partial and invalid documents, and what this invocation sent."""
+def summarise(records: Sequence[QARecord], n: int, client: StructuredClient, form: str = "chat") -> QASummary:
+    """Counts of complete, partial and invalid documents, rejected pairs per rule, and what this invocation sent."""
     generator = client.generator
+    rejected: dict[str, int] = {}
+    for record in records:
+        for pair in record.rejected:
+            rejected[pair.rule] = rejected.get(pair.rule, 0) + 1
     return QASummary(
         generator=f"{generator.name}:{generator.model_id}",
         documents=len(records),
         complete=sum(len(r.pairs) == n for r in records),
         partial=sum(0 < len(r.pairs) < n for r in records),
         invalid=sum(r.error is not None for r in records),
+        rejected=dict(sorted(rejected.items())),
+        prompt_form=form,
         calls_this_run=client.meter.calls,
         cached_calls_this_run=client.meter.cached_calls,
     )
 
 
-def qa_client(config: TrainConfig) -> StructuredClient:
+def prompt_form(config: TrainConfig, generator: Any) -> str:
+    """`config.qa_prompt_form` resolved: 'auto' is 'fields' for a local model whose tokenizer has no chat template
+    (the embedded default), 'chat' otherwise (a server applies its own chat format)."""
+    if config.qa_prompt_form != "auto":
+        return config.qa_prompt_form
+    tokenizer = getattr(generator, "tokenizer", None)
+    return "fields" if tokenizer is not None and not getattr(tokenizer, "chat_template", None) else "chat"
+
+
+def qa_client(config: TrainConfig) -> tuple[StructuredClient, str]:
     """A StructuredClient for `config.qa_generator` with the request cache (`config.qa_cache`, else the
-    user's cache directory); temperature 0, `config.seed`."""
+    user's cache directory), temperature 0, `config.seed`; and the prompt form it is asked in."""
     from crossknow.models.checkpoint_cache import cache_dir
     from crossknow.models.registry import GeneratorOptions, load_generator
     from crossknow.store.request_cache import RequestCache
@@ -112,5 +248,7 @@ def qa_client(config: TrainConfig) -> StructuredClient:
     options = GeneratorOptions(device=config.device, base_url=config.qa_base_url, api_key_env=config.qa_api_key_env,
                                concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
     generator = load_generator(config.qa_generator, options)
+    form = prompt_form(config, generator)
+    max_tokens = min(config.qa_max_tokens, FIELD_MAX_TOKENS) if form == "fields" else config.qa_max_tokens
     cache = RequestCache(config.qa_cache or cache_dir() / "requests.sqlite")
-    return StructuredClient(generator, cache, max_tokens=config.qa_max_tokens, seed=config.seed)
+    return StructuredClient(generator, cache, max_tokens=max_tokens, seed=config.seed), form

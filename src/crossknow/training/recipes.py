@@ -53,7 +53,7 @@ def _partner(doc: Any, by_pair: dict[str, dict[str, Any]]) -> Any | None:
 
 def knowledge_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateTable) -> list[TrainingExample]:
     """C_K: the documents in `config.langs`, plus their reading-comprehension instructions under 'instruction'
-    (the recipe's question-answer texts are added by `crossknow.training.qa_pairs.qa_examples`).
+    (the recipe's question-answer texts, one per pair, are added by `crossknow.training.qa_pairs.qa_examples`).
 
     A translation instruction is built only when both documents of a pair are in `config.langs`, so
     training on English alone never shows the model the Japanese text.
@@ -86,8 +86,17 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
     - translation: for every pair with English and Japanese, one instruction each way (Medical-Translation);
     - romanisation: every Japanese document in romaji -> in Japanese script (Medical-Roman);
     - roman2en: every pair's Japanese text in romaji -> its English text, and its English text -> the
-      Japanese in romaji (Medical-Roman2En: "translation instructions between romanized Japanese and
-      English", section 6.1(2)); the instruction is written in the source text's language.
+      Japanese in romaji; the instruction is written in the source text's language;
+    - roman2en_native: every pair's Japanese text in romaji -> its English text, and the same romaji -> the
+      Japanese script (the romanisation instruction), both from the Japanese document.
+
+    Medical-Roman2En, section 6.1(2): "We then generate romanization instructions to link the Latin script of
+    English with the Japanese script (kanji, hiragana, etc.). Finally, we create translation instructions between
+    romanized Japanese and English based on J-STAGE (Medical-Roman2En), which serves as a comparison group." The
+    wording supports roman2en: it names only translation instructions, "between" romanised Japanese and English,
+    which fixes no direction (crossknow builds both). roman2en_native is the authors' experiment as issue 22
+    reports it (roman -> English plus roman -> native script); the paper's text does not say that Medical-Roman2En
+    holds romanisation instructions, unless "Finally" is read as adding to Medical-Roman's.
     """
     recipe = config.transfer_recipe
     if recipe == "documents":
@@ -107,10 +116,15 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
         elif recipe == "romanisation" and doc.lang == "ja":
             examples.append(_instruction("romanisation", doc, table, config.seed,
                                          {"romaji": romanise(doc.text), "text": doc.text}))
-        elif recipe == "roman2en" and partner is not None and {doc.lang, partner.lang} == {"ja", "en"}:
+        elif recipe.startswith("roman2en") and partner is not None and {doc.lang, partner.lang} == {"ja", "en"}:
             japanese, english = (doc, partner) if doc.lang == "ja" else (partner, doc)
-            examples.append(_instruction("roman2en", doc, table, config.seed,
-                                         {"romaji": romanise(japanese.text), "english": english.text}))
+            if recipe == "roman2en" or doc.lang == "ja":
+                romaji = romanise(japanese.text)
+                examples.append(_instruction("roman2en", doc, table, config.seed,
+                                             {"romaji": romaji, "english": english.text}))
+            if recipe == "roman2en_native" and doc.lang == "ja":
+                examples.append(_instruction("romanisation", doc, table, config.seed,
+                                             {"romaji": romaji, "text": doc.text}))
     if not examples:
         raise CrossknowError(f"{config.transfer_corpus}: the {recipe!r} recipe built no examples from it")
     return examples

@@ -13,7 +13,17 @@ from crossknow.models.registry import check_spec
 from crossknow.training.layers import check_layer_spec
 
 KnowledgeRecipe = Literal["documents", "instruction"]
-TransferRecipe = Literal["none", "documents", "translation", "romanisation", "roman2en"]
+TransferRecipe = Literal["none", "documents", "translation", "romanisation", "roman2en", "roman2en_native"]
+QAPromptForm = Literal["auto", "chat", "fields"]
+"""How the question-answer pairs are asked (crossknow.training.qa_pairs): 'chat' (one JSON request per document),
+'fields' (few-shot prompts, one short field per call, for base models) or 'auto' (fields for a local model without
+a chat template, such as the embedded default; chat otherwise)."""
+RejectRule = Literal[
+    "not_a_question", "refers_to_document", "copies_document", "repeated_question", "short_answer", "copied_answer",
+    "echoes_example", "invalid_output",
+]
+"""Why a question-answer pair was rejected (crossknow.training.qa_checks; 'invalid_output': a field the model never
+wrote validly)."""
 Packing = Literal["masked", "unmasked", "none"]
 Part = Literal["knowledge", "transfer"]
 
@@ -41,7 +51,17 @@ class TrainConfig(Record):
         description="Question-answer pairs asked per C_K document (Appendix A.4.1(2): 5); 0 leaves that half of the "
         "instruction recipe out (crossknow's option).",
     )
-    qa_max_tokens: int = Field(default=1024, ge=16, description="Most tokens of one question-answer answer.")
+    qa_prompt_form: QAPromptForm = Field(
+        default="auto",
+        description="How the pairs are asked: 'chat' (one JSON request per document), 'fields' (few-shot prompts, one "
+        "question or answer per call, for base models) or 'auto' (fields for a local model without a chat template, "
+        "such as the embedded default; chat otherwise).",
+    )
+    qa_max_tokens: int = Field(
+        default=1024, ge=16,
+        description="Most tokens of one question-answer output: the JSON object (chat), or one question or answer "
+        "(fields; at most 128 there).",
+    )
     qa_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: --qa-generator.")
     qa_api_key_env: str = Field(
         default="OPENAI_API_KEY", description="Environment variable that holds the API key of --qa-base-url."
@@ -63,7 +83,7 @@ class TrainConfig(Record):
         default="none",
         description="C_T recipe: 'documents' (raw text), 'translation' (both directions of every pair), "
         "'romanisation' (romaji -> Japanese script), 'roman2en' (romaji Japanese <-> English, both directions), "
-        "or 'none'.",
+        "'roman2en_native' (romaji -> English plus romaji -> Japanese script) or 'none'.",
     )
     transfer_langs: list[str] | None = Field(
         default=None, min_length=1,
@@ -173,10 +193,12 @@ VOLATILE = ("device", "qa_base_url", "qa_api_key_env", "qa_cache", "qa_concurren
 class TrainingExample(Record):
     """One training text as a recipe built it."""
 
-    id: str = Field(description="Unique id: '<document id>:<kind>'.")
+    id: str = Field(description="Unique id: '<document id>:<kind>', and ':<n>' after it for the n-th question-answer "
+                    "pair (from 1).")
     part: Part = Field(description="C_K (knowledge injection) or C_T (transfer).")
     kind: str = Field(
-        description="'document', an instruction type, 'qa_pairs', 'translation', 'romanisation' or 'roman2en'."
+        description="'document', an instruction type, 'qa_pair' (one question-answer pair), 'translation', "
+        "'romanisation' or 'roman2en' (roman2en_native builds the last two)."
     )
     doc_id: str = Field(description="The document it was built from.")
     template_index: int | None = Field(description="The template drawn, for instructions; None for raw documents.")
@@ -205,10 +227,12 @@ class PartTokens(Record):
 
 
 class QAPair(Record):
-    """One question about a document and its answer."""
+    """One knowledge question about a document's facts and its answer."""
 
-    question: str = Field(min_length=1, description="A question the document answers.")
-    answer: str = Field(min_length=1, description="Its answer, from the document.")
+    question: str = Field(
+        min_length=1, description="A question that makes sense without the document (crossknow.training.qa_checks)."
+    )
+    answer: str = Field(min_length=1, description="Its answer: a statement, not a few words copied from the document.")
 
     @field_validator("question", "answer")
     @classmethod
@@ -219,13 +243,28 @@ class QAPair(Record):
         return text.strip()
 
 
+class RejectedPair(Record):
+    """A question-answer pair the model wrote that failed a rule of crossknow.training.qa_checks: recorded, not used."""
+
+    question: str = Field(description="The question as written ('' when no valid question was written).")
+    answer: str | None = Field(description="The answer as written; None when the question was rejected before it.")
+    rule: RejectRule = Field(description="The rule it failed.")
+    reason: str = Field(description="Why, in words (the measured length or the words that refer to the document).")
+
+
 class QARecord(Record):
     """The question-answer pairs asked for one C_K document (a line of qa_pairs.jsonl)."""
 
     doc_id: str = Field(description="The document.")
     lang: str = Field(description="Its language (the prompt's language).")
     pairs: list[QAPair] = Field(description="The pairs kept: at most --qa-pairs; empty when the output was invalid.")
-    error: str | None = Field(description="Why the output was invalid after all attempts; None when valid.")
+    rejected: list[RejectedPair] = Field(
+        default_factory=list, description="The pairs the model wrote that failed a rule, with the reason."
+    )
+    error: str | None = Field(
+        description="Why the output was invalid after all attempts (chat: no valid JSON, or every pair rejected; "
+        "fields: the first question); None when valid."
+    )
     attempts: int = Field(description="Model calls made for the document, cached ones included.")
     cached: bool = Field(description="True when every call came from the request cache.")
 
@@ -238,6 +277,12 @@ class QASummary(Record):
     complete: int = Field(description="Documents with all the pairs asked for.")
     partial: int = Field(description="Documents with fewer pairs than asked (the paper notes this happens).")
     invalid: int = Field(description="Documents whose output was invalid after all attempts (no pairs; recorded).")
+    rejected: dict[str, int] = Field(
+        default_factory=dict, description="Pairs rejected per rule (crossknow.training.qa_checks; in qa_pairs.jsonl)."
+    )
+    prompt_form: Literal["chat", "fields"] = Field(
+        default="chat", description="How the pairs were asked: 'auto' resolved (runs before it had only 'chat')."
+    )
     calls_this_run: int = Field(description="Model calls this invocation sent (cache misses).")
     cached_calls_this_run: int = Field(description="Model calls this invocation answered from the cache.")
 

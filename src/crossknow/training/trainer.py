@@ -2,8 +2,8 @@
 
 The run directory holds config.yaml, inputs.json (the corpora's and evaluation sets' SHA-256),
 transfer_excluded.json (the C_T documents --exclude-eval left out, when given), qa_pairs.jsonl (the
-question-answer pairs of the instruction recipe, when it asks for them), train_data.jsonl (every text
-trained on, in the mix's order, with the tokens it contributed), checkpoints/checkpoint-STEP (model and
+question-answer pairs of the instruction recipe, kept and rejected, when it asks for them), train_data.jsonl
+(every text trained on, in the mix's order, with the tokens it contributed), checkpoints/checkpoint-STEP (model and
 tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl (one line per
 optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again on a finished
 directory, it returns the saved summary.
@@ -147,12 +147,12 @@ def _question_answer_pairs(
         return [], None
     docs = [doc for doc in knowledge if doc.lang in config.langs]
     with args.main_process_first(desc="question-answer pairs"):
-        client = qa_client(config)
+        client, form = qa_client(config)
         try:
-            records = ask_qa_pairs(client, docs, config.qa_pairs)
+            records = ask_qa_pairs(client, docs, config.qa_pairs, form)
         finally:
             client.cache.close()  # type: ignore[union-attr]
-    return records, summarise(records, config.qa_pairs, client)
+    return records, summarise(records, config.qa_pairs, client, form)
 
 
 def run_train(
