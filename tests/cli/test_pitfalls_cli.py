@@ -26,7 +26,7 @@ class FooledByHints:
         self.name = name
         self.asked = 0
 
-    def answer(self, questions):
+    def answer(self, questions, resimulation=0):
         self.asked += len(questions)
         wrong = [(q.lang == "fr" and "hint" in q.question) or q.question == "q1" for q in questions]
         return [SimAnswer((q.answer + w) % len(q.choices), None, None) for q, w in zip(questions, wrong, strict=True)]

@@ -34,7 +34,7 @@ class ScriptedSimulator:
         self.name = f"scripted-{j}"
         self.j = j
 
-    def answer(self, questions: Sequence[MCQuestion]) -> list[SimAnswer]:
+    def answer(self, questions: Sequence[MCQuestion], resimulation: int | Sequence[int] = 0) -> list[SimAnswer]:
         """Right or wrong by the markers in the text; a wrong answer is the next choice."""
         answers = []
         for q in questions:

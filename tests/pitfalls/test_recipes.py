@@ -43,7 +43,7 @@ class FooledByHints:
 
     name = "fooled"
 
-    def answer(self, questions):
+    def answer(self, questions, resimulation=0):
         wrong = [q.lang == "fr" and "hint" in q.question for q in questions]
         return [SimAnswer((q.answer + w) % len(q.choices), None, None) for q, w in zip(questions, wrong, strict=True)]
 

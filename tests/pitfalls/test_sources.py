@@ -85,7 +85,7 @@ class Scripted:
     def __init__(self, name: str, wrong: set[str] = frozenset(), invalid: set[str] = frozenset()):
         self.name, self.wrong, self.invalid = name, wrong, invalid
 
-    def answer(self, questions):
+    def answer(self, questions, resimulation=0):
         answers = []
         for q in questions:
             if q.question in self.invalid:

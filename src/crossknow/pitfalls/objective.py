@@ -129,12 +129,7 @@ class SimulationObjective:
 
     def _ask(self, simulator: Simulator, questions: list[MCQuestion], resimulation: int | list[int]) -> list:
         started = time.monotonic()
-        # the first asking of one sample calls answer(questions), so that a simulator that is never re-asked
-        # need not take the argument
-        if resimulation:
-            answers = simulator.answer(questions, resimulation=resimulation)
-        else:
-            answers = simulator.answer(questions)
+        answers = simulator.answer(questions, resimulation=resimulation)
         if len(answers) != len(questions):
             raise CrossknowError(f"simulator {simulator.name!r} gave {len(answers)} answers for {len(questions)}")
         spent = time.monotonic() - started

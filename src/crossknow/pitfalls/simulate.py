@@ -77,8 +77,7 @@ class Simulator(Protocol):
         """One answer per question, in order. `resimulation` numbers the draw: one int for all the questions
         (r >= 1 marks the r-th time they are asked again after an invalid answer) or one per question (the
         objective's `draw_index` of each sample). A simulator that samples must draw afresh for each
-        number, never replay an earlier answer. A simulator that never answers invalid need not take the
-        argument: it is passed only on re-simulations and when a question is sampled more than once."""
+        number, never replay an earlier answer; one that does not sample (scoring) may ignore it."""
         ...
 
 
