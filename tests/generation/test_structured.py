@@ -217,7 +217,8 @@ def _local(name: str, model_id: str) -> SimpleNamespace:
 
 
 def test_cache_identity_covers_the_request():
-    base = GenerateRequest(messages=(), max_tokens=5, temperature=0.0, seed=0, json_schema={"a": 1}, top_logprobs=0)
+    base = GenerateRequest(messages=(ChatMessage("user", "Hi"),), max_tokens=5, temperature=0.0, seed=0,
+                           json_schema={"a": 1}, top_logprobs=0)
     key = cache_key(request_identity(_local("openai", "m"), base))
     changed = [
         request_identity(_local("hf", "m"), base),
@@ -227,6 +228,8 @@ def test_cache_identity_covers_the_request():
             for field, value in [("max_tokens", 6), ("temperature", 0.5), ("seed", 1), ("json_schema", {"a": 2}),
                                  ("top_logprobs", 5)]
         ),
+        # the same text as a completion prompt is another request
+        request_identity(_local("openai", "m"), GenerateRequest(**{**base.__dict__, "messages": (), "prompt": "Hi"})),
     ]
     assert len({key, *(cache_key(identity) for identity in changed)}) == 1 + len(changed)
     result = GenerateResult("t", "openai", "m", Usage(1, 2), (TokenAlternatives("t", -0.5, (("t", -0.5),)),), "stop")

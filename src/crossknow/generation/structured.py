@@ -9,6 +9,14 @@ that a malformed answer replayed from the cache is not replayed forever. What is
 after `max_attempts`, and every request whose transport failed after the backend's own retries, is
 returned as an outcome with `value=None` and the reason in `error`: never raised, never dropped.
 
+Prompts come in two forms, for the two kinds of model (`Generator.prompt_format`): a `ChatPrompt`
+(system and user messages, for a model with a chat template) or a `CompletionPrompt` (plain text the
+model continues, for a base model: few-shot, one short field per call, ended by a stop string, so that
+structure comes from the prompt's construction and not from the model). A stage that can ask either
+way writes both and asks in the form `StructuredClient.prompt_format` names. A completion prompt gets
+no retry note: its retries, from the second attempt on, sample at `RETRY_TEMPERATURE` with seed + k
+(crossknow's choice: a greedy base model repeats its invalid output word for word).
+
 Free text goes through the same loop: pass a `TextOutput` instead of a pydantic model and the
 requests carry no `json_schema`; the output is judged by the TextOutput's parser `(text) -> (value,
 error)` and retried, cached and metered exactly as JSON is (the retry note is the TextOutput's own,
@@ -21,8 +29,12 @@ over the two values scored after the answer's own text up to that field (see
 `crossknow.generation.confidence`), and no top log-probabilities are asked for; from any other
 backend, it is read from the top log-probabilities of the generated tokens.
 
+`yes_no_many` asks completion prompts that end where a yes or a no follows: P(yes) is exact from a
+generator that scores (the two values scored as continuations, as for a confidence field), else 1.0 or
+0.0 from the word the model writes.
+
 Every successful model call is cached (see `crossknow.store.request_cache`) under the hash of
-(backend, server for a server backend, model id, messages, max_tokens, temperature, seed,
+(backend, server for a server backend, model id, messages or completion prompt, max_tokens, temperature, seed,
 top_logprobs, schema, and stop strings where there are any; see `request_identity`), and so is every
 pair of scored yes/no values; failed calls are not, so a re-run retries them and pays for nothing it
 already has.
@@ -41,7 +53,13 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.confidence import YES_NO_VALUES, scored_yes_probability, value_prefix, yes_probability
+from crossknow.generation.confidence import (
+    YES_NO_VALUES,
+    answer_probability,
+    scored_yes_probability,
+    value_prefix,
+    yes_probability,
+)
 from crossknow.generation.pricing import PriceTable
 from crossknow.models.generator import (
     AnswerContinuation,
@@ -64,6 +82,10 @@ TRANSPORT_FAILURE = "request failed"
 retries), as opposed to an invalid output; such outcomes are not cached and worth a re-run."""
 RETRY_NOTE = "\n\nReturn only a JSON object that matches this JSON schema, with no other text:\n{schema}"
 """Appended to the user message from the second attempt on."""
+RETRY_TEMPERATURE = 0.7
+"""The sampling temperature of a completion prompt's retries (at least; the client's own when higher)."""
+YES_NO_WORDS = (" yes", " no")
+"""The two continuations `yes_no_many` scores after a completion prompt that ends where the answer starts."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +97,19 @@ class ChatPrompt:
     stop: tuple[str, ...] = ()
     """Strings that end the output where they first appear (e.g. the next line of a few-shot prompt)."""
 
+
+@dataclass(frozen=True)
+class CompletionPrompt:
+    """What a pipeline stage asks a base model: text it continues as it is (no chat markup), ended by a
+    stop string (by default the end of the line)."""
+
+    text: str
+    stop: tuple[str, ...] = ("\n",)
+    """Strings that end the output where they first appear."""
+
+
+Prompt = ChatPrompt | CompletionPrompt
+"""Either form of prompt; `StructuredClient.prompt_format` says which one a client's model takes."""
 
 TextParser = Callable[[str], tuple[Any, "str | None"]]
 """(raw output) -> (value, None) when the output is valid, else (None, why not); None is never a
@@ -157,7 +192,8 @@ class _Progress:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     raw_text: str = ""
-    messages: tuple[ChatMessage, ...] = ()
+    request: GenerateRequest | None = None
+    """The last request sent for the prompt."""
 
 
 class StructuredClient:
@@ -187,9 +223,14 @@ class StructuredClient:
         self.seed = seed
         self.meter = CostMeter()
 
+    @property
+    def prompt_format(self) -> str:
+        """'chat' or 'completion': the form this client's model is asked in where a stage can ask either way."""
+        return getattr(self.generator, "prompt_format", "chat")
+
     def call_many(
         self,
-        prompts: Sequence[ChatPrompt],
+        prompts: Sequence[Prompt],
         schema: type[BaseModel] | TextOutput,
         *,
         confidence_field: str | None = None,
@@ -197,7 +238,7 @@ class StructuredClient:
         seeds: Sequence[int] | None = None,
         parsers: Sequence[TextParser] | None = None,
     ) -> list[StructuredOutcome]:
-        """One outcome per prompt, in order. `schema` is a pydantic model (JSON output validated
+        """One outcome per prompt (chat or completion), in order. `schema` is a pydantic model (JSON output validated
         against it) or a TextOutput (free text and its parser). `confidence_field` names a yes/no
         field of a pydantic `schema` whose P(yes) is wanted (see the module docstring); top
         log-probabilities are asked for only then, and only from a backend that cannot score
@@ -226,7 +267,7 @@ class StructuredClient:
                 retry = []
                 answers = self._answer(requests)
                 for i, request, (result, cached, failure) in zip(pending, requests, answers, strict=True):
-                    progress[i].messages = request.messages
+                    progress[i].request = request
                     done = self._record(
                         progress[i], result, cached, failure, parsers[i] if parsers else parse,
                         None if scores else confidence_field,
@@ -265,8 +306,18 @@ class StructuredClient:
         return json_schema, note, lambda text: parse_structured(text, schema)
 
     def _request(
-        self, prompt: ChatPrompt, seed: int, attempt: int, json_schema: dict | None, note: str, top: int
+        self, prompt: Prompt, seed: int, attempt: int, json_schema: dict | None, note: str, top: int
     ) -> GenerateRequest:
+        if isinstance(prompt, CompletionPrompt):
+            return GenerateRequest(
+                prompt=prompt.text,
+                max_tokens=self.max_tokens,
+                temperature=max(self.temperature, RETRY_TEMPERATURE) if attempt else self.temperature,
+                seed=seed,
+                json_schema=json_schema,
+                top_logprobs=top,
+                stop=prompt.stop,
+            )
         messages = [ChatMessage("system", prompt.system)] if prompt.system else []
         messages.append(ChatMessage("user", prompt.user + (note if attempt else "")))
         return GenerateRequest(
@@ -338,7 +389,9 @@ class StructuredClient:
                 answer = getattr(outcome.value, field)
                 result[i] = dataclasses.replace(outcome, yes_probability=yes_probability(None, field, answer))
                 continue
-            yes, no = (AnswerContinuation(progress[i].messages, prefix, value) for value in YES_NO_VALUES)
+            request = progress[i].request
+            assert request is not None  # a valid outcome had a request
+            yes, no = (AnswerContinuation(request.messages, prefix, value, request.prompt) for value in YES_NO_VALUES)
             asked.append((i, yes, no))
         if not asked:
             return result
@@ -348,13 +401,35 @@ class StructuredClient:
             result[i] = dataclasses.replace(outcomes[i], yes_probability=confidence)  # type: ignore[arg-type]
         return result
 
+    def yes_no_many(self, prompts: Sequence[CompletionPrompt]) -> list[StructuredOutcome]:
+        """P(yes) after each completion prompt (which ends where the answer starts), as the outcome's
+        `value` and `yes_probability`. Exact from a generator that scores: p(" yes") / (p(" yes") + p(" no"))
+        over the two continuations scored after the prompt (`YES_NO_WORDS`; cached, never invalid). From
+        any other, 1.0 or 0.0 from the word the model writes, through `call_many` (an answer that is
+        neither yes nor no is invalid, retried, then recorded)."""
+        if not isinstance(self.generator, AnswerScorer):
+            parse = TextOutput(_parse_yes_no)
+            outcomes = self.call_many(prompts, parse)
+            return [dataclasses.replace(o, yes_probability=o.value) for o in outcomes]
+        started = time.monotonic()
+        try:
+            asked = [AnswerContinuation((), "", word, p.text) for p in prompts for word in YES_NO_WORDS]
+            logprobs = self._score_answers(asked)
+        finally:
+            self.meter.seconds += time.monotonic() - started
+        result = []
+        for k in range(len(prompts)):
+            p_yes = scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1])
+            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, True, Usage(), 0.0))
+        return result
+
     def _score_answers(self, requests: list[AnswerContinuation]) -> list[float]:
         """The generator's `score_answers`, through the cache."""
         backend, model_id = self.generator.name, self.generator.model_id
         identities = [
             {
                 "backend": backend, "model_id": model_id, "kind": "answer_continuation",
-                "messages": [[m.role, m.content] for m in r.messages],
+                **_prompt_identity(r.prompt, r.messages),
                 "answer_prefix": r.answer_prefix, "continuation": r.continuation,
             }
             for r in requests
@@ -445,6 +520,15 @@ def parse_structured(text: str, schema: type[T]) -> tuple[T | None, str | None]:
     return None, (schema_errors or errors)[0]
 
 
+def _parse_yes_no(text: str) -> tuple[float | None, str | None]:
+    """1.0 or 0.0 for an output whose first word is yes or no, else why not."""
+    words = text.split()
+    answer = answer_probability(words[0]) if words else None
+    if answer is None:
+        return None, f"neither yes nor no: {text[:80]!r}"
+    return answer, None
+
+
 def _describe(error: ValidationError, limit: int = 3) -> str:
     """A short account of a pydantic validation error."""
     problems = error.errors()
@@ -459,7 +543,7 @@ def _describe(error: ValidationError, limit: int = 3) -> str:
 
 
 def request_identity(generator: Generator, request: GenerateRequest) -> dict[str, Any]:
-    """What a request's cache key hashes: backend, server, model id, messages, settings and schema.
+    """What a request's cache key hashes: backend, server, model id, messages or prompt, settings and schema.
 
     The server is a `ServerGenerator`'s `server_identity()` (base URL and the settings that shape what
     the server receives); local backends have none. Keying by server is new: cache entries of server
@@ -469,13 +553,21 @@ def request_identity(generator: Generator, request: GenerateRequest) -> dict[str
         "backend": generator.name,
         "model_id": generator.model_id,
         **server,
-        "messages": [[m.role, m.content] for m in request.messages],
+        **_prompt_identity(request.prompt, request.messages),
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
         "seed": request.seed,
         "top_logprobs": request.top_logprobs,
         "json_schema": request.json_schema,
     } | ({"stop": list(request.stop)} if request.stop else {})
+
+
+def _prompt_identity(prompt: str | None, messages: Sequence[ChatMessage]) -> dict[str, Any]:
+    """The prompt part of a cache identity: a completion prompt's text, or the chat messages (keyed as before
+    completion prompts existed, so that chat entries written then are still found)."""
+    if prompt is not None:
+        return {"prompt": prompt}
+    return {"messages": [[m.role, m.content] for m in messages]}
 
 
 def result_to_dict(result: GenerateResult) -> dict[str, Any]:

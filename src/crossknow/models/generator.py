@@ -1,4 +1,10 @@
-"""The Generator protocol: chat completions with optional JSON-schema output and top log-probabilities.
+"""The Generator protocol: chat or plain-text completions with optional JSON-schema output and top log-probabilities.
+
+Two prompt forms, one request type: a `GenerateRequest` holds chat `messages` (the backend applies the
+model's chat markup) or a raw completion `prompt` (text the model continues as it is: local backends
+add BOS and nothing else; `openai:` sends it to `/v1/completions`). Each backend has a `prompt_format`,
+the form its model takes best: pipeline stages that can ask either way ask that way (see
+`crossknow.generation.structured`).
 
 Backends (`openai:`, `hf:`, `default`) implement `generate`; everything above them (prompts,
 validation with pydantic, retries of malformed output, the request cache) lives in
@@ -13,6 +19,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from crossknow.errors import CrossknowError
 
+PromptFormat = Literal["chat", "completion"]
+"""How a generator is best asked: chat messages (a model with a chat template) or a plain completion
+prompt (a base model)."""
+PROMPT_FORMATS: tuple[str, ...] = ("auto", "chat", "completion")
+"""What a model spec's format suffix (or a backend's `prompt_format` argument) may say; "auto" lets
+the backend decide from the model (see `crossknow.models.registry`)."""
+
 
 @dataclass(frozen=True)
 class ChatMessage:
@@ -24,9 +37,13 @@ class ChatMessage:
 
 @dataclass(frozen=True)
 class GenerateRequest:
-    """A chat prompt with its sampling settings."""
+    """A chat prompt (`messages`) or a completion prompt (`prompt`), exactly one of them, with its
+    sampling settings."""
 
-    messages: tuple[ChatMessage, ...]
+    messages: tuple[ChatMessage, ...] = ()
+    """The chat turns; empty for a completion request."""
+    prompt: str | None = None
+    """A completion request's text, continued as it is: no chat markup (local backends add BOS)."""
     max_tokens: int = 256
     """Most tokens to generate."""
     temperature: float = 0.0
@@ -39,6 +56,10 @@ class GenerateRequest:
     """When above 0, the backend returns this many alternatives per generated token, where it can."""
     stop: tuple[str, ...] = ()
     """Strings that end the output where they first appear; the returned text stops before them."""
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (not self.messages):
+            raise CrossknowError("a generate request holds chat messages or a completion prompt, exactly one of them")
 
 
 @dataclass(frozen=True)
@@ -95,12 +116,15 @@ class GenerationFailed(CrossknowError):
 
 @runtime_checkable
 class Generator(Protocol):
-    """A backend that completes chat prompts. One method to implement."""
+    """A backend that completes chat and completion prompts. One method to implement."""
 
     name: str
     """Backend name as registered."""
     model_id: str
     """Resolved model identity: a path, hub id with revision, or server model name."""
+    prompt_format: PromptFormat
+    """The form this model is asked in where a stage can ask either way: 'chat' for a model with a
+    chat template, 'completion' for a base model (or as the model spec's suffix says)."""
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         """Answer every request; results are in request order. Transport errors are retried inside;
@@ -120,14 +144,17 @@ class ServerGenerator(Protocol):
 
 @dataclass(frozen=True)
 class AnswerContinuation:
-    """Text that could follow a chat prompt and the start of the model's answer to it."""
+    """Text that could follow a prompt (chat or completion, as in a GenerateRequest) and the start of
+    the model's answer to it."""
 
     messages: tuple[ChatMessage, ...]
-    """The chat prompt, as in a GenerateRequest."""
+    """The chat prompt, as in a GenerateRequest; empty for a completion prompt."""
     answer_prefix: str
     """The start of the model's answer (what it generated before the point of interest)."""
     continuation: str
     """The text to score after the prefix."""
+    prompt: str | None = None
+    """The completion prompt, as in a GenerateRequest; None for a chat prompt."""
 
 
 @runtime_checkable

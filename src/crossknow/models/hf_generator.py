@@ -1,9 +1,12 @@
 """Generator for transformers causal LMs (the `default`, `hf:` and `gguf:` specs).
 
-Prompts: the tokenizer's chat template when it has one; otherwise Gemma's turn format
+Prompts: a completion request's `prompt` is tokenised as it is, after BOS. Chat messages take the
+tokenizer's chat template when it has one; otherwise Gemma's turn format
 (`<start_of_turn>user\\n...<end_of_turn>\\n<start_of_turn>model\\n`, after BOS), with system text
-opening the first user turn as Gemma's own template does. The embedded GGUF has no template, so the
-`default` model takes the second path.
+opening the first user turn as Gemma's own template does.
+
+`prompt_format` ("auto" by default) is 'chat' when the tokenizer has a chat template and 'completion'
+when it has none: the embedded GGUF ships none, so the `default` model is asked as the base model it is.
 
 Requests are decoded in batches of `batch_size` (sorted by prompt length, so that a batch carries
 little padding) by `crossknow.models.hf_decoding`: left padding, one KV cache, a stop per row.
@@ -29,10 +32,12 @@ from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models.generator import (
+    PROMPT_FORMATS,
     AnswerContinuation,
     ChatMessage,
     GenerateRequest,
     GenerateResult,
+    PromptFormat,
     TokenAlternatives,
     Usage,
 )
@@ -66,7 +71,7 @@ def gemma_prompt(messages: Sequence[ChatMessage]) -> str:
 
 
 class HFGenerator:
-    """Completes chat prompts with a transformers causal LM; see the module docstring."""
+    """Completes chat and completion prompts with a transformers causal LM; see the module docstring."""
 
     def __init__(
         self,
@@ -79,6 +84,7 @@ class HFGenerator:
         dtype: str = "float32",
         batch_size: int = 8,
         constrain_json: bool = True,
+        prompt_format: str = "auto",
     ):
         if batch_size < 1:
             raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
@@ -90,6 +96,8 @@ class HFGenerator:
         """Requests decoded together."""
         self._path, self._revision = path, revision
         self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
+        self.prompt_format: PromptFormat = resolve_prompt_format(prompt_format, self.tokenizer)
+        """'chat' or 'completion' (see the module docstring)."""
         self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self._pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.stop_ids = self._stop_ids()
@@ -112,8 +120,14 @@ class HFGenerator:
         """The prompt as text, ending where the model's answer starts; the tokenizer adds BOS to it."""
         return chat_prompt_text(self.tokenizer, messages)
 
+    def request_ids(self, request: GenerateRequest) -> list[int]:
+        """Token ids of a request's prompt (chat or completion), ending where the model's answer starts."""
+        if request.prompt is not None:
+            return self.tokenizer(request.prompt).input_ids
+        return self.prompt_ids(request.messages)
+
     def prompt_ids(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Token ids of the prompt, ending where the model's answer starts."""
+        """Token ids of a chat prompt, ending where the model's answer starts."""
         if getattr(self.tokenizer, "chat_template", None):
             chat = [{"role": m.role, "content": m.content} for m in messages]
             text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
@@ -122,7 +136,7 @@ class HFGenerator:
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         """Answer every request, `batch_size` at a time; results are in request order."""
-        prompts = [self.prompt_ids(r.messages) for r in requests]
+        prompts = [self.request_ids(r) for r in requests]
         for ids in prompts:  # check all before spending time on any
             if self._max_positions and len(ids) >= self._max_positions:
                 raise CrossknowError(
@@ -197,9 +211,25 @@ class HFGenerator:
         """Summed log-probability of each continuation after its prompt and answer prefix, exactly,
         through `scorer()` (the scoring rules of crossknow.models.boundary)."""
         scored = self.scorer().score(
-            [ScoreRequest(self.prompt_text(r.messages) + r.answer_prefix, r.continuation) for r in requests]
+            [ScoreRequest(self._answer_context(r), r.continuation) for r in requests]
         )
         return [result.logprob_sum for result in scored]
+
+    def _answer_context(self, request: AnswerContinuation) -> str:
+        """The text before a continuation: the prompt (chat markup for messages, as it is for a completion
+        prompt) and the answer's prefix."""
+        prompt = request.prompt if request.prompt is not None else self.prompt_text(request.messages)
+        return prompt + request.answer_prefix
+
+
+def resolve_prompt_format(asked: str, tokenizer: Any) -> PromptFormat:
+    """'chat' or 'completion' for a local model: `asked` unless it is "auto", which is 'chat' for a tokenizer
+    with a chat template and 'completion' for one without (a base model)."""
+    if asked not in PROMPT_FORMATS:
+        raise CrossknowError(f"prompt format must be one of {', '.join(PROMPT_FORMATS)}; got {asked!r}")
+    if asked != "auto":
+        return asked  # type: ignore[return-value]
+    return "chat" if getattr(tokenizer, "chat_template", None) else "completion"
 
 
 def chat_prompt_text(tokenizer: Any, messages: Sequence[ChatMessage]) -> str:

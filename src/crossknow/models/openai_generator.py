@@ -1,4 +1,10 @@
-"""Generator backend for OpenAI-compatible servers (spec `openai:MODEL`): `/v1/chat/completions`.
+"""Generator backend for OpenAI-compatible servers (spec `openai:MODEL`): `/v1/chat/completions` for chat
+requests, `/v1/completions` for completion requests (a plain `prompt`; vLLM, llama.cpp and OpenAI's
+completion models serve it).
+
+`prompt_format` ("auto" by default) is 'chat': a server's chat endpoint applies the model's own template,
+and crossknow cannot ask a server whether it has one (crossknow's choice). A base model behind a server
+is named with the spec's `#completion` suffix (see `crossknow.models.registry`).
 
 Each request is one POST; up to `concurrency` are in flight; 429, 408, 5xx, timeouts, dropped
 connections and truncated bodies are retried with backoff (`crossknow.models.openai_http`).
@@ -6,7 +12,9 @@ Requests that fail every try, or that the server refuses as malformed (400, 413,
 the others: `generate` then raises `GenerationFailed`, which carries every result it has. A refusal
 that concerns every request (401, 403, 404: a wrong key, URL or model name) raises at once.
 
-JSON output (`request.json_schema`), by `json_mode`:
+JSON output (`request.json_schema`) applies to chat requests only: `/v1/completions` has no common form
+for it, so a completion request with a schema is refused (completion prompts get their structure from
+their construction, one short field per call). For chat requests, by `json_mode`:
 - "json_schema": `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`, the
   OpenAI form, also taken by vLLM, Ollama and llama.cpp's own `llama-server`;
 - "json_object": `{"type": "json_object", "schema": ...}`, the form of llama-cpp-python's server
@@ -46,7 +54,8 @@ Against llama-cpp-python, the cheapest request that carries the same information
 `/v1/completions` call with the formatted prompt plus the answer up to the value, `max_tokens=1`,
 `logprobs=k` and no `echo`: one sorted position instead of one per generated token (`echo` would
 sort every prompt position and cost more, not less).
-`stop` strings are sent as `stop`.
+`stop` strings are sent as `stop`. A completion request's `top_logprobs` is sent as `logprobs: k` (the
+completions endpoint's form) and read from `logprobs.tokens` / `logprobs.top_logprobs`.
 
 The length limit is sent as `max_tokens`, which OpenAI's GPT-4.1/4o, vLLM, Ollama and llama.cpp
 take; OpenAI's reasoning models (o1, o3, ...) want `max_completion_tokens` instead and are not
@@ -62,7 +71,15 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from crossknow.errors import CrossknowError
-from crossknow.models.generator import GenerateRequest, GenerateResult, GenerationFailed, TokenAlternatives, Usage
+from crossknow.models.generator import (
+    PROMPT_FORMATS,
+    GenerateRequest,
+    GenerateResult,
+    GenerationFailed,
+    PromptFormat,
+    TokenAlternatives,
+    Usage,
+)
 from crossknow.models.openai_http import (
     OpenAIEndpoint,
     RequestGaveUp,
@@ -86,7 +103,8 @@ PER_REQUEST_REFUSALS = frozenset({400, 413, 422})
 
 
 class OpenAIGenerator:
-    """Completes chat prompts through an OpenAI-compatible `/v1/chat/completions` endpoint.
+    """Completes chat prompts through an OpenAI-compatible `/v1/chat/completions` endpoint, and completion
+    prompts through `/v1/completions`.
 
     `model` is the server's model name; `base_url` ends before `/chat/completions` (for example
     `http://127.0.0.1:8000/v1`). The API key is read from the environment variable `api_key_env`
@@ -109,15 +127,22 @@ class OpenAIGenerator:
         strict_schema: bool = False,
         fold_system: FoldSystem = False,
         backoff_base_s: float = 0.5,
+        prompt_format: str = "auto",
     ):
         if json_mode not in JSON_MODES:
             raise CrossknowError(f"openai: json_mode must be one of {', '.join(JSON_MODES)}; got {json_mode!r}")
         if fold_system not in (True, False, "auto"):
             raise CrossknowError(f"openai: fold_system must be True, False or 'auto'; got {fold_system!r}")
-        self._endpoint = OpenAIEndpoint(
-            model, base_url, "chat/completions", api_key_env=api_key_env, concurrency=concurrency,
-            timeout_s=timeout_s, max_retries=max_retries, backoff_base_s=backoff_base_s, logger=log,
-        )
+        if prompt_format not in PROMPT_FORMATS:
+            raise CrossknowError(
+                f"openai: prompt format must be one of {', '.join(PROMPT_FORMATS)}; got {prompt_format!r}"
+            )
+        settings = dict(api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s,
+                        max_retries=max_retries, backoff_base_s=backoff_base_s, logger=log)
+        self._endpoint = OpenAIEndpoint(model, base_url, "chat/completions", **settings)  # type: ignore[arg-type]
+        self._completions = OpenAIEndpoint(model, base_url, "completions", **settings)  # type: ignore[arg-type]
+        self.prompt_format: PromptFormat = "chat" if prompt_format == "auto" else prompt_format  # type: ignore[assignment]
+        """'chat' or 'completion' (see the module docstring)."""
         self.model_id = model
         self.base_url = self._endpoint.base_url
         self.json_mode: str = json_mode
@@ -159,7 +184,7 @@ class OpenAIGenerator:
     async def _generate_all(self, requests: list[GenerateRequest]) -> list[GenerateResult | str]:
         semaphore = asyncio.Semaphore(self._endpoint.concurrency)
         async with self._endpoint.client() as client:
-            if self.fold_system is None:
+            if self.fold_system is None and any(r.prompt is None for r in requests):
                 problem = await self._decide_fold(client)
                 if problem is not None:
                     return [problem] * len(requests)
@@ -206,6 +231,8 @@ class OpenAIGenerator:
 
     async def _post(self, client: Any, request: GenerateRequest) -> dict:
         """POST one request; in "auto" mode, fall back to "json_object" when the server refuses the schema."""
+        if request.prompt is not None:
+            return await self._completions.post(client, self.payload(request))
         while True:
             mode = self.json_mode if request.json_schema is not None else "none"
             probing = mode == "auto"
@@ -226,6 +253,8 @@ class OpenAIGenerator:
 
     def payload(self, request: GenerateRequest, mode: str | None = None) -> dict[str, Any]:
         """The JSON body for one request (`mode` defaults to the current json_mode)."""
+        if request.prompt is not None:
+            return self._completion_payload(request)
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if self.fold_system:
             messages = _fold_system(messages)
@@ -257,6 +286,25 @@ class OpenAIGenerator:
                 }
         return body
 
+    def _completion_payload(self, request: GenerateRequest) -> dict[str, Any]:
+        """The `/v1/completions` body of a completion request."""
+        if request.json_schema is not None:
+            raise CrossknowError("openai: a completion request cannot carry a JSON schema (/v1/completions has no "
+                                 "common form for it); ask a chat model, or build the structure from the prompt")
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "prompt": request.prompt,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.top_logprobs > 0:
+            body["logprobs"] = request.top_logprobs
+        return body
+
     # ---- response ---------------------------------------------------------------------------
 
     def _parse(self, body: dict, request: GenerateRequest) -> GenerateResult:
@@ -265,14 +313,18 @@ class OpenAIGenerator:
         if not choices or not isinstance(choices[0], dict):
             raise CrossknowError(self._endpoint.safe(f"openai: response without choices: {short(body)}"))
         choice = choices[0]
-        message = choice.get("message") or {}
-        text = message.get("content") or ""
         usage = body.get("usage") or {}
         logprobs = None
-        if request.top_logprobs > 0:
-            content = (choice.get("logprobs") or {}).get("content")
-            if content:
-                logprobs = tuple(_alternatives(entry) for entry in content)
+        if request.prompt is not None:
+            text = choice.get("text") or ""
+            if request.top_logprobs > 0:
+                logprobs = _completion_alternatives(choice.get("logprobs") or {})
+        else:
+            text = (choice.get("message") or {}).get("content") or ""
+            if request.top_logprobs > 0:
+                content = (choice.get("logprobs") or {}).get("content")
+                if content:
+                    logprobs = tuple(_alternatives(entry) for entry in content)
         return GenerateResult(
             text=text,
             backend=self.name,
@@ -291,6 +343,23 @@ def _alternatives(entry: dict) -> TokenAlternatives:
     top = [(str(alt.get("token", "")), float(alt["logprob"])) for alt in entry.get("top_logprobs") or []]
     top.sort(key=lambda pair: pair[1], reverse=True)
     return TokenAlternatives(token=str(entry.get("token", "")), logprob=float(entry["logprob"]), top=tuple(top))
+
+
+def _completion_alternatives(logprobs: dict) -> tuple[TokenAlternatives, ...] | None:
+    """A `/v1/completions` choice's `logprobs` (`tokens`, `token_logprobs`, `top_logprobs` as one dict of
+    token -> logprob per position) as TokenAlternatives, alternatives most likely first; None when absent."""
+    tokens = logprobs.get("tokens") or []
+    chosen = logprobs.get("token_logprobs") or []
+    tops = logprobs.get("top_logprobs") or []
+    if not tokens or len(chosen) != len(tokens):
+        return None
+    result = []
+    for k, (token, logprob) in enumerate(zip(tokens, chosen, strict=True)):
+        top = sorted(((str(t), float(v)) for t, v in (tops[k] or {}).items()) if k < len(tops) else (),
+                     key=lambda pair: pair[1], reverse=True)
+        result.append(TokenAlternatives(token=str(token), logprob=float(logprob if logprob is not None else "-inf"),
+                                        top=tuple(top)))
+    return tuple(result)
 
 
 def _names_response_format(status: int, message: str) -> bool:

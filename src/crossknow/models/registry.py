@@ -1,5 +1,12 @@
 """Model spec strings -> Scorer and Generator backends, imported lazily so that a missing optional dependency
-fails only when its backend is chosen."""
+fails only when its backend is chosen.
+
+A generator spec may end in `#chat` or `#completion`: the form its model is asked in where a stage can ask
+either way (see `crossknow.models.generator`). Without it the backend decides: local models by their
+tokenizer's chat template (none, as for `default`: completion), servers chat. It is the one way, in every
+command and role, to name a base model behind a server (`openai:MODEL#completion`) or to ask a local model
+with a template as a base model. Scorer specs take no suffix.
+"""
 
 from __future__ import annotations
 
@@ -43,8 +50,23 @@ GENERATOR_SPEC_FORMS = (
     "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
     "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
     "openai:MODEL             an OpenAI-compatible server's /v1/chat/completions (needs --base-url)",
+    "any of these + #chat or #completion   ask the model with chat messages or plain completion prompts",
 )
 """The valid forms of a generator spec, as shown in errors and help."""
+
+FORMAT_SEPARATOR = "#"
+"""What separates a generator spec from its prompt format suffix."""
+
+
+def split_prompt_format(spec: str) -> tuple[str, str]:
+    """(the spec without its format suffix, the format: 'chat', 'completion', or 'auto' without one)."""
+    base, separator, form = spec.rpartition(FORMAT_SEPARATOR)
+    if not separator:
+        return spec, "auto"
+    if form not in ("chat", "completion"):
+        raise ModelSpecError(f"{spec!r}: a spec's format suffix is #chat or #completion, not #{form}")
+    return base, form
+
 
 SERVER_HINT = "needs --base-url (e.g. http://127.0.0.1:8000/v1)"
 """What an openai: spec without a server lacks, as errors say it after the spec."""
@@ -55,7 +77,11 @@ def check_spec(
 ) -> str:
     """Fail now, before any work or model load, on a spec no backend takes (the error lists the valid forms
     of a `role` spec) or an openai: spec without a server (the error: the spec, then `server_hint`); return
-    the spec's backend: default, hf, gguf or openai."""
+    the spec's backend: default, hf, gguf or openai. A generator spec may end in a format suffix."""
+    if FORMAT_SEPARATOR in spec:
+        if role != "generator":
+            raise ModelSpecError(f"{spec!r}: only a generator spec takes a #chat or #completion suffix")
+        spec = split_prompt_format(spec)[0]
     kind, _, rest = spec.partition(":")
     if spec == "default":
         return "default"
@@ -82,8 +108,9 @@ class LocalModel:
 
 
 def resolve_local(spec: str) -> LocalModel | None:
-    """The weights of a `default`, `hf:PATH[@REV]` or `gguf:FILE` spec (a GGUF file is dequantised once
-    into a cached checkpoint); None for any other spec."""
+    """The weights of a `default`, `hf:PATH[@REV]` or `gguf:FILE` spec, format suffix or not (a GGUF file is
+    dequantised once into a cached checkpoint); None for any other spec."""
+    spec = split_prompt_format(spec)[0]
     kind, _, rest = spec.partition(":")
     if spec == "default":
         from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID, embedded_checkpoint
@@ -151,14 +178,17 @@ class GeneratorOptions:
 
 
 def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:
-    """Build the Generator that `spec` names."""
-    if check_spec(spec, options.base_url, "generator") == "openai":
+    """Build the Generator that `spec` names, asked in the form its suffix names (or its backend decides)."""
+    backend = check_spec(spec, options.base_url, "generator")
+    spec, prompt_format = split_prompt_format(spec)
+    if backend == "openai":
         from crossknow.models.openai_generator import OpenAIGenerator
 
         return OpenAIGenerator(
             spec.partition(":")[2], base_url=options.base_url, api_key_env=options.api_key_env,
             concurrency=options.concurrency, timeout_s=options.timeout_s, max_retries=options.max_retries,
             json_mode=options.json_mode, fold_system=options.fold_system,  # type: ignore[arg-type]
+            prompt_format=prompt_format,
         )
     local = resolve_local(spec)
     assert local is not None  # check_spec accepted a local spec
@@ -166,5 +196,5 @@ def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) ->
 
     return HFGenerator(
         local.path, name=local.name, model_id=local.model_id, revision=local.revision,
-        device=options.device, dtype=options.dtype,
+        device=options.device, dtype=options.dtype, prompt_format=prompt_format,
     )
