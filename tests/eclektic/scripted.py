@@ -32,13 +32,15 @@ Reply = Callable[[str, int], "str | None"]
 
 
 class Scripted:
-    """A Generator whose outputs come from a function of the user message and the seed."""
+    """A Generator whose outputs come from a function of the user message (a completion request's prompt) and
+    the seed; asked as a chat model unless `prompt_format` says 'completion'."""
 
     name = "scripted"
 
-    def __init__(self, reply: Reply, model_id: str = "m"):
+    def __init__(self, reply: Reply, model_id: str = "m", prompt_format: str = "chat"):
         self.reply = reply
         self.model_id = model_id
+        self.prompt_format = prompt_format
         self.requests: list[GenerateRequest] = []
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
@@ -46,7 +48,8 @@ class Scripted:
         results: list[GenerateResult | None] = []
         failures: dict[int, str] = {}
         for i, request in enumerate(requests):
-            text = self.reply(request.messages[-1].content, request.seed or 0)
+            prompt = request.prompt if request.prompt is not None else request.messages[-1].content
+            text = self.reply(prompt, request.seed or 0)
             if text is None:
                 failures[i] = "scripted: connection refused"
             results.append(None if text is None else GenerateResult(text, self.name, self.model_id, Usage(20, 2)))

@@ -2,10 +2,12 @@
 
 The 40 invented facts of the tracing demo (samples/demo/: nothing a model can know) are asked as closed-book
 questions in English and Japanese. The embedded Gemma 3 270M is trained on the 40 English question-answer
-pairs only, written in the chat turns the local generator asks in, so that English is the facts' one source
-language. The base model and the trained one then answer all 80 questions closed-book; the answers are
-judged judge-free by answer recall (crossknow's own judge: no LLM judge runs offline), and scored with the
-source rows excluded (the default, which reproduces Table 2) and included. Expected: the base model knows
+pairs only, each written as the "Question: ...\\nAnswer: ..." block of the few-shot completion prompt that a base
+model is asked by (`crossknow.eclektic.completion_prompts`: both models are base models, with no chat
+template), so that English is the facts' one source language. The base model and the trained one then answer
+all 80 questions closed-book through that prompt (shots: three other facts in the question's language); the
+answers are judged judge-free by answer recall (crossknow's own judge: no LLM judge runs offline), and scored
+with the source rows excluded (the default, which reproduces Table 2) and included. Expected: the base model knows
 nothing; the trained one answers in English and, without transfer, not in Japanese, so its transfer score
 is 0 with the source rows excluded, and only the share of source rows in K with them included.
 """
@@ -52,14 +54,13 @@ def write_demo_set(path: Path) -> Path:
 
 
 def write_training_corpus(path: Path) -> Path:
-    """The 40 English question-answer pairs as training documents, each the generator's chat turns for the
-    question followed by the answer and the end of the model's turn."""
-    from crossknow.models.generator import ChatMessage
-    from crossknow.models.hf_generator import gemma_prompt
+    """The 40 English question-answer pairs as training documents, each the completion prompt's block of the
+    question and its answer, ended by the newline at which an answer stops."""
+    from crossknow.eclektic.completion_prompts import qa_block
 
     rows = [{"id": f"qa-{item['metadata']['fact']}", "lang": "en",
-             "text": gemma_prompt([ChatMessage("user", item["prompt"])]) + item["options"][item["answer"]]
-             + "<end_of_turn>", "metadata": {"pair_id": item["metadata"]["fact"]}}
+             "text": qa_block(item["prompt"], item["options"][item["answer"]]) + "\n",
+             "metadata": {"pair_id": item["metadata"]["fact"]}}
             for item in _read("items.jsonl") if item["kind"] == QUESTION_KIND and item["lang"] == "en"]
     return atomic_write_text(path, _jsonl(rows))
 

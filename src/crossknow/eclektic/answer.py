@@ -1,11 +1,15 @@
 """Answering: every example of an ECLEKTIC set asked of one generator, in one prompt setting.
 
-Each (q_id, target language) row, the source-language row included, is sent as one chat user
-message and no system message (section 4.1: zero-shot, the question alone in the closed-book
-setting; the other settings of section 4.4 add the paper's instruction, see
-`crossknow.eclektic.prompts`). Every call goes through the one StructuredClient, asking for free
-text (`TextOutput`), so it is cached, retried, metered and priced as every other LLM call of
-crossknow: a re-run costs nothing it already paid for.
+Each (q_id, target language) row, the source-language row included, is sent to a chat model
+(`client.prompt_format == "chat"`) as one chat user message and no system message (section 4.1:
+zero-shot, the question alone in the closed-book setting; the other settings of section 4.4 add the
+paper's instruction, see `crossknow.eclektic.prompts`). A base model (`"completion"`, e.g. `default`)
+gets crossknow's few-shot completion prompt instead, stopped at the newline, its shots other questions
+of the set (`crossknow.eclektic.completion_prompts`). A base model's answer that repeats a shot's answer
+is kept and judged as any other (crossknow's choice: two questions may share an answer, so a repeat is not
+invalid by itself; the judge finds it wrong where it is). Every call goes through the one
+StructuredClient, asking for free text (`TextOutput`), so it is cached, retried, metered and priced as
+every other LLM call of crossknow: a re-run costs nothing it already paid for.
 
 n samples per row are optional. Sample s asks with base seed `client.seed + s * client.max_attempts`,
 so that no attempt of one sample shares a seed (and so a cache entry) with an attempt of another;
@@ -24,10 +28,11 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.eclektic.examples import EclekticSet
+from crossknow.eclektic.completion_prompts import answer_completion, choose_shots
+from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import answer_prompt, check_setting
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, CostMeter, StructuredClient, TextOutput
+from crossknow.generation.structured import ChatPrompt, CostMeter, Prompt, StructuredClient, TextOutput
 
 ANSWER_MAX_TOKENS = 256
 """Default output budget of an answer (crossknow's choice: ECLEKTIC's answers are short facts)."""
@@ -84,11 +89,13 @@ def answer_questions(
     n_samples: int = 1,
     batch_size: int = 64,
     on_progress: Progress | None = None,
+    shot_pool: EclekticSet | None = None,
 ) -> pa.Table:
     """The answers table of every example of `eclektic_set` (source rows included) asked of `client`'s
     generator in `setting`, `n_samples` times each, with the client's temperature and seed; `model` is
     the generator spec recorded in each row. Prompts go to the client `batch_size` at a time and
-    `on_progress` hears after each batch."""
+    `on_progress` hears after each batch. A completion prompt's shots come from `shot_pool` (default:
+    `eclektic_set`; a run asking its set in parts passes the whole set, so the shots do not depend on the parts)."""
     check_setting(setting)
     if n_samples < 1:
         raise CrossknowError(f"n_samples must be at least 1, got {n_samples}")
@@ -102,7 +109,7 @@ def answer_questions(
         for q_id, _, lang in eclektic_set.examples()
         for sample in range(n_samples)
     ]
-    prompts = [ChatPrompt(None, answer_prompt(setting, question)) for question, _ in asks]
+    prompts = [question_prompt(client, setting, question, shot_pool or eclektic_set) for question, _ in asks]
     seeds = [client.seed + sample * client.max_attempts for _, sample in asks]
     rows: list[AnswerRow] = []
     if on_progress:
@@ -119,6 +126,14 @@ def answer_questions(
         if on_progress:
             on_progress(min(end, len(asks)), len(asks), client.meter)
     return rows_table(rows, ANSWER_SCHEMA)
+
+
+def question_prompt(client: StructuredClient, setting: str, question: Question, shot_pool: EclekticSet) -> Prompt:
+    """How `client`'s model is asked `question` in `setting`: the paper's chat message, or for a base model
+    the few-shot completion prompt with shots from `shot_pool` (see the module docstring)."""
+    if client.prompt_format == "completion":
+        return answer_completion(setting, question, choose_shots(shot_pool, question))
+    return ChatPrompt(None, answer_prompt(setting, question))
 
 
 def rows_table(rows: Sequence[Record], schema: pa.Schema) -> pa.Table:

@@ -17,6 +17,10 @@
    invalid after retries, naming the document's line and the step), `build.json` (BuildSummary: the
    filter counts, invalid counts and cost), and the run's `config.yaml` and input hash.
 
+A chat model is asked A.1's prompts; a base model (`StructuredClient.prompt_format == "completion"`, e.g.
+`default`) crossknow's few-shot completion prompts, one short field per call: the question, then its
+answer, then each translated field (`crossknow.eclektic.build_completion`).
+
 Every model call goes through the one client (`StructuredClient` with free-text outputs) and the
 request cache, so running the same command again pays for nothing twice. An invalid output is retried
 (the next seed), then recorded: a question that could not be generated is absent from the set and
@@ -35,6 +39,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from crossknow.data.eclektic import LANGUAGES
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import InvalidRecord
+from crossknow.eclektic.build_completion import (
+    answer_completion,
+    answer_parser,
+    completion_translation_parser,
+    parse_generated_question,
+    question_completion,
+    translation_completion,
+)
 from crossknow.eclektic.build_documents import (
     FilterCounts,
     SelectedDocument,
@@ -52,7 +64,15 @@ from crossknow.eclektic.build_prompts import (
 from crossknow.eclektic.review_sheet import export_sheet
 from crossknow.errors import CrossknowError
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import ChatPrompt, CostMeter, StructuredClient, StructuredOutcome, TextOutput
+from crossknow.generation.structured import (
+    ChatPrompt,
+    CostMeter,
+    Prompt,
+    StructuredClient,
+    StructuredOutcome,
+    TextOutput,
+    TextParser,
+)
 from crossknow.models.generator import Generator
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
@@ -234,6 +254,8 @@ class _Steps:
 
     def generate(self, selected: list[SelectedDocument]) -> list[tuple[SelectedDocument, Texts]]:
         """(document, source texts) for every document whose question and answer are valid."""
+        if self.client.prompt_format == "completion":
+            return self._generate_by_fields(selected)
         prompts = [ChatPrompt(None, generation_prompt(s.document.lang, s.context)) for s in selected]
         outcomes = self._call(prompts, TextOutput(parse_question_answer), "generate")
         generated = []
@@ -243,6 +265,27 @@ class _Steps:
                                                 context=chosen.context)))
             else:
                 self._record_invalid(chosen, "generate", outcome)
+        return generated
+
+    def _generate_by_fields(self, selected: list[SelectedDocument]) -> list[tuple[SelectedDocument, Texts]]:
+        """`generate` for a base model: the question, then the answer to each valid question."""
+        prompts = [question_completion(s.context) for s in selected]
+        outcomes = self._call(prompts, TextOutput(parse_generated_question), "generate question")
+        asked = []
+        for chosen, outcome in zip(selected, outcomes, strict=True):
+            if outcome.valid:
+                asked.append((chosen, outcome.value))
+            else:
+                self._record_invalid(chosen, "generate.question", outcome)
+        prompts = [answer_completion(chosen.context, question) for chosen, question in asked]
+        parsers = [answer_parser(chosen.context) for chosen, _ in asked]
+        outcomes = self._call(prompts, TextOutput(parse_generated_question), "generate answer", parsers)
+        generated = []
+        for (chosen, question), outcome in zip(asked, outcomes, strict=True):
+            if outcome.valid:
+                generated.append((chosen, Texts(question=question, answer=outcome.value, context=chosen.context)))
+            else:
+                self._record_invalid(chosen, "generate.answer", outcome)
         return generated
 
     def translate_and_check(self, generated: list[tuple[SelectedDocument, Texts]]) -> list[BuiltQuestion]:
@@ -277,17 +320,26 @@ class _Steps:
         results = {}
         for out_lang in dict.fromkeys(job.out_lang for job in jobs):
             group = [job for job in jobs if job.out_lang == out_lang]
-            prompts = [ChatPrompt(None, translation_prompt(job.in_lang, out_lang, job.text)) for job in group]
-            outcomes = self._call(prompts, TextOutput(translation_parser(out_lang)), f"{step} -> {out_lang}")
+            output, parsers = TextOutput(translation_parser(out_lang)), None
+            if self.client.prompt_format == "completion":
+                prompts: list[Prompt] = [translation_completion(job.in_lang, out_lang, job.text) for job in group]
+                parsers = [completion_translation_parser(job.in_lang, out_lang, job.text) for job in group]
+            else:
+                prompts = [ChatPrompt(None, translation_prompt(job.in_lang, out_lang, job.text)) for job in group]
+            outcomes = self._call(prompts, output, f"{step} -> {out_lang}", parsers)
             results |= {job.key: outcome for job, outcome in zip(group, outcomes, strict=True)}
         return results
 
-    def _call(self, prompts: Sequence[ChatPrompt], output: TextOutput, step: str) -> list[StructuredOutcome]:
-        """`client.call_many` in batches, reporting progress after each."""
+    def _call(self, prompts: Sequence[Prompt], output: TextOutput, step: str,
+              parsers: Sequence[TextParser] | None = None) -> list[StructuredOutcome]:
+        """`client.call_many` in batches (with one parser per prompt where `parsers` are given), reporting progress
+        after each."""
         outcomes: list[StructuredOutcome] = []
         size = self.config.batch_size
         for start in range(0, len(prompts), size):
-            outcomes += self.client.call_many(prompts[start : start + size], output)
+            end = start + size
+            outcomes += self.client.call_many(prompts[start:end], output,
+                                              parsers=parsers[start:end] if parsers is not None else None)
             if self.on_progress:
                 self.on_progress(step, len(outcomes), len(prompts), self.client.meter)
         self.cost_usd += sum(outcome.cost_usd for outcome in outcomes)

@@ -15,6 +15,12 @@ failed) is not sent to the judges; its judgement rows say why, with `verdict` nu
 is not sent either: it is wrong, so every judge's row says NO, with no call and `raw` empty
 (crossknow's choice, which HELM's ECLEKTIC metric shares; the paper does not discuss empty answers).
 
+A judge whose model is a base model (`client.prompt_format == "completion"`, e.g. `default`) is asked
+crossknow's few-shot yes/no completion prompt instead (`crossknow.eclektic.completion_prompts`): its verdict
+is YES when P(yes) >= 0.5 (`YES_THRESHOLD`, crossknow's choice), exact from a local model's scores, and
+its row's `raw` is that P(yes) written with four decimals. From a backend that cannot score, P(yes) is 1 or
+0 from the word it writes, and a word that is neither is invalid as above.
+
 `majority_vote` makes the correctness table: correct when more valid verdicts say YES than NO,
 incorrect when more say NO; a tie, or no valid verdict at all, is null (undecided) - crossknow's
 choice, so that an undecided example is excluded as invalid rather than counted either way. The
@@ -30,10 +36,17 @@ from pydantic import Field
 
 from crossknow.data.schemas import Record
 from crossknow.eclektic.answer import Progress, rows_table
-from crossknow.eclektic.examples import EclekticSet
+from crossknow.eclektic.completion_prompts import YES_THRESHOLD, judge_completion
+from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import judge_prompt
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput, sum_meters
+from crossknow.generation.structured import (
+    ChatPrompt,
+    StructuredClient,
+    StructuredOutcome,
+    TextOutput,
+    sum_meters,
+)
 
 JUDGE_MAX_TOKENS = 16
 """Default output budget of a judge: one word, with room for stray markup (crossknow's choice)."""
@@ -125,11 +138,6 @@ def judge_answers(
     if missing:
         raise CrossknowError(f"{len(missing)} question rows have no context to judge against, e.g. {missing[0]}; "
                              "the LLM judge needs one (the judge-free judges 'recall' and 'gold-loss' do not)")
-    prompts = [
-        ChatPrompt(None, judge_prompt(rows[k]["lang"], questions[k].context or "", questions[k].question,
-                                      rows[k]["text"]))
-        for k in to_ask
-    ]
     total, done = len(to_ask) * len(judges), 0
     clients = list(judges.values())
     judged: dict[tuple[str, int], JudgementRow] = {}
@@ -138,15 +146,29 @@ def judge_answers(
     for spec, client in judges.items():
         for start in range(0, len(to_ask), batch_size):
             chunk = to_ask[start : start + batch_size]
-            outcomes = client.call_many(prompts[start : start + batch_size], VERDICT_OUTPUT)
-            for k, outcome in zip(chunk, outcomes, strict=True):
-                judged[spec, k] = judgement_row(rows[k], spec, outcome.value, outcome.raw_text, outcome.error,
-                                                outcome.attempts, outcome.cached, outcome.cost_usd)
+            outcomes = ask_judge(client, [(rows[k], questions[k]) for k in chunk])
+            for k, (verdict, raw, outcome) in zip(chunk, outcomes, strict=True):
+                judged[spec, k] = judgement_row(rows[k], spec, verdict, raw, outcome.error, outcome.attempts,
+                                                outcome.cached, outcome.cost_usd)
             done += len(chunk)
             if on_progress:
                 on_progress(done, total, sum_meters(c.meter for c in clients))
     out = [judged.get((spec, k)) or unasked_judgement(row, spec) for k, row in enumerate(rows) for spec in judges]
     return rows_table(out, JUDGEMENT_SCHEMA)
+
+
+def ask_judge(client: StructuredClient, asked: list[tuple[dict, Question]]) -> list[tuple[bool | None, str,
+                                                                                         StructuredOutcome]]:
+    """(verdict, raw, outcome) for each (answer row, its question row): the paper's chat prompt for a chat model,
+    the yes/no completion prompt scored by P(yes) for a base model (see the module docstring)."""
+    if client.prompt_format == "completion":
+        outcomes = client.yes_no_many([judge_completion(question.context or "", question.question, row["text"])
+                                       for row, question in asked])
+        return [(None, o.raw_text, o) if o.value is None else (o.value >= YES_THRESHOLD, f"{o.value:.4f}", o)
+                for o in outcomes]
+    prompts = [ChatPrompt(None, judge_prompt(row["lang"], question.context or "", question.question, row["text"]))
+               for row, question in asked]
+    return [(o.value, o.raw_text, o) for o in client.call_many(prompts, VERDICT_OUTPUT)]
 
 
 def unasked_judgement(answer: dict, judge: str) -> JudgementRow:

@@ -98,13 +98,19 @@ def answer_prompt(setting: str, question: Question) -> str:
     """The user message that asks `question` (one question row) in `setting`. The hint settings need
     the source language's name; the title and open-book settings need the row's `title` or
     `source_context`, and a row without it is an error naming the question."""
-    template = ANSWER_TEMPLATES[check_setting(setting)]
+    return setting_preamble(setting, question) + question.question
+
+
+def setting_preamble(setting: str, question: Question) -> str:
+    """What `setting`'s template puts before the question ('' for closed-book): the instruction of a hint
+    setting, or the context line of the open-book one, filled in for `question` (see `answer_prompt`)."""
+    template = ANSWER_TEMPLATES[check_setting(setting)].removesuffix("{question}")
     needs = {"source-language-title": "title", "cross-lingual-open-book": "source_context"}.get(setting)
     if needs is not None and not getattr(question, needs):
         raise CrossknowError(
             f"question {question.q_id} ({question.lang}) has no {needs}: the {setting} setting needs it"
         )
-    fields = {"question": question.question}
+    fields = {}
     if "{in_lang}" in template:
         fields["in_lang"] = language_name(question.source_lang)
     if needs is not None:

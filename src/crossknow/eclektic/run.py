@@ -120,7 +120,8 @@ class EclekticRun:
             rows = answer_questions(
                 subset(self.set, chunk), self.models.answerer(), model=self.config.model,
                 setting=self.config.setting, n_samples=self.config.samples, batch_size=self.config.batch_size,
-                on_progress=lambda n, _total, _meter, base=base: self.progress("answers", base + n, total))
+                on_progress=lambda n, _total, _meter, base=base: self.progress("answers", base + n, total),
+                shot_pool=self.set)
             kept, failed_rows, failed = _split_failed(rows)
             if kept.num_rows:
                 stage.append(kept, [q for q in chunk if q not in failed])

@@ -7,8 +7,9 @@ spec: a judge that names the same spec as the model under test (the paper's Tabl
 server and key are all the same (a local model is then loaded once). The 'gold-loss' judge scores through a
 Scorer of the model under test, which shares the generator's loaded weights when the generator is a local
 one already loaded (no second copy). All clients share one request cache, so a resumed or repeated run pays
-for nothing twice. models.json in the run directory records each spec's backend and model id (a judge
-with the model's spec as "SPEC (judge)").
+for nothing twice. models.json in the run directory records each spec's backend and model id as "model"
+(a judge with the model's spec as "SPEC (judge)") and, for a generator, the form it was asked in as
+"prompt_format": 'chat' (the paper's prompts) or 'completion' (crossknow's few-shot prompts for base models).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from crossknow.store.atomic import atomic_write_json
 from crossknow.store.request_cache import RequestCache
 
 MODELS_FILE = "models.json"
-"""Spec -> 'backend:model id' of every model a run directory has used."""
+"""Spec -> {"model": 'backend:model id', "prompt_format": 'chat' | 'completion' (generators only)} of every model
+a run directory has used."""
 
 MakeGenerator = Callable[[str, GeneratorOptions], Generator]
 MakeScorer = Callable[[str, ScorerOptions], Scorer]
@@ -111,11 +113,11 @@ class RunModels:
                 generator, self._cache, max_attempts=self.config.max_attempts, prices=self._prices,
                 max_tokens=max_tokens, temperature=temperature, seed=seed)
             label = f"{spec} (judge)" if role == "judge" and spec == self.config.model else spec
-            self._record(label, generator.name, generator.model_id)
+            self._record(label, generator.name, generator.model_id, self._clients[role, spec].prompt_format)
         return self._clients[role, spec]
 
-    def _record(self, spec: str, backend: str, model_id: str) -> None:
+    def _record(self, spec: str, backend: str, model_id: str, prompt_format: str | None = None) -> None:
         path = self.run_dir / MODELS_FILE
         models = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        models[spec] = f"{backend}:{model_id}"
+        models[spec] = {"model": f"{backend}:{model_id}"} | ({"prompt_format": prompt_format} if prompt_format else {})
         atomic_write_json(path, models)

@@ -2,8 +2,9 @@
 
 A report leads with the finding: the scores as Table 2 prints them ("41.6±1.5") with n, |K| and the invalid
 examples left out, then the heatmaps of Figures 3 and 5; the numbers behind the heatmaps, and the config,
-inputs and definitions, follow in collapsed sections. Every page stands alone (figures embedded) and its
-figures are also saved as figures/NAME.png.
+inputs and definitions, follow in collapsed sections. A run whose model under test or judge is a base model
+(asked in completion form, or the embedded `default`) says first that its numbers check the machinery. Every
+page stands alone (figures embedded) and its figures are also saved as figures/NAME.png.
 """
 
 from __future__ import annotations
@@ -122,6 +123,20 @@ def _matrix_table(cells: pd.DataFrame, metric: str) -> str:
                       ["target \\ source", *sources, "mean"], rows)
 
 
+BASE_MODEL_NOTE = ("Note: a small base model answered or judged this run (asked by crossknow's few-shot completion "
+                   "prompts): its numbers check the machinery, they do not measure a model's weakness. ")
+"""What the lead of a base model's run says first."""
+
+
+def asks_a_base_model(model: str, meta: Mapping[str, object] | None) -> bool:
+    """Whether a run used a base model: its model spec is the embedded `default`, or models.json (`meta["models"]`)
+    records a model asked in completion form."""
+    models = (meta or {}).get("models")
+    entries = models.values() if isinstance(models, Mapping) else []
+    formats = [entry.get("prompt_format") for entry in entries if isinstance(entry, Mapping)]
+    return model.split("#")[0] == "default" or "completion" in formats
+
+
 def _lead(metrics: EclekticMetrics, warnings: Sequence[str] = ()) -> str:
     """The finding in one sentence, after the warnings (e.g. a judge mostly invalid), each a sentence."""
     caution = "".join(f"Warning: {warning}. " for warning in warnings)
@@ -161,7 +176,8 @@ def eclektic_report(metrics: EclekticMetrics, out_dir: Path, *, model: str, meta
     run_parts = [html.meta_table(meta)] if meta else []
     run_parts += ["<h3>Definitions</h3>", html.preformatted(definitions(metrics))]
     collapsed = [("Numbers behind the heatmaps", numbers), ("Run: config, inputs and definitions", run_parts)]
-    page = html.report_page(f"ECLEKTIC: {model}", _lead(metrics, warnings), body, collapsed)
+    lead = (BASE_MODEL_NOTE if asks_a_base_model(model, meta) else "") + _lead(metrics, warnings)
+    page = html.report_page(f"ECLEKTIC: {model}", lead, body, collapsed)
     return atomic_write_text(out_dir / REPORT_FILE, page)
 
 

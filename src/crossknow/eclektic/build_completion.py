@@ -1,0 +1,130 @@
+"""The build's prompts for base models (`StructuredClient.prompt_format == "completion"`): few-shot, one short
+field per call, stopped at the newline, with strict parsers. crossknow's own prompts; a chat model gets the
+paper's (`crossknow.eclektic.build_prompts`).
+
+Generating takes two calls per article: the question ("Paragraph: ...\\nQuestion:"), then its answer
+("Paragraph: ...\\nQuestion: ...\\nAnswer:"), after the paper's two A.1 examples as shots. Translating
+takes one call per field: "<In language>: text\\n<Out language>:", after three shots of crossknow's
+invented texts in the two languages (`crossknow.eclektic.shots`). Every text goes into the prompt on one
+line (its whitespace runs as one space), so the stop at the newline ends the field, never a field's text.
+
+Rejected with a reason, never passed on: an empty output; one that echoes a shot's text (the model copied
+its example); a question or answer that goes on to write the prompt's next marker; an answer grounded in
+nothing of the paragraph (neither it nor any of its words occurs there); a translation that copies a text of
+more than three words or 40 characters unchanged (shorter texts, names and numbers, may rightly stay as
+they are).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from crossknow.eclektic.completion_prompts import one_line
+from crossknow.eclektic.prompts import language_name
+from crossknow.eclektic.shots import invented
+from crossknow.generation.structured import CompletionPrompt, TextParser
+
+GENERATION_SHOTS: tuple[tuple[str, str, str], ...] = (
+    ("The Great Barrier Reef is the world's largest coral reef system, composed of over 2,900 individual reefs and "
+     "900 islands stretching for over 2,300 kilometers (1,400 mi) over an area of approximately 344,400 square "
+     "kilometers (133,000 sq mi). The reef is located in the Coral Sea, off the coast of Queensland, Australia. The "
+     "Great Barrier Reef can be seen from outer space and is the world's biggest single structure made by living "
+     "organisms.",
+     "Where is the Great Barrier Reef located?", "Coral Sea, off the coast of Queensland, Australia"),
+    ("Die Cazoo Snookerweltmeisterschaft 2023 wurde vom 15. April bis 1. Mai im Crucible Theatre in Sheffield "
+     "ausgetragen. Mit ihr endete die Saison 2022/23 der World Snooker Tour. Titelverteidiger Ronnie O'Sullivan "
+     "scheiterte im Viertelfinale gegen Luca Brecel. Der Belgier erreichte das Finale und schlug dort den vierfachen "
+     "Weltmeister Mark Selby mit 18:15. Brecel ist damit der erste Kontinentaleuropäer, der Weltmeister wurde.",
+     "Gegen wen verlor Ronnie O'Sullivan im Viertelfinale der Snooker-Weltmeisterschaft 2023?", "Luca Brecel"),
+)
+"""(paragraph, question, answer): the two examples of the paper's A.1 generation prompt (the German paragraph
+shortened to its first five sentences, without its footnote marks)."""
+_MARKERS = re.compile(r"\b(Paragraph|Question|Answer)\s*:", re.I)
+
+
+def _generation_block(fields: Sequence[tuple[str, str]]) -> str:
+    """The lines "Name: value" of `fields`, the last one's value left for the model where it is ''."""
+    return "\n".join(f"{name}: {one_line(value)}" if value else f"{name}:" for name, value in fields)
+
+
+def question_completion(context: str) -> CompletionPrompt:
+    """The prompt whose one-line continuation is a question about `context` (the article's first sentences)."""
+    shots = [_generation_block([("Paragraph", p), ("Question", q)]) for p, q, _ in GENERATION_SHOTS]
+    return CompletionPrompt("\n\n".join([*shots, _generation_block([("Paragraph", context), ("Question", "")])]))
+
+
+def answer_completion(context: str, question: str) -> CompletionPrompt:
+    """The prompt whose one-line continuation is the answer to `question` about `context`."""
+    shots = [_generation_block([("Paragraph", p), ("Question", q), ("Answer", a)]) for p, q, a in GENERATION_SHOTS]
+    asked = _generation_block([("Paragraph", context), ("Question", question), ("Answer", "")])
+    return CompletionPrompt("\n\n".join([*shots, asked]))
+
+
+def _field(text: str, shot_texts: set[str]) -> tuple[str | None, str | None]:
+    """The stripped output, or why it is no field: empty, a shot's text, or running on into a next marker."""
+    value = text.strip()
+    if not value:
+        return None, "empty output"
+    if value in shot_texts:
+        return None, f"the output echoes an example of the prompt: {value[:80]!r}"
+    marker = _MARKERS.search(value)
+    if marker:
+        return None, f"the output goes on past its field ({marker.group(0)!r})"
+    return value, None
+
+
+def parse_generated_question(text: str) -> tuple[str | None, str | None]:
+    """(the question, None) or (None, why not): see the module docstring."""
+    return _field(text, {q for _, q, _ in GENERATION_SHOTS})
+
+
+def answer_parser(context: str) -> TextParser:
+    """A parser of the answer about `context`: the checks of `parse_generated_question`, and grounded in the
+    paragraph (the answer or one of its words occurs in it, ignoring case)."""
+    shown = one_line(context).casefold()
+
+    def parse(text: str) -> tuple[str | None, str | None]:
+        answer, error = _field(text, {a for _, _, a in GENERATION_SHOTS})
+        if answer is None:
+            return None, error
+        folded = answer.casefold()
+        if folded not in shown and not any(word in shown for word in re.findall(r"\w+", folded)):
+            return None, f"the answer occurs nowhere in the paragraph: {answer[:80]!r}"
+        return answer, None
+
+    return parse
+
+
+def translation_completion(in_lang: str, out_lang: str, text: str) -> CompletionPrompt:
+    """The prompt whose one-line continuation is `text` (in `in_lang`) translated into `out_lang`."""
+    source, target = invented(in_lang), invented(out_lang)
+    in_name, out_name = language_name(in_lang), language_name(out_lang)
+    pairs = [(source.questions[0], target.questions[0]), (source.answers[0], target.answers[0]),
+             (source.sentence, target.sentence)]
+    blocks = [f"{in_name}: {a}\n{out_name}: {b}" for a, b in pairs]
+    blocks.append(f"{in_name}: {one_line(text)}\n{out_name}:")
+    return CompletionPrompt("\n\n".join(blocks))
+
+
+def completion_translation_parser(in_lang: str, out_lang: str, text: str) -> TextParser:
+    """A parser of the translation of `text` from `in_lang` into `out_lang` (see the module docstring)."""
+    target = invented(out_lang)
+    echoes = {target.questions[0], target.answers[0], target.sentence} - {one_line(text)}
+    names = re.compile(rf"\b({re.escape(language_name(in_lang))}|{re.escape(language_name(out_lang))})\s*:")
+
+    def parse(output: str) -> tuple[str | None, str | None]:
+        translation = output.strip()
+        if not translation:
+            return None, "empty translation"
+        if translation in echoes:
+            return None, f"the output echoes an example of the prompt: {translation[:80]!r}"
+        found = names.search(translation)
+        if found:
+            return None, f"the output goes on past the translation ({found.group(0)!r})"
+        long = len(translation.split()) > 3 or len(translation) > 40
+        if in_lang != out_lang and translation == one_line(text) and long:
+            return None, "the output copies the text untranslated"
+        return translation, None
+
+    return parse
