@@ -146,6 +146,9 @@ def test_the_demo_runs_three_recipes_with_local_models_and_resumes_for_free(tmp_
         assert f"{converted / account['sources']:.1%}" in result.output
         assert (out / name / "report.html").exists()
     assert summary["runs"]["beam"]["account"]["sources"] == 1  # the reduced beam probes one question
+    # the embedded base model plays every part: the console and the side-by-side report say so first
+    assert "These numbers check the machinery, not a model's weakness" in result.output
+    assert "table-recipes" in (out / "report.html").read_text(encoding="utf-8")
     assert summary["runs"]["np"]["account"]["proxy"]["calls"] >= 1  # the translations were asked of the model
     with RequestCache(out / "requests.sqlite") as cache:
         stored = len(cache)

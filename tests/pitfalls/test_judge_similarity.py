@@ -5,14 +5,21 @@ the constraint's reasons and which model judges by default are what is tested)."
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
+import yaml
 
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult
 from crossknow.pitfalls.constraints import SemanticSimilarity
-from crossknow.pitfalls.judge_similarity import JUDGE_TEMPERATURE, JUDGE_THRESHOLD, JudgeSimilarity
+from crossknow.pitfalls.judge_similarity import (
+    JUDGE_TEMPERATURE,
+    JUDGE_THRESHOLD,
+    JudgeSimilarity,
+    completion_judge_prompt,
+)
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.probe import run_probe
 from crossknow.pitfalls.probe_run import PitfallsProbeConfig, probe_from_config
@@ -72,6 +79,67 @@ def test_the_judges_verdicts_become_reasons_and_an_invalid_one_is_named_invalid(
     assert reasons == [None, "judge_cross>=0.5: S = 0.000", "judge_cross>=0.5: invalid judgement"]
 
 
+class BaseModelJudge:
+    """A base model (completion form) that scores continuations: P(" yes") after a judge prompt is the number the
+    second question names ('P=0.8 ...'), as a local model's engine would score it."""
+
+    name, model_id, prompt_format = "scripted", "base-judge", "completion"
+
+    def __init__(self):
+        self.scored: list[str] = []
+
+    def generate(self, requests):
+        raise AssertionError("P(yes) is scored, not generated")
+
+    def score_answers(self, requests):
+        logprobs = []
+        for request in requests:
+            self.scored.append(request.prompt)
+            second = request.prompt.rsplit("Second question:\n", 1)[1]
+            p_yes = float(re.search(r"P=([0-9.]+)", second).group(1))
+            logprobs.append(math.log(p_yes if request.continuation == " yes" else 1 - p_yes))
+        return logprobs
+
+
+def test_a_base_model_judge_gives_p_yes_and_passes_a_pair_at_one_half(tmp_path):
+    judge = JudgeSimilarity(StructuredClient(BaseModelJudge(), RequestCache(tmp_path / "requests.sqlite")))
+    assert judge.prompt_format == "completion" and judge.reads_choices
+    nodes = [_node("P=0.8 植物はどの気体を吸収しますか？"), _node("P=0.5 植物は何を吸う？"),
+             _node("P=0.2 今日は雨です。")]
+    reasons = SemanticSimilarity(judge, JUDGE_THRESHOLD, "cross").check(nodes, None)
+    assert reasons == [None, None, "judge_cross>=0.5: S = 0.200"]  # accepted when P(yes) >= 0.5
+    prompts = judge.client.generator.scored
+    assert len(prompts) == 6  # " yes" and " no" for each pair, then nothing generated
+    # the judge reads the choices too, lettered, and the prompt ends where " yes" or " no" follows
+    assert prompts[0] == completion_judge_prompt("Which gas do plants absorb?\nA. Oxygen\nB. Carbon dioxide",
+                                                 "P=0.8 植物はどの気体を吸収しますか？\nA. 酸素\nB. 二酸化炭素")
+    assert prompts[0].endswith("\nA. 酸素\nB. 二酸化炭素\nSame question? Answer:")
+    assert prompts[0].count("Same question? Answer: yes") == 2 and "Same question? Answer: no" in prompts[0]
+
+
+class ServerBaseJudge:
+    """A base model behind a server (completion form, no scoring): writes the word after 'Answer:' that the
+    second question's marker names."""
+
+    name, model_id, prompt_format = "scripted", "server-base", "completion"
+
+    def generate(self, requests):
+        words = {"SAME": " yes", "OTHER": " No, the second asks about rain.", "UNSURE": " Maybe"}
+        results = []
+        for request in requests:
+            second = request.prompt.rsplit("Second question:\n", 1)[1]
+            results.append(GenerateResult(next(w for m, w in words.items() if m in second), self.name, self.model_id))
+        return results
+
+
+def test_a_server_base_model_judge_reads_yes_or_no_and_an_unclear_word_is_invalid():
+    judge = JudgeSimilarity(StructuredClient(ServerBaseJudge(), max_attempts=2))
+    nodes = [_node("SAME 植物はどの気体を吸収しますか？"), _node("OTHER 今日は雨です。"), _node("UNSURE 何？")]
+    assert judge.similarity([(n.english.question, n.target.question) for n in nodes])[:2] == [1.0, 0.0]
+    reasons = SemanticSimilarity(judge, JUDGE_THRESHOLD, "cross").check(nodes, None)
+    assert reasons == [None, "judge_cross>=0.5: S = 0.000", "judge_cross>=0.5: invalid judgement"]
+
+
 def test_a_probe_with_a_judge_rejects_its_no_records_the_checks_and_counts_its_calls(tmp_path):
     class RainyProxy(ScriptedProxy):
         """Translates the first source's question into unrelated text ('RAIN ...')."""
@@ -94,6 +162,8 @@ def test_a_probe_with_a_judge_rejects_its_no_records_the_checks_and_counts_its_c
     names = [c.name for c in default_constraints(0.2, None, 0.75, None, 0.75, judge)]
     assert names == ["english_accuracy>=0.8", "judge_original>=0.5", "judge_cross>=0.5"]
     assert "judge_cross>=0.5" in (tmp_path / "run" / "config.yaml").read_text()
+    config = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())  # how each model was asked
+    assert config["prompt_formats"] == {"proxy": "chat", "judge": "chat", "simulators": {"fooled": None}}
 
 
 def test_the_probes_default_semantic_check_is_the_proxy_as_llm_judge(tmp_path):

@@ -7,24 +7,29 @@ from collections.abc import Sequence
 
 import pytest
 
-from crossknow.generation.structured import StructuredClient
+from crossknow.generation.structured import RETRY_TEMPERATURE, StructuredClient
 from crossknow.models.generator import GenerateRequest, GenerateResult, Usage
 from crossknow.models.protocol import ScoreRequest
 from crossknow.pitfalls.simulate import (
     ANSWER_TEMPLATES,
+    LETTER_MAX_TOKENS,
     GenerativeSimulator,
     LossSimulator,
     MCQuestion,
     SimAnswer,
     Simulator,
     answer_prompt,
+    completion_answer_prompt,
     extract_choice,
+    extract_letter,
     template_language,
 )
+from crossknow.pitfalls.sources import read_source_file
 
 from ..conftest import SHARED_DATA
 
 PAPER = SHARED_DATA.parent / "papers" / "cross-lingual-pitfalls.txt"
+ARC_EASY = SHARED_DATA / "cross-lingual-pitfalls" / "source" / "ai2_arc_easy.json"
 CAPITAL = MCQuestion("What is the capital of France?", ("Berlin", "Paris", "Madrid", "Rome"), 1, "en")
 
 
@@ -107,6 +112,78 @@ def test_generative_simulator_retries_then_records_invalid_answers():
     assert generator.seen[0].messages[-1].content == answer_prompt(CAPITAL)
     assert generator.seen[2].messages[-1].content.endswith("exactly one of the choices.")
     assert all(request.temperature == 0.001 and request.json_schema is None for request in generator.seen)
+
+
+def test_the_completion_form_lists_solved_examples_then_the_question_ending_at_answer():
+    prompt = completion_answer_prompt(CAPITAL)
+    assert prompt.startswith("Question: Which of these animals can fly?\nA. dog\nB. sparrow\n")
+    assert prompt.count("\nAnswer: ") == 3 and {"Answer: B", "Answer: A", "Answer: D"} <= set(prompt.split("\n"))
+    assert prompt.endswith("\n\nQuestion: What is the capital of France?\nA. Berlin\nB. Paris\nC. Madrid\nD. Rome\n"
+                           "Answer:")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # outputs as a base model writes them after "Answer:" (the stop string cut them at the newline)
+        (" B", (1, None)),
+        (" D. Rome", (3, None)),
+        (" (C)", (2, None)),
+        ("A", (0, None)),
+        (" B, because Paris is the capital", (1, None)),
+        (" Paris", (None, "no option letter at the start of the output: 'Paris'")),
+        (" b", (None, "no option letter at the start of the output: 'b'")),
+        (" E", (None, "letter E is past the 4 choices (A-D)")),
+        ("   ", (None, "empty output")),
+        (" The answer is B", (None, "no option letter at the start of the output: 'The answer is B'")),
+    ],
+)
+def test_letter_extraction(text, expected):
+    assert extract_letter(text, CAPITAL.choices) == expected
+
+
+class Completions:
+    """A base-model Generator (completion form) that answers each prompt's last question from a list of outputs,
+    one per attempt (the attempt read from the seed)."""
+
+    name, model_id, prompt_format = "scripted", "base", "completion"
+
+    def __init__(self, outputs: dict[str, list[str]]):
+        self.outputs = outputs
+        self.seen: list[GenerateRequest] = []
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        self.seen.extend(requests)
+        last = [request.prompt.rsplit("Question: ", 1)[1].split("\n", 1)[0] for request in requests]
+        return [GenerateResult(self.outputs[q][request.seed or 0], self.name, self.model_id, Usage(40, 2))
+                for q, request in zip(last, requests, strict=True)]
+
+
+def test_a_base_model_answers_by_letter_greedy_short_and_stopped_at_the_newline():
+    other = MCQuestion("Which is a fruit?", ("stone", "apple"), 1, "en")
+    generator = Completions({CAPITAL.question: [" B"],
+                             other.question: [" I like fruit", " C", " the apple"]})  # never a valid letter
+    client = StructuredClient(generator, max_attempts=3, temperature=0.001, max_tokens=1024)
+    simulator = GenerativeSimulator("base", client)
+    assert simulator.prompt_format == "completion"
+    first, second = simulator.answer([CAPITAL, other])
+    assert first == SimAnswer(1, " B", None, seed=0)
+    assert second.choice is None and second.raw == " the apple"  # invalid, recorded: never counted wrong
+    assert second.error == "no option letter at the start of the output: 'the apple'"
+    assert len(generator.seen) == 4 and client.meter.calls == 4  # the simulator's one meter counts them
+    assert all(not r.messages and r.stop == ("\n",) and r.max_tokens == LETTER_MAX_TOKENS for r in generator.seen)
+    assert generator.seen[0].prompt == completion_answer_prompt(CAPITAL) and generator.seen[0].temperature == 0.0
+    assert {r.temperature for r in generator.seen[2:]} == {RETRY_TEMPERATURE}  # retries sample
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ARC_EASY.exists(), reason=f"{ARC_EASY} is not present")
+def test_the_embedded_base_model_answers_a_released_question_by_letter(embedded_generator):
+    question = read_source_file(ARC_EASY).questions[1].question  # "A hiker wants to know if air is warmer ..."
+    simulator = GenerativeSimulator("default", StructuredClient(embedded_generator, max_attempts=2))
+    (answer,) = simulator.answer([question])
+    assert simulator.prompt_format == "completion" and simulator.client.meter.calls >= 1
+    assert answer.choice in range(len(question.choices)), answer
+    assert extract_letter(answer.raw, question.choices) == (answer.choice, None)
 
 
 def _lm_eval_sums(scorer, question: MCQuestion) -> list[float]:

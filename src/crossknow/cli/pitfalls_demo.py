@@ -13,10 +13,12 @@ The embedded Gemma 3 270M is loaded once and plays every part:
 It draws `--n` questions equally over the two files, keeps those both simulators answer right in
 English, then runs the np and dp recipes on them and a reduced beam (the `paper` recipe with batch 1,
 w = 3, d1 = 1, d2 = 2: the demo's setting, not the paper's) on the first `--beam-sources` of them, and
-prints the three conversion rates. The subject-domain stage is off (about 30 s a pair for this model
-on a CPU), and the semantic checks are e5's, judge-free (`--similarity e5`: a 270M base model is no
-judge). A base model this small is a weak proxy and a weak simulator: expect few or no pairs; the demo
-shows the machinery and its accounting, not the paper's numbers.
+prints the three conversion rates; `--out`/report.html shows the three runs side by side (conversion rate,
+pairs beyond depth 0, calls and seconds per found pair), each run's own report beside it. The
+subject-domain stage is off (about 30 s a pair for this model on a CPU), and the semantic checks are
+e5's, judge-free (`--similarity e5`: a 270M base model is no judge). A base model this small is a weak
+proxy and a weak simulator: expect few or no pairs; the demo shows the machinery and its accounting, not
+the paper's numbers (the reports say so at the top).
 """
 
 from __future__ import annotations
@@ -57,7 +59,12 @@ def demo(
     from crossknow.pitfalls.probe_run import PitfallsProbeConfig, probe_from_config
     from crossknow.pitfalls.simulate import LossSimulator
     from crossknow.pitfalls.transformation import ProxyLLM
-    from crossknow.report.pitfalls_probe_report import write_probe_report
+    from crossknow.report.pitfalls_probe_report import (
+        base_model_note,
+        run_config,
+        write_probe_report,
+        write_recipes_report,
+    )
     from crossknow.scoring.normalise import Normalisation
     from crossknow.store.request_cache import RequestCache
 
@@ -91,19 +98,24 @@ def demo(
                 results[name] = (found, time.monotonic() - begun)
     finally:
         cache.close()
-    table = Table("recipe", "sources", "converted", "conversion rate", "pairs", "calls / pair", "s / pair", "seconds")
+    table = Table("recipe", "sources", "converted", "conversion rate", "pairs", "beyond depth 0", "calls / pair",
+                  "s / pair", "seconds")
     summary = {"load_seconds": round(loaded, 1), "runs": {}}
     for name, ((account, sample), seconds) in results.items():
         per = account.per_found_pair
         table.add_row(name, str(account.sources), str(account.converted), f"{account.conversion_rate:.1%}",
-                      str(account.candidates), f"{per.calls:.1f}" if per else "—", f"{per.seconds:.1f}" if per else "—",
-                      f"{seconds:.1f}")
+                      str(account.candidates), str(account.pairs_beyond_depth_0), f"{per.calls:.1f}" if per else "—",
+                      f"{per.seconds:.1f}" if per else "—", f"{seconds:.1f}")
         write_probe_report(out / name)
         summary["runs"][name] = {"account": account.model_dump(mode="json"), "seconds": round(seconds, 1),
                                  "drawn": sample.drawn, "kept": sample.kept}
+    write_recipes_report(out, {name: out / name for name in results})
     total = time.monotonic() - started
     summary["seconds"] = round(total, 1)
     atomic_write_json(out / "demo.json", summary)
+    note = base_model_note({name: run_config(out / name) for name in results})
+    if note:
+        console.print(note, style="yellow", highlight=False, soft_wrap=True)
     sample = results["np"][0][1]
     console.print(f"English prefilter: {sample.kept} of {sample.drawn} drawn questions kept "
                   f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid); model loaded in {loaded:.0f} s")
@@ -116,4 +128,5 @@ def demo(
             console.print(f"a {name} pair (V = {pair['value']:.2f}, depth {pair['depth']}): "
                           f"en {pair['english']['question']!r} / {lang} {pair['target']['question']!r}",
                           highlight=False, soft_wrap=True)
-    console.print(f"demo finished in {total:.0f} s; reports: {out}/{{np,dp,beam}}/report.html", highlight=False)
+    console.print(f"demo finished in {total:.0f} s; reports: {out}/report.html and {out}/{{np,dp,beam}}/report.html",
+                  highlight=False)

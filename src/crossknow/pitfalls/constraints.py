@@ -7,7 +7,9 @@
   choices of the two sides (`compare="choices"`: the English choices against the translated ones, each
   side joined into one text by `crossknow.pitfalls.e5.joined_choices`; crossknow's addition, since the
   paper's check must also keep "the correct answer ... consistent across languages", section 1).
-  S is any `Similarity`. The paper does not define S as a function: it verifies semantics with an LLM
+  S is any `Similarity`; one that sets `reads_choices` (the LLM judge) reads each question with its
+  lettered choices (`crossknow.pitfalls.simulate.lettered`), the others the question alone. The paper does
+  not define S as a function: it verifies semantics with an LLM
   (section 4: "we employed LLMs for both initial translation and semantic verification"; Limitations:
   "LLM-based semantic checks"; Appendix B.1: the semantic check runs at temperature 0.001).
   `crossknow.pitfalls.judge_similarity` is that check (the probe's default); `crossknow.pitfalls.e5`
@@ -29,6 +31,7 @@ from crossknow.errors import CrossknowError
 from crossknow.pitfalls.e5 import joined_choices
 from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import PairNode
+from crossknow.pitfalls.simulate import MCQuestion, lettered
 from crossknow.scoring.chrf import chrf
 
 
@@ -103,15 +106,16 @@ class SemanticSimilarity:
 
     def check(self, nodes: Sequence[PairNode], simulations: Sequence[Simulation] | None) -> list[str | None]:
         """Violated where S falls below the threshold."""
+        text = self._text
         if self.compare == "original":  # an unperturbed pair is its own original: nothing to compare
             asked = [i for i, n in enumerate(nodes) if n.ancestry]
-            pairs = [(nodes[i].ancestry[0].english.question, nodes[i].english.question) for i in asked]
+            pairs = [(text(nodes[i].ancestry[0].english), text(nodes[i].english)) for i in asked]
         elif self.compare == "choices":
             asked = list(range(len(nodes)))
             pairs = [(joined_choices(n.english.choices), joined_choices(n.target.choices)) for n in nodes]
         else:
             asked = list(range(len(nodes)))
-            pairs = [(n.english.question, n.target.question) for n in nodes]
+            pairs = [(text(n.english), text(n.target)) for n in nodes]
         reasons: list[str | None] = [None] * len(nodes)
         for i, s in zip(asked, self.similarity.similarity(pairs) if pairs else [], strict=True):
             if math.isnan(s):
@@ -119,6 +123,14 @@ class SemanticSimilarity:
             elif s < (self.threshold if nodes[i].ancestry else self.root_threshold):
                 reasons[i] = f"{self.name}: S = {s:.3f}"
         return reasons
+
+
+    def _text(self, question: MCQuestion) -> str:
+        """What S reads of one side: the question, with its lettered choices when the similarity reads them
+        (`reads_choices`: the LLM judge)."""
+        if getattr(self.similarity, "reads_choices", False):
+            return lettered(question.question, question.choices)
+        return question.question
 
 
 class ChrF:

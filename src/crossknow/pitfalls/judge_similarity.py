@@ -7,11 +7,22 @@ checking, and simulation tasks, the temperature was reduced to 0.001"). It print
 and no S as a formula. `JudgeSimilarity` is that check as the S of S(q^E, q^E') >= θ and S(q^E', q^T') >= θ'
 (equation 4): the judge reads the two texts and answers whether the second asks the same question as the
 first, so that the same answer is correct (crossknow's prompt and criterion, since the paper prints none).
-S is 1.0 for "yes" and 0.0 for "no", checked at threshold 0.5; an answer still unparseable after the
-client's retries gives S = NaN, which the constraint reports as an invalid judgement (the pair is rejected
-for it and counted under that reason, never judged "no"). Calls go through the one structured client and
-request cache at the paper's 0.001 (`JUDGE_TEMPERATURE`). The judge is the proxy unless the probe names
-another model (`crossknow.pitfalls.probe_run.build_judge`); `crossknow.pitfalls.e5` is the judge-free option.
+Each text is a question followed by its lettered choices (`reads_choices`: the constraint passes them, so
+that a translation whose choices no longer match is caught too).
+
+The judge asks in the form its model takes (`StructuredClient.prompt_format`):
+- chat (a model with a chat template): `JUDGE_TEMPLATE`, a JSON verdict with its reasoning; S is 1.0 for
+  "yes" and 0.0 for "no".
+- completion (a base model, such as the embedded `default`): crossknow's few-shot yes/no prompt
+  (`completion_judge_prompt`: three invented solved pairs, then the pair, ending "Answer:"), and S = P(yes)
+  from `StructuredClient.yes_no_many`: exact, p(" yes") / (p(" yes") + p(" no")), from a local model; 1.0 or
+  0.0 from the word a server's model writes.
+Either way the pair passes when S >= `JUDGE_THRESHOLD` = 0.5 (a "yes", or P(yes) at least even); an answer
+still unparseable after the client's retries gives S = NaN, which the constraint reports as an invalid
+judgement (the pair is rejected for it and counted under that reason, never judged "no"). Calls go through
+the one structured client and request cache at the paper's 0.001 (`JUDGE_TEMPERATURE`). The judge is the
+proxy unless the probe names another model (`crossknow.pitfalls.probe_run.build_judge`); `crossknow.pitfalls.e5`
+is the judge-free option.
 """
 
 from __future__ import annotations
@@ -23,17 +34,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.generation.structured import ChatPrompt, CompletionPrompt, StructuredClient
 from crossknow.models.generator import Generator
+from crossknow.pitfalls.simulate import lettered
 from crossknow.store.request_cache import RequestCache
 
 JUDGE_THRESHOLD = 0.5
-"""The judge's S is 0 or 1: a pair passes on "yes"."""
+"""A pair passes when S >= 0.5: on "yes" (chat form, S is 0 or 1), or when P(yes) >= 0.5 (completion form)."""
 JUDGE_TEMPERATURE = 0.001
 """The paper's temperature for the semantic check (Appendix B.1)."""
 
-JUDGE_TEMPLATE = """Compare the two texts below. The second may be in another language, and it may add \
-background sentences before or after the question.
+JUDGE_TEMPLATE = """Compare the two texts below. Each is a question, followed by its lettered choices. The second \
+may be in another language, and it may add background sentences before or after the question.
 [The Start of the First Text]
 {first}
 [The End of the First Text]
@@ -44,6 +56,31 @@ Does the second text ask the same question as the first, so that the same answer
 object with two keys: "reasoning", one or two sentences comparing the two questions, then "same_question", \
 "yes" or "no"."""
 """crossknow's judge prompt (the paper prints none for its LLM semantic check): {first} and {second}."""
+
+JUDGE_INSTRUCTION = ("Do these two questions ask the same thing, so that the same choice is the correct answer? The "
+                     "second may be in another language and may add background sentences.")
+"""The first line of the completion form (crossknow's)."""
+JUDGE_EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    (lettered("Which gas do plants take in from the air?", ("oxygen", "carbon dioxide", "helium")),
+     lettered("Quel gaz les plantes absorbent-elles de l'air ?", ("l'oxygène", "le dioxyde de carbone", "l'hélium")),
+     "yes"),
+    (lettered("Which planet is closest to the Sun?", ("Mercury", "Venus", "Mars")),
+     lettered("Which planet is the largest?", ("Mercury", "Venus", "Mars")), "no"),
+    (lettered("What do bees make?", ("honey", "milk", "silk")),
+     lettered("Bees live in hives. What do bees make?", ("honey", "milk", "silk")), "yes"),
+)
+"""The completion form's invented solved pairs (first, second, verdict): a translation, another question,
+and the same question after a background sentence (crossknow's)."""
+
+
+def completion_judge_prompt(first: str, second: str) -> str:
+    """The completion prompt that asks whether `second` asks the same question as `first`: the instruction,
+    the solved `JUDGE_EXAMPLES`, then the pair, ending "Answer:" where " yes" or " no" follows."""
+    def block(a: str, b: str) -> str:
+        return f"First question:\n{a}\nSecond question:\n{b}\nSame question? Answer:"
+
+    solved = [f"{block(a, b)} {verdict}" for a, b, verdict in JUDGE_EXAMPLES]
+    return "\n\n".join([JUDGE_INSTRUCTION, *solved, block(first, second)])
 
 
 class SameQuestion(BaseModel):
@@ -56,9 +93,12 @@ class SameQuestion(BaseModel):
 
 
 class JudgeSimilarity:
-    """An LLM judge as a `Similarity`: 1.0 (yes), 0.0 (no) or NaN (invalid after retries) per pair."""
+    """An LLM judge as a `Similarity`: per pair, 1.0 (yes) or 0.0 (no) from a chat model, P(yes) from a base
+    model (completion form), or NaN (invalid after retries)."""
 
     name = "judge"
+    reads_choices = True
+    """The constraint gives it each question with its lettered choices (`crossknow.pitfalls.simulate.lettered`)."""
 
     def __init__(self, client: StructuredClient):
         self.client = client
@@ -78,8 +118,17 @@ class JudgeSimilarity:
         """The judge's backend and model id, as the run's config records it."""
         return f"{self.client.generator.name}:{self.client.generator.model_id}"
 
+    @property
+    def prompt_format(self) -> str:
+        """'chat' (JSON verdict) or 'completion' (few-shot P(yes)): how this judge asks."""
+        return self.client.prompt_format
+
     def similarity(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """The judge's verdict on each (first, second) pair, in order, through the client's cache."""
+        """The judge's S for each (first, second) pair, in order, through the client's cache (see the module
+        docstring)."""
+        if self.prompt_format == "completion":
+            outcomes = self.client.yes_no_many([CompletionPrompt(completion_judge_prompt(a, b)) for a, b in pairs])
+            return [o.value if o.valid else math.nan for o in outcomes]
         prompts = [ChatPrompt(None, JUDGE_TEMPLATE.format(first=a, second=b)) for a, b in pairs]
         outcomes = self.client.call_many(prompts, SameQuestion) if prompts else []
         return [(1.0 if o.value.same_question == "yes" else 0.0) if o.valid else math.nan for o in outcomes]

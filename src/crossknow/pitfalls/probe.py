@@ -1,7 +1,8 @@
 """`run_probe`: a recipe over source questions, into a run directory, with its accounting.
 
 The run directory holds `config.yaml` (the recipe's settings, the constraints, what checks semantics
-(`semantic_check`: 'llm', 'e5', 'chrf' or 'none') and the judge's model, the simulators and the proxy),
+(`semantic_check`: 'llm', 'e5', 'chrf' or 'none') and the judge's model, the simulators and the proxy, and
+how each model is asked, `prompt_formats`: chat or completion, or loss for a scoring simulator),
 `candidates.jsonl` (the candidate list, see `candidates.py`), `candidate_items.jsonl` (the same pairs as
 items `crossknow evaluate` reads), `batches.jsonl` (one line per finished batch) and
 `account.json` (conversion, calls, tokens, seconds and cost, in total and per found pair: the paper's
@@ -153,6 +154,7 @@ def run_probe(
         "semantic_check": semantic_check(similarity, cross_similarity, choice_similarity, judge),
         "judge": judge.model if judge else None,
         "proxy": f"{proxy.perturber.generator.name}:{proxy.perturber.generator.model_id}",
+        "prompt_formats": prompt_formats(proxy, simulators, judge),
         "samples": samples, "max_resimulations": max_resimulations, "sources": [s.id for s in sources],
     }
     run = RunDir(out)
@@ -195,6 +197,14 @@ def run_probe(
         return account
     finally:
         run.close()
+
+
+def prompt_formats(proxy: ProxyLLM, simulators: Sequence[Simulator], judge: JudgeSimilarity | None) -> dict:
+    """How each model of a run is asked, as `config.yaml` records it: 'chat' or 'completion' for the proxy, the
+    judge (None without one) and each generative simulator by name, 'loss' for a simulator that scores options
+    (no prompt), None for one that does not say."""
+    return {"proxy": proxy.perturber.prompt_format, "judge": judge.prompt_format if judge else None,
+            "simulators": {s.name: getattr(s, "prompt_format", None) for s in simulators}}
 
 
 def semantic_check(*checks: Similarity | JudgeSimilarity | None) -> str:

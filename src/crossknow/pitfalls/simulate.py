@@ -4,9 +4,15 @@ A `Simulator` answers a batch of `MCQuestion`s with one `SimAnswer` each. An ans
 invalid (an unparseable or failed output, after retries): it is recorded with its error and never counted
 as wrong. Two simulators:
 
-- `GenerativeSimulator`: the paper's zero-shot chain-of-thought templates (Appendix E, quoted verbatim in
-  `ANSWER_TEMPLATES`) through the one structured client (`generation/structured.py`: request cache,
-  retries, cost meter), at the paper's simulation temperature 0.001, with strict answer extraction.
+- `GenerativeSimulator`: for a chat model (`StructuredClient.prompt_format == "chat"`), the paper's zero-shot
+  chain-of-thought templates (Appendix E, quoted verbatim in `ANSWER_TEMPLATES`) through the one structured
+  client (`generation/structured.py`: request cache, retries, cost meter), at the paper's simulation
+  temperature 0.001, with strict answer extraction. For a base model (`prompt_format == "completion"`, such
+  as the embedded `default`), crossknow's few-shot multiple-choice completion prompt instead (not the
+  paper's: a base model follows no instructions): three invented solved examples, each "Question: …", its
+  choices as "A. …" lines and "Answer: B", then the question and its lettered choices, ending "Answer:";
+  greedy, at most `LETTER_MAX_TOKENS` tokens, stopped at the newline, and the answer read by code from the
+  option letter (`extract_letter`; anything else is invalid, retried, then recorded, never counted wrong).
   Asked again after an invalid answer (a re-simulation, `answer(..., resimulation=r)`), or asked for
   several samples of one question (`draw_index`), it samples with fresh seeds (`resimulation_seed`), so
   the request is new to the cache and reaches the model.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -27,7 +34,7 @@ from pydantic import ValidationError
 
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
+from crossknow.generation.structured import ChatPrompt, CompletionPrompt, StructuredClient, TextOutput
 from crossknow.models.protocol import Scorer
 from crossknow.scoring.normalise import Normalisation, OptionScore, predict
 from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, option_requests
@@ -37,6 +44,10 @@ SIMULATION_TEMPERATURE = 0.001
 """The paper's temperature for simulation (Appendix B.1)."""
 SIMULATION_MAX_TOKENS = 1024
 """The paper's cap on output length (Appendix B.1)."""
+LETTER_MAX_TOKENS = 4
+"""The cap on a completion-form answer: a letter and what may follow it on its line (crossknow's choice)."""
+LETTERS = string.ascii_uppercase
+"""The option letters of the completion form: A for the first choice, and so on."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,49 @@ def extract_choice(text: str, choices: Sequence[str]) -> tuple[int | None, str |
     return None, f"final_answer {value!r} is not one of the {len(choices)} choices"
 
 
+# ---- crossknow's few-shot completion form, for base models --------------------------------------------
+
+LETTER_EXAMPLES: tuple[tuple[str, tuple[str, ...], int], ...] = (
+    ("Which of these animals can fly?", ("dog", "sparrow", "fish", "horse"), 1),
+    ("What do plants need from sunlight to make their food?", ("energy", "sand", "salt", "noise"), 0),
+    ("How many days are there in one week?", ("five", "six", "ten", "seven"), 3),
+)
+"""The completion form's invented solved examples (question, choices, index of the answer): written for
+crossknow, answers spread over A, B and D so that no letter is the examples' habit."""
+_LETTER = re.compile(r"\s*\(?([A-Z])\)?(?=[\s.,:;)]|$)")
+
+
+def lettered(question: str, choices: Sequence[str]) -> str:
+    """`question` then one line per choice, "A. first", "B. second", ... (at most 26 choices)."""
+    if len(choices) > len(LETTERS):
+        raise CrossknowError(f"the completion form letters at most {len(LETTERS)} choices, got {len(choices)}")
+    return "\n".join([question, *(f"{LETTERS[i]}. {choice}" for i, choice in enumerate(choices))])
+
+
+def completion_answer_prompt(question: MCQuestion) -> str:
+    """The completion prompt that asks `question` of a base model (see the module docstring): the solved
+    `LETTER_EXAMPLES`, then the question, ending "Answer:" where the model writes a letter."""
+    blocks = [f"Question: {lettered(q, choices)}\nAnswer: {LETTERS[answer]}" for q, choices, answer in LETTER_EXAMPLES]
+    blocks.append(f"Question: {lettered(question.question, question.choices)}\nAnswer:")
+    return "\n\n".join(blocks)
+
+
+def extract_letter(text: str, choices: Sequence[str]) -> tuple[int | None, str | None]:
+    """The option letter a completion-form answer starts with: an upper-case letter, optionally in
+    parentheses, alone or followed by a space, a newline or punctuation (" B", "B. sparrow", "(C)").
+    Returns (index, None), or (None, why not): an empty output, text that does not start with a letter
+    (a word such as "Berlin" does not), or a letter past the last choice."""
+    if not text.strip():
+        return None, "empty output"
+    match = _LETTER.match(text)
+    if match is None:
+        return None, f"no option letter at the start of the output: {text.strip()[:40]!r}"
+    index = LETTERS.index(match.group(1))
+    if index >= len(choices):
+        return None, f"letter {match.group(1)} is past the {len(choices)} choices (A-{LETTERS[len(choices) - 1]})"
+    return index, None
+
+
 def resimulation_seed(seed: int, resimulation: int, attempts: int) -> int:
     """The base seed of re-simulation r (0 = the first asking) for a client whose base seed is `seed` and
     that makes up to `attempts` calls per question: seed + r * attempts. The client's attempt k then uses
@@ -171,12 +225,24 @@ def draw_index(resimulation: int, sample: int, samples: int) -> int:
 
 
 class GenerativeSimulator:
-    """Answers by generation with the paper's templates through a StructuredClient (its cache, retries
-    and meter); build the client at `SIMULATION_TEMPERATURE` to follow the paper."""
+    """Answers by generation through a StructuredClient (its cache, retries and meter), in the form its model
+    takes (`client.prompt_format`): the paper's templates for a chat model (build the client at
+    `SIMULATION_TEMPERATURE` to follow the paper), the few-shot letter form for a base model. The letter form
+    asks through a client of its own over the same model, cache, prices, attempts and seed, greedy and capped
+    at `LETTER_MAX_TOKENS`, whose meter is `client.meter` (one meter per simulator)."""
 
     def __init__(self, name: str, client: StructuredClient):
         self.name = name
         self.client = client
+        self._letter_client = StructuredClient(
+            client.generator, client.cache, max_attempts=client.max_attempts, prices=client.prices,
+            max_tokens=min(client.max_tokens, LETTER_MAX_TOKENS), temperature=0.0, seed=client.seed)
+        self._letter_client.meter = client.meter
+
+    @property
+    def prompt_format(self) -> str:
+        """'chat' (the paper's templates) or 'completion' (the few-shot letter form): how this simulator asks."""
+        return self.client.prompt_format
 
     def answer(self, questions: Sequence[MCQuestion], resimulation: int | Sequence[int] = 0) -> list[SimAnswer]:
         """One answer per question; invalid answers (after the client's attempts) carry the last raw
@@ -186,10 +252,16 @@ class GenerativeSimulator:
         if len(draws) != len(questions):
             raise CrossknowError(f"{len(draws)} draws for {len(questions)} questions")
         seeds = [resimulation_seed(self.client.seed, draw, self.client.max_attempts) for draw in draws]
-        prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
-        parsers = [lambda text, choices=question.choices: extract_choice(text, choices) for question in questions]
-        outcomes = self.client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), RETRY_NOTE),
-                                         seeds=seeds, parsers=parsers)
+        if self.prompt_format == "completion":
+            client, note, read = self._letter_client, "", extract_letter
+            prompts: list[ChatPrompt | CompletionPrompt] = [CompletionPrompt(completion_answer_prompt(q))
+                                                            for q in questions]
+        else:
+            client, note, read = self.client, RETRY_NOTE, extract_choice
+            prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
+        parsers = [lambda text, choices=question.choices: read(text, choices) for question in questions]
+        outcomes = client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), note), seeds=seeds,
+                                    parsers=parsers)
         return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error, seed + max(outcome.attempts, 1) - 1)
                 for outcome, seed in zip(outcomes, seeds, strict=True)]
 
@@ -197,6 +269,9 @@ class GenerativeSimulator:
 class LossSimulator:
     """Answers by loss (crossknow's addition): each option scored under `rule` by `scorer`, the option with
     the lowest loss under `normalisation` (default: the rule's own) chosen, ties to the lower index."""
+
+    prompt_format = "loss"
+    """No prompt: the options are scored (recorded as the simulator's prompt format)."""
 
     def __init__(self, name: str, scorer: Scorer, rule: Rule = "lm-eval", normalisation: Normalisation | None = None):
         self.name = name

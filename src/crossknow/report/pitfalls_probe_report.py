@@ -1,10 +1,18 @@
 """report.html of `crossknow pitfalls probe`: the conversion rate and the spend per found pair first (the
-paper's Table 1 and Fig. 4), then the pairs found, then the draw, the prefilter and the settings."""
+paper's Table 1 and Fig. 4), then the pairs found, then the draw, the prefilter and the settings; and the
+report of several runs side by side (`write_recipes_report`: the demo's np, dp and beam).
+
+A run whose proxy, judge or simulators are small base models (the embedded `default`, or any model asked in
+completion form, as `config.yaml`'s `prompt_formats` records) says so first (`base_model_note`): its numbers
+check the machinery, not a model's weakness.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,6 +45,70 @@ def probe_lead(account: ProbeAccount) -> str:
                    f"tokens, {per.seconds:.1f} s, ${per.cost_usd:.4f}.")
 
 
+def base_model_note(configs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The warning a report opens with when any run (config.yaml by run name) has a small base model as proxy,
+    judge or simulator: the embedded `default` (by its spec or backend name) or a model asked in completion
+    form. None when no run has one."""
+    models: dict[str, None] = {}
+    for config in configs.values():
+        formats = config.get("prompt_formats") or {}
+        parts = [(part, config.get(part), formats.get(part)) for part in ("proxy", "judge")]
+        simulator_formats = formats.get("simulators") or {}
+        parts += [("simulator", name, simulator_formats.get(name))
+                  for name in dict.fromkeys([*(config.get("simulators") or []), *simulator_formats])]
+        for part, model, form in parts:
+            if form == "completion" or _is_embedded(model):
+                models[f"{part} {model}{' in completion form' if form == 'completion' else ''}"] = None
+    if not models:
+        return None
+    return (f"These numbers check the machinery, not a model's weakness: small base models play a part here "
+            f"({'; '.join(models)}), too weak as proxy, judge or simulator to measure real cross-lingual pitfalls.")
+
+
+def _is_embedded(model: object) -> bool:
+    """Whether a recorded model (a spec, a simulator name or backend:model_id) is the embedded `default`."""
+    return isinstance(model, str) and (model == "default" or model.startswith(("default:", "default/", "default#")))
+
+
+RECIPE_HEADERS = ["run", "recipe", "sources", "converted", "conversion rate", "pairs", "pairs beyond depth 0",
+                  "converted beyond depth 0", "calls / found pair", "seconds / found pair"]
+"""The columns of the recipes table: conversion, the pairs found by perturbation, and the spend per found pair
+(calls and seconds of the proxy and the simulators, `ProbeAccount.per_found_pair`)."""
+
+
+def recipe_table(accounts: Mapping[str, ProbeAccount]) -> str:
+    """One row per run (by name): its conversion rate, pairs beyond depth 0, and calls and seconds per found
+    pair side by side ('—' for a run that found none)."""
+    rows = []
+    for name, a in accounts.items():
+        per = a.per_found_pair
+        rows.append([name, a.recipe, a.sources, a.converted, f"{a.conversion_rate:.1%}", a.candidates,
+                     a.pairs_beyond_depth_0, a.converted_beyond_depth_0, f"{per.calls:.1f}" if per else None,
+                     f"{per.seconds:.2f}" if per else None])
+    return table("table-recipes", "Conversion and spend per found pair, by run", RECIPE_HEADERS, rows,
+                 text_columns=2)
+
+
+def write_recipes_report(out: str | Path, runs: Mapping[str, str | Path]) -> Path:
+    """Write `out`/report.html: the probe runs `runs` (name -> run directory, each with account.json and
+    config.yaml) side by side in `recipe_table`, after `base_model_note` where it applies."""
+    accounts = {name: ProbeAccount.model_validate_json((Path(run) / "account.json").read_text(encoding="utf-8"))
+                for name, run in runs.items()}
+    note = base_model_note({name: run_config(Path(run)) for name, run in runs.items()})
+    lead = " ".join(f"{name}: {a.conversion_rate:.1%} converted ({a.converted} of {a.sources}), "
+                    f"{a.pairs_beyond_depth_0} of {a.candidates} pairs beyond depth 0." for name, a in accounts.items())
+    html = report_page("Cross-Lingual Pitfalls probes side by side", f"{note} {lead}" if note else lead,
+                       [recipe_table(accounts)],
+                       [("Runs", [meta_table({name: str(run) for name, run in runs.items()}, "table-runs", "Runs")])])
+    return atomic_write_text(Path(out) / "report.html", html)
+
+
+def run_config(run: Path) -> dict[str, Any]:
+    """The config.yaml of run directory `run` ({} when absent)."""
+    path = run / "config.yaml"
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.exists() else {}
+
+
 def _spend_rows(account: ProbeAccount) -> list[list[object]]:
     rows = [["proxy", *(getattr(account.proxy, f) for f in SPEND_FIELDS)],
             ["simulation", *(getattr(account.simulation, f) for f in SPEND_FIELDS)]]
@@ -56,6 +128,7 @@ def write_probe_report(out: str | Path) -> Path:
     candidates = [CandidateRecord.model_validate_json(line) for line in lines if line.strip()]
     simulators = sorted({name for c in candidates for name in c.beta_en})
     findings = [
+        recipe_table({out.name: account}),
         table("table-spend", "What the run spent over all its invocations (calls of simulators = questions answered)",
               ["part", "calls", "prompt tokens", "completion tokens", "seconds", "cost (USD)"], _spend_rows(account)),
         table("table-pairs", "Pairs in the candidate list", ["pair", "source", "depth", "V",
@@ -85,12 +158,14 @@ def write_probe_report(out: str | Path) -> Path:
             meta_table({"wrong in English": sample.wrong_by_simulator,
                         "invalid in English": sample.invalid_by_simulator}, "table-prefilter", "Per simulator"),
         ]))
-    config = yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8")) if (out / "config.yaml").exists() else {}
+    config = run_config(out)
+    note = base_model_note({out.name: config})
     config.pop("sources", None)
     collapsed.append(("Settings", [meta_table(config, "table-config", "config.yaml (source ids left out)"),
                                    paragraph("account.json: " + json.dumps(account.model_dump(mode="json")))]))
-    html = report_page(f"Cross-Lingual Pitfalls probe: {account.recipe}, {account.lang}", probe_lead(account),
-                       findings, collapsed)
+    lead = probe_lead(account)
+    html = report_page(f"Cross-Lingual Pitfalls probe: {account.recipe}, {account.lang}",
+                       f"{note} {lead}" if note else lead, findings, collapsed)
     return atomic_write_text(out / "report.html", html)
 
 
