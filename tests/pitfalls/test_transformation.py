@@ -128,7 +128,7 @@ def test_a_rewrite_that_loses_the_question_is_rejected_with_the_reason(tmp_path)
 
 def test_parse_distraction_takes_the_text_after_the_marker():
     assert parse_distraction("{Generated Distraction: <Bees like sugar.>}") == ("Bees like sugar.", None)
-    assert parse_distraction("Generated Distraction:   ") == (None, "empty perturbation")
+    assert parse_distraction("Generated Distraction:   ") == (None, "empty_output: empty perturbation")
 
 
 class _Rewriter:
@@ -180,12 +180,14 @@ def test_a_root_translation_keeps_the_answer_index_and_lands_after_a_retry():
     assert result == MCQuestion("Quelle est la deuxième ?", ("A", "B", "C", "D"), 1, "fr")
 
 
-def test_a_root_translation_that_copies_the_question_is_reported_untranslated():
-    copy = {"text": "Which is second? ", "choices": ["A", "B", "C", "D"], "answer": "B"}
-    proxy = ProxyLLM.from_generator(_FlawedTranslator([copy]), max_attempts=3)
+def test_a_root_translation_that_copies_the_question_is_retried_then_reported_as_a_copy_before_any_flaw():
+    """The copy also has a flaw (a choice missing): the copy is what is reported, so the counts do not hide it."""
+    copy = {"text": "Which is second? ", "choices": ["A", "B", "C"], "answer": "B"}
+    generator = _FlawedTranslator([copy] * 3)
+    proxy = ProxyLLM.from_generator(generator, max_attempts=3)
     (result,) = proxy.translate_questions([MCQuestion("Which is second?", ("A", "B", "C", "D"), 1, "en")], "ja",
                                           "Japanese")
-    assert result == "untranslated: the question came back unchanged"
+    assert generator.calls == 3 and result.startswith("copied_source: ")
 
 
 # ---- where the inserted text goes (issue 22, item 8) ----------------------------------------------------

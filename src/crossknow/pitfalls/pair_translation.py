@@ -1,28 +1,40 @@
-"""The bilingual-pair stage (issue item 2): a question, its choices and its correct answer translated as one
-structured output, valid only without the release's flaws.
+"""The bilingual-pair stage (issue item 2): a question, its choices and its correct answer translated, valid only
+without the release's flaws, a copy of the source or an echo of the prompt.
 
-The proxy's translation client (temperature 0.001, `ProxyLLM.translator`) writes the question, the
-choices and the correct answer together, as one JSON object {"text", "choices", "answer"}. Into French,
-German, Italian and Spanish the prompt is the paper's, verbatim: Appendix E's "Template for English-to-X
-Translation" (`crossknow.pitfalls.prompts.TRANSLATION_TEMPLATES`), its {choices} slot filled with the
-choices as a JSON list (crossknow's choice, as for the answering templates: the paper does not say how
-choices are listed); it is sent as the chat's one user message. The paper prints these four only; into
-the other twelve languages the prompt is crossknow's `TRANSLATE_PAIR_TEMPLATE` (English instructions, the
-same output keys). The output is valid only with the four properties the release breaks
-(`crossknow.pitfalls.flaws.pair_flaws`): the same number of choices, the answer among the translated
-choices, at the original answer's index and nowhere else, and no empty choice. An invalid
-output is retried by the client (a new seed each attempt), then reported with its reason code (a flaw
-code, or `INVALID_OUTPUT`). crossknow adds two checks: a field that is a placeholder in angle brackets
-(`PLACEHOLDER`, retried like a flaw) and a question that comes back unchanged (`UNTRANSLATED`: a copy is
-not a translation). The probe uses the stage for its root pairs (q^E, q^T) and `crossknow pitfalls
-expand` for the original part of a seed pair; the semantic check S(q^E', q^T') >= θ' then runs as a
-constraint of the probe (by default the LLM judge, `crossknow.pitfalls.judge_similarity`; judge-free,
-`crossknow.pitfalls.e5`, which also compares the choices). `expand` uses the same templates whatever the source
-language (crossknow's choice: their instructions name the target language only).
+Chat models (`StructuredClient.prompt_format == "chat"`): the proxy's translation client (temperature 0.001,
+`ProxyLLM.translator`) writes the question, the choices and the correct answer together, as one JSON object
+{"text", "choices", "answer"}. Into French, German, Italian and Spanish the prompt is the paper's, verbatim:
+Appendix E's "Template for English-to-X Translation" (`crossknow.pitfalls.prompts.TRANSLATION_TEMPLATES`), its
+{choices} slot filled with the choices as a JSON list (crossknow's choice, as for the answering templates: the paper
+does not say how choices are listed); it is sent as the chat's one user message. The paper prints these four only;
+into the other twelve languages the prompt is crossknow's `TRANSLATE_PAIR_TEMPLATE` (English instructions, the same
+output keys).
+
+Base models (`prompt_format == "completion"`, e.g. the embedded default): crossknow's few-shot completion prompts
+(`crossknow.pitfalls.prompts.translation_completion`, "English: ...\n<Language>: ..."), one field per call: the
+question, then each choice, greedy and ended by the newline (`translate_fields`). The answer is carried by its index:
+the translated answer is the translated choice at the original answer's index, so the structure is guaranteed by
+construction and never asked of the model.
+
+The checks, in order, with their reason codes: a field that copies its source (`COPIED_SOURCE`, `copy_problem`:
+the whole source, or, from a base model, whose failure is copying, mostly the source), first, so that copying is
+never counted as a structural flaw; a field that echoes the prompt
+(`TEMPLATE_ECHO`, `echo_problem`: a few-shot example, a label such as "English:", "[The Start of", an instruction
+about JSON) or is a placeholder in angle brackets (`PLACEHOLDER`); an empty one-field output (`EMPTY_OUTPUT`); then the
+four properties the release breaks (`crossknow.pitfalls.flaws.pair_flaws`): the same number of choices, the answer
+among the translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid output
+is retried by the client (a new seed each attempt; a completion retry samples), then reported as '<reason code>:
+<error>' (`INVALID_OUTPUT` for one that none names), and the probe counts it by its code. The probe uses the stage for
+its root pairs (q^E, q^T) and `crossknow pitfalls expand` for the original part of a seed pair; the semantic check
+S(q^E', q^T') >= θ' then runs as a constraint of the probe (by default the LLM judge,
+`crossknow.pitfalls.judge_similarity`; judge-free, `crossknow.pitfalls.e5`, which also compares the choices).
+`expand` uses the same templates whatever the source language (crossknow's choice: their instructions name the
+target language only).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -30,10 +42,26 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.data.pitfalls import LANGUAGE_CODES
+from crossknow.generation.structured import (
+    TRANSPORT_FAILURE,
+    ChatPrompt,
+    CompletionPrompt,
+    StructuredClient,
+    TextOutput,
+    TextParser,
+    parse_structured,
+)
 from crossknow.pitfalls.flaws import FLAWS, pair_flaws
-from crossknow.pitfalls.prompts import TRANSLATION_TEMPLATES, fill
+from crossknow.pitfalls.prompts import (
+    PERTURBATION_SHOTS,
+    TRANSLATION_SHOTS,
+    TRANSLATION_TEMPLATES,
+    fill,
+    translation_completion,
+)
 from crossknow.pitfalls.simulate import MCQuestion, render_choices
+from crossknow.training.qa_checks import shared_run, units
 
 TRANSLATE_PAIR_TEMPLATE = """Translate the multiple-choice question, its choices and its correct answer below \
 into {language}. Keep the meaning of the question and of every choice exactly, keep the choices in the same order, \
@@ -61,24 +89,53 @@ PLACEHOLDER = "placeholder"
 echo template slots)."""
 _PLACEHOLDER = re.compile(r"\s*<[^<>]*>\s*")
 
-UNTRANSLATED = "untranslated"
-"""The reason code of an output whose question is the source question unchanged (crossknow's check)."""
+COPIED_SOURCE = "copied_source"
+"""The reason code of an output with a field that is its source text, or mostly its source text (crossknow's
+check, `copy_problem`: a copy is not a translation). It runs before every other check, so that the counts of
+reasons do not hide copying behind a structural flaw."""
+
+TEMPLATE_ECHO = "template_echo"
+"""The reason code of an output that repeats its prompt instead of answering it: a few-shot example, a label such as
+"English:", a template marker such as "[The Start of" or an instruction about JSON (crossknow's check,
+`echo_problem`)."""
+
+EMPTY_OUTPUT = "empty_output"
+"""The reason code of a one-field output with no text."""
 
 INVALID_OUTPUT = "invalid output"
-"""The reason code of a failed translation that is none of the four flaws (unparseable JSON, a failed text
+"""The reason code of a failed translation that is none of the others (unparseable JSON, a failed text
 translation)."""
 
+REASON_CODES = (COPIED_SOURCE, TEMPLATE_ECHO, EMPTY_OUTPUT, PLACEHOLDER, *FLAWS, TRANSPORT_FAILURE)
+"""Every reason code a translation error starts with, in the order the checks run."""
 
-class TranslatedPair(BaseModel):
-    """A translated question with its choices and answer; valid only without a flaw of `pair_flaws`."""
+COPY_SHARE = 0.5
+"""A field is mostly its source when the longest run of words it shares with the source is at least this share of
+its words (and at least `COPY_RUN` words); crossknow's threshold."""
+COPY_RUN = 3
+
+_ECHO = re.compile(
+    r"\[The (?:Start|End) of|\bJSON\b|\[Instruction\]|\[Output Format\]"
+    r"|^\s*(?:English|Question|Wrong option|Distraction|Generated Distraction|New question|Text|Choices|Answer)\s*:",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+class PairFields(BaseModel):
+    """The keys of a translated question with its choices and answer (Appendix E's output format), unchecked."""
 
     model_config = ConfigDict(extra="forbid")
-    expected_choices: ClassVar[int] = 0
-    answer_index: ClassVar[int] = 0
 
     text: str = Field(min_length=1, description="The translated question (Appendix E's key \"text\").")
     choices: list[str] = Field(description="The translated choices, in order.")
     answer: str = Field(description="The translated correct answer, exactly as among the choices.")
+
+
+class TranslatedPair(PairFields):
+    """A translated question with its choices and answer; valid only without a flaw of `pair_flaws`."""
+
+    expected_choices: ClassVar[int] = 0
+    answer_index: ClassVar[int] = 0
 
     @model_validator(mode="after")
     def _no_flaw(self) -> TranslatedPair:
@@ -89,6 +146,10 @@ class TranslatedPair(BaseModel):
         if any(_PLACEHOLDER.fullmatch(text) for text in (self.text, *self.choices)):
             raise ValueError(f"{PLACEHOLDER}: a field is a placeholder in angle brackets, not a translation")
         return self
+
+
+LANGUAGE_NAMES = {"en": "English", **{code: name for name, code in LANGUAGE_CODES.items()}}
+"""Language names by code, for the completion prompt's source label."""
 
 
 @cache
@@ -104,30 +165,155 @@ def translated_pair_schema(count: int, answer_index: int) -> type[TranslatedPair
 
 
 def drop_reason(error: str) -> str:
-    """The reason code of a failed translation: the first flaw code (or PLACEHOLDER) named in `error`, else
-    INVALID_OUTPUT."""
-    return next((code for code in (*FLAWS, PLACEHOLDER) if f"{code}:" in error), INVALID_OUTPUT)
+    """The reason code of a failed translation: the first of `REASON_CODES` named in `error`, else INVALID_OUTPUT."""
+    return next((code for code in REASON_CODES if f"{code}:" in error), INVALID_OUTPUT)
+
+
+def copy_problem(output: str, sources: Sequence[str], mostly: bool = True) -> str | None:
+    """'copied_source: ...' when `output` is one of `sources` (compared by case-folded words) or, with `mostly`,
+    mostly one (see `COPY_SHARE`), else None. A source with no lower-case word of four letters or more (a name, a
+    number, a formula, a unit: "Mount Everest", "5 N", "H2O") may stay as it is in a translation and is never
+    counted as copied (crossknow's rule)."""
+    said = units(output, "word")
+    for source in sources:
+        if not any(word[0].islower() and len(word) >= 4 for word in re.findall(r"[^\W\d_]+", source)):
+            continue
+        run = shared_run(said, units(source, "word")) if mostly else 0
+        if said and (said == units(source, "word") or (run >= COPY_RUN and run >= COPY_SHARE * len(said))):
+            return f"{COPIED_SOURCE}: the output repeats its source text ({source[:60]!r}) instead of translating it"
+    return None
+
+
+def echo_problem(output: str, sources: Sequence[str], lang: str, language: str) -> str | None:
+    """'template_echo: ...' when `output` repeats its prompt (a label such as "English:" or "<language>:", a template
+    marker, a JSON instruction, or a few-shot example of `TRANSLATION_SHOTS[lang]` or `PERTURBATION_SHOTS` that its
+    `sources` do not hold), 'placeholder: ...' when it is a slot in angle brackets, else None."""
+    found = _ECHO.search(output) or re.match(rf"\s*{re.escape(language)}\s*:", output, re.IGNORECASE)
+    if found:
+        return f"{TEMPLATE_ECHO}: the output repeats its prompt ({found.group(0).strip()!r})"
+    folded, given = _folded(output), [_folded(source) for source in sources]
+    shots = [*TRANSLATION_SHOTS.get(lang, ()), *((text, text) for shot in PERTURBATION_SHOTS for text in shot)]
+    for english, target in shots:
+        if folded and not any(_folded(english) in source for source in given) and (
+                _folded(english) in folded or _folded(target) in folded):
+            return f"{TEMPLATE_ECHO}: the output repeats a few-shot example ({english[:40]!r})"
+    if _PLACEHOLDER.fullmatch(output):
+        return f"{PLACEHOLDER}: the output is a placeholder in angle brackets, not a translation"
+    return None
+
+
+def _folded(text: str) -> str:
+    """`text` as its case-folded words joined by one space (punctuation dropped), for comparing texts."""
+    return " ".join(units(text, "word"))
+
+
+def field_problem(output: str, sources: Sequence[str], lang: str, language: str, mostly: bool = True) -> str | None:
+    """Why a one-field output (a translated question, choice or inserted text) is no translation of `sources` into
+    `language` (code `lang`): a copy (checked first; `mostly` as for `copy_problem`), an empty output or an echo;
+    None when it passes."""
+    if problem := copy_problem(output, sources, mostly):
+        return problem
+    if not output.strip():
+        return f"{EMPTY_OUTPUT}: the output is empty"
+    return echo_problem(output, sources, lang, language)
+
+
+def field_parser(sources: Sequence[str], lang: str, language: str, mostly: bool = True) -> TextParser:
+    """The parser of a one-field output: its stripped text when `field_problem` finds nothing."""
+
+    def parse(text: str) -> tuple[str | None, str | None]:
+        problem = field_problem(text, sources, lang, language, mostly)
+        return (None, problem) if problem else (text.strip(), None)
+
+    return parse
+
+
+FIELD = TextOutput(field_parser((), "", ""))
+"""A one-field completion output (each prompt passes its own `field_parser`)."""
+
+
+def pair_problem(question: MCQuestion, fields: PairFields, lang: str, language: str) -> str | None:
+    """Why the chat output `fields` is no translation of `question`, by the checks before the schema's: a field that
+    is its source (every field checked for that first; a chat model keeps terms and names on purpose, so only a
+    whole copy counts), then one that echoes the prompt; None when neither."""
+    checked = [(fields.text, (question.question,)), *((choice, question.choices) for choice in fields.choices)]
+    copies = (copy_problem(output, sources, mostly=False) for output, sources in checked)
+    echoes = (echo_problem(output, sources, lang, language) for output, sources in checked)
+    return next((problem for problem in (*copies, *echoes) if problem), None)
+
+
+def _pair_parser(question: MCQuestion, lang: str, language: str, schema: type[TranslatedPair]) -> TextParser:
+    """The parser of a chat output {"text", "choices", "answer"}: `pair_problem`, then the schema's flaws."""
+
+    def parse(text: str) -> tuple[TranslatedPair | None, str | None]:
+        fields, error = parse_structured(text, PairFields)
+        problem = error or pair_problem(question, fields, lang, language)  # type: ignore[arg-type]
+        return (None, problem) if problem else parse_structured(text, schema)
+
+    return parse
 
 
 def translate_pairs(translator: StructuredClient, questions: Sequence[MCQuestion], lang: str,
                     language: str) -> list[MCQuestion | str]:
     """Each question translated into `language` (code `lang`) with its choices and answer, keeping its answer
     index; or, where no valid translation came, '<reason code>: <error>' (a transport failure keeps the
-    client's TRANSPORT_FAILURE text, so a caller can ask again)."""
+    client's TRANSPORT_FAILURE text, so a caller can ask again). A client that asks by completion
+    (`StructuredClient.prompt_format`) translates field by field (`translate_fields`), any other as one JSON output."""
+    if translator.prompt_format == "completion":
+        return translate_fields(translator, questions, lang, language)
     result: list[MCQuestion | str] = [INVALID_OUTPUT] * len(questions)
     for count, index in sorted({(len(q.choices), q.answer) for q in questions}):
         asked = [i for i, q in enumerate(questions) if (len(q.choices), q.answer) == (count, index)]
         prompts = [ChatPrompt(None, pair_prompt(questions[i], lang, language)) for i in asked]
-        for i, outcome in zip(asked, translator.call_many(prompts, translated_pair_schema(count, index)), strict=True):
-            if outcome.valid and outcome.value.text.strip() == questions[i].question.strip():
-                result[i] = f"{UNTRANSLATED}: the question came back unchanged"
-            elif outcome.valid:
+        schema = translated_pair_schema(count, index)
+        parsers = [_pair_parser(questions[i], lang, language, schema) for i in asked]
+        for i, outcome in zip(asked, translator.call_many(prompts, schema, parsers=parsers), strict=True):
+            if outcome.valid:
                 value = outcome.value
                 result[i] = MCQuestion(value.text.strip(), tuple(c.strip() for c in value.choices), index, lang)
             else:
-                error = outcome.error or INVALID_OUTPUT
-                result[i] = f"{drop_reason(error)}: {error}"
+                result[i] = coded(outcome.error or INVALID_OUTPUT)
     return result
+
+
+def translate_fields(translator: StructuredClient, questions: Sequence[MCQuestion], lang: str,
+                     language: str) -> list[MCQuestion | str]:
+    """`translate_pairs` for a base model, with crossknow's few-shot completion prompts
+    (`crossknow.pitfalls.prompts.translation_completion`): the question and then each choice in a call of its own
+    (all in one `call_many`), each one line checked by `field_problem`; the answer is the translated choice at the
+    original answer's index, so the structure is the source's by construction, never asked of the model. The
+    assembled pair then passes the schema's checks (two choices translated alike make an `answer_index` flaw).
+    A question with several failed fields is reported by the first failure in `REASON_CODES` order."""
+    fields = [(i, text, sources) for i, q in enumerate(questions)
+              for text, sources in ((q.question, (q.question,)), *((c, q.choices) for c in q.choices))]
+    sources = [LANGUAGE_NAMES.get(q.lang, q.lang) for q in questions]
+    prompts = [CompletionPrompt(translation_completion(text, lang, language, sources[i])) for i, text, _ in fields]
+    parsers = [field_parser(sources, lang, language) for _, _, sources in fields]
+    outcomes = translator.call_many(prompts, FIELD, parsers=parsers)
+    result: list[MCQuestion | str] = []
+    for i, question in enumerate(questions):
+        mine = [outcome for (owner, _, _), outcome in zip(fields, outcomes, strict=True) if owner == i]
+        errors = [outcome.error or INVALID_OUTPUT for outcome in mine if not outcome.valid]
+        if errors:
+            result.append(coded(min(errors, key=_rank)))
+            continue
+        text, *choices = (outcome.value for outcome in mine)
+        pair = {"text": text, "choices": choices, "answer": choices[question.answer]}
+        _, error = parse_structured(json.dumps(pair), translated_pair_schema(len(choices), question.answer))
+        result.append(coded(error) if error else MCQuestion(text, tuple(choices), question.answer, lang))
+    return result
+
+
+def _rank(error: str) -> int:
+    """Where the reason code of `error` comes in `REASON_CODES` (an unknown one last)."""
+    code = drop_reason(error)
+    return REASON_CODES.index(code) if code in REASON_CODES else len(REASON_CODES)
+
+
+def coded(error: str) -> str:
+    """'<reason code>: <error>' (see `drop_reason`), the error kept whole (it may start with its code already)."""
+    code = drop_reason(error)
+    return error if error.startswith(f"{code}:") else f"{code}: {error}"
 
 
 def pair_prompt(question: MCQuestion, lang: str, language: str) -> str:

@@ -8,6 +8,12 @@ Google Translate (section 3.2, Appendix B.2) and prints no prompt for it.
 The Appendix E templates are filled by `fill`, which replaces `{name}` and leaves every other brace
 alone (their output formats hold literal braces); crossknow's translation prompts are `str.format`
 templates.
+
+For base models (`StructuredClient.prompt_format == "completion"`) the probe asks with crossknow's few-shot
+completion prompts instead, one short field per call ended by the newline: `translation_completion` (a question, a
+choice or an inserted text, "English: ...\n<Language>: ...", examples per target language in `TRANSLATION_SHOTS`) and
+`perturbation_completion` ("Question: ...\nWrong option: ...\nDistraction: ..."). Their examples are invented, so an
+output that repeats one is recognised as an echo (`crossknow.pitfalls.pair_translation.field_problem`).
 """
 
 from __future__ import annotations
@@ -132,3 +138,71 @@ def fill(template: str, **values: str) -> str:
     for name, value in values.items():
         template = template.replace("{" + name + "}", value)
     return template
+
+
+# ---- crossknow's few-shot completion prompts, for base models (issue 20) ----------------------------------------
+
+TRANSLATION_SHOTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "fr": (("Which animal sleeps through the winter?", "Quel animal dort pendant tout l'hiver ?"),
+           ("a small wooden boat", "un petit bateau en bois"),
+           ("Old maps often show rivers that have since moved.", "Les vieilles cartes montrent souvent des rivières qui ont changé de cours depuis."),
+           ("the boiling point of water", "le point d'ébullition de l'eau")),
+    "de": (("Which animal sleeps through the winter?", "Welches Tier schläft den ganzen Winter über?"),
+           ("a small wooden boat", "ein kleines Holzboot"),
+           ("Old maps often show rivers that have since moved.", "Alte Karten zeigen oft Flüsse, die seitdem ihren Lauf verändert haben."),
+           ("the boiling point of water", "der Siedepunkt von Wasser")),
+    "it": (("Which animal sleeps through the winter?", "Quale animale dorme per tutto l'inverno?"),
+           ("a small wooden boat", "una piccola barca di legno"),
+           ("Old maps often show rivers that have since moved.", "Le vecchie mappe mostrano spesso fiumi che da allora hanno cambiato corso."),
+           ("the boiling point of water", "il punto di ebollizione dell'acqua")),
+    "es": (("Which animal sleeps through the winter?", "¿Qué animal duerme durante todo el invierno?"),
+           ("a small wooden boat", "un pequeño barco de madera"),
+           ("Old maps often show rivers that have since moved.", "Los mapas antiguos suelen mostrar ríos que desde entonces han cambiado de curso."),
+           ("the boiling point of water", "el punto de ebullición del agua")),
+    "ja": (("Which animal sleeps through the winter?", "冬の間ずっと眠る動物はどれですか？"),
+           ("a small wooden boat", "小さな木の船"),
+           ("Old maps often show rivers that have since moved.", "古い地図には、その後流れが変わった川がよく描かれている。"),
+           ("the boiling point of water", "水の沸点")),
+    "zh": (("Which animal sleeps through the winter?", "哪种动物会睡过整个冬天？"),
+           ("a small wooden boat", "一艘小木船"),
+           ("Old maps often show rivers that have since moved.", "旧地图上常常画着后来改道的河流。"),
+           ("the boiling point of water", "水的沸点")),
+}
+"""crossknow's few-shot examples for translating one field (a question, a choice or an inserted text) by completion,
+as (English, translation), per target language code: invented content (a question, a short choice, a sentence and a
+noun phrase), so that an output repeating one is recognised as an echo. A language without an entry is asked with the
+same labels and no examples (`translation_completion`)."""
+
+TRANSLATION_SHOT = "English: {english}\n{language}: {target}"
+"""One example of `translation_completion`: the English text and its translation, labelled by language name."""
+
+PERTURBATION_SHOTS: tuple[tuple[str, str, str], ...] = (
+    ("Which gas do plants take in to make their food?", "oxygen",
+     "Every living cell in a leaf also needs air to stay alive."),
+    ("What causes the seasons on Earth?", "the distance from the Sun",
+     "In some months the Earth's orbit brings it a little closer to the Sun."),
+    ("Which tool is best for measuring the mass of a rock?", "a ruler",
+     "Geologists usually record the size of every rock they collect."),
+)
+"""crossknow's few-shot examples of a distraction written from an incorrect option (question, incorrect option,
+distraction; invented content), for `perturbation_completion`."""
+
+PERTURBATION_SHOT = "Question: {question}\nWrong option: {wrong_answer}\nDistraction: {distraction}"
+"""One example of `perturbation_completion`."""
+
+
+def translation_completion(text: str, lang: str, language: str, source: str = "English") -> str:
+    """crossknow's few-shot completion prompt that translates one field, `text`, from `source` (a language name)
+    into `language` (code `lang`): the examples of `TRANSLATION_SHOTS[lang]` when the source is English (none for
+    a language without an entry, or from another source: `expand` translates seeds of every language), then the
+    text under its language's label and the target's label, which a base model continues with one line."""
+    examples = TRANSLATION_SHOTS.get(lang, ()) if source == "English" else ()
+    shots = [TRANSLATION_SHOT.format(english=e, language=language, target=t) for e, t in examples]
+    return "\n\n".join([*shots, f"{source}: {text}\n{language}:"])
+
+
+def perturbation_completion(question: str, wrong_answer: str) -> str:
+    """crossknow's few-shot completion prompt for a distraction written from `wrong_answer`, an incorrect option of
+    `question` (the completion form of Appendix E's "Template for Generating Perturbation"): one line follows."""
+    shots = [PERTURBATION_SHOT.format(question=q, wrong_answer=w, distraction=d) for q, w, d in PERTURBATION_SHOTS]
+    return "\n\n".join([*shots, f"Question: {question}\nWrong option: {wrong_answer}\nDistraction:"])

@@ -32,16 +32,33 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from crossknow.data.pitfalls import LANGUAGE_CODES
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
+from crossknow.generation.structured import (
+    ChatPrompt,
+    CompletionPrompt,
+    StructuredClient,
+    TextOutput,
+    TextParser,
+    parse_structured,
+)
 from crossknow.models.generator import Generator
-from crossknow.pitfalls.pair_translation import translate_pairs
+from crossknow.pitfalls.pair_translation import (
+    EMPTY_OUTPUT,
+    FIELD,
+    coded,
+    field_parser,
+    field_problem,
+    translate_pairs,
+)
 from crossknow.pitfalls.pairs import PLACEMENTS, PairNode, Perturbation, Placement, child_node
 from crossknow.pitfalls.prompts import (
     DIRECT_PERTURBATION_TEMPLATE,
     PERTURBATION_TEMPLATE,
     TRANSLATE_TEXT_TEMPLATE,
     fill,
+    perturbation_completion,
+    translation_completion,
 )
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.request_cache import RequestCache
@@ -103,12 +120,24 @@ def _after_marker(marker: re.Pattern[str], text: str) -> tuple[str | None, str |
     found = marker.search(text)
     value = text[found.end() :] if found else text
     value = value.strip().strip("{}").strip().strip("<>\"'").strip()
-    return (value, None) if value else (None, "empty perturbation")
+    return (value, None) if value else (None, f"{EMPTY_OUTPUT}: empty perturbation")
 
 
 def parse_distraction(text: str) -> tuple[str | None, str | None]:
     """The distraction of an Appendix E perturbation output ("Generated Distraction: ...")."""
     return _after_marker(_DISTRACTION, text)
+
+
+def distraction_parser(question: str) -> TextParser:
+    """The parser of a distraction written for `question`, chat ("Generated Distraction: ...") or completion (one
+    line): `parse_distraction`, then no copy of the question and no echo of the prompt (`field_problem`)."""
+
+    def parse(text: str) -> tuple[str | None, str | None]:
+        value, error = parse_distraction(text)
+        problem = error or field_problem(value, (question,), "en", "English")  # type: ignore[arg-type]
+        return (None, problem) if problem else (value, None)
+
+    return parse
 
 
 def parse_new_question(text: str) -> tuple[str | None, str | None]:
@@ -118,7 +147,8 @@ def parse_new_question(text: str) -> tuple[str | None, str | None]:
 
 @dataclass
 class ProxyLLM:
-    """The proxy's two clients: perturbation at temperature 0.7, translation at 0.001 (Appendix B.1)."""
+    """The proxy's two clients: perturbation at temperature 0.7, translation at 0.001 (Appendix B.1); both greedy
+    for a base model asked by completion (crossknow's choice: a 270M base model's sampled lines are mostly noise)."""
 
     perturber: StructuredClient
     translator: StructuredClient
@@ -130,26 +160,59 @@ class ProxyLLM:
     ) -> ProxyLLM:
         """Both clients over one Generator, sharing one request cache; max output 1,024 tokens."""
         kwargs = dict(cache=cache, prices=prices, max_tokens=max_tokens, max_attempts=max_attempts)
+        greedy = getattr(generator, "prompt_format", "chat") == "completion"
         return cls(
-            StructuredClient(generator, temperature=0.7, **kwargs),
-            StructuredClient(generator, temperature=0.001, **kwargs),
+            StructuredClient(generator, temperature=0.0 if greedy else 0.7, **kwargs),
+            StructuredClient(generator, temperature=0.0 if greedy else 0.001, **kwargs),
         )
 
     def translate(self, texts: Sequence[str], language: str) -> list[tuple[str | None, str | None]]:
-        """(translation, None) or (None, why not) per text; '' translates to ''."""
+        """(translation, None) or (None, 'translation <reason code>: <why not>') per text; '' translates to ''.
+        Chat: crossknow's `TRANSLATE_TEXT_TEMPLATE` (JSON); completion: crossknow's few-shot
+        `translation_completion`, one line (the examples of `language`'s code, by `LANGUAGE_CODES`). Either way an
+        output that copies its text (completion: or mostly copies it) or echoes the prompt is rejected
+        (`field_problem`)."""
+        lang = LANGUAGE_CODES.get(language, language)
         asked = [i for i, text in enumerate(texts) if text.strip()]
-        prompts = [ChatPrompt(None, TRANSLATE_TEXT_TEMPLATE.format(language=language, text=texts[i])) for i in asked]
-        outcomes = self.translator.call_many(prompts, TranslatedText) if prompts else []
+        completion = self.translator.prompt_format == "completion"
+        parsers = [field_parser((texts[i],), lang, language, mostly=completion) for i in asked]
+        prompts: list[ChatPrompt | CompletionPrompt]
+        if completion:
+            prompts = [CompletionPrompt(translation_completion(texts[i], lang, language)) for i in asked]
+            schema: type[TranslatedText] | TextOutput = FIELD
+        else:
+            prompts = [ChatPrompt(None, TRANSLATE_TEXT_TEMPLATE.format(language=language, text=texts[i]))
+                       for i in asked]
+            schema, parsers = TranslatedText, [_translated_text_parser(parse) for parse in parsers]
+        outcomes = self.translator.call_many(prompts, schema, parsers=parsers) if prompts else []
         result: list[tuple[str | None, str | None]] = [("", None)] * len(texts)
         for i, outcome in zip(asked, outcomes, strict=True):
-            result[i] = (outcome.value.text.strip(), None) if outcome.valid else (None, f"translation: {outcome.error}")
+            valid = outcome.valid
+            result[i] = (_text(outcome.value), None) if valid else (None, f"translation {coded(outcome.error or '')}")
         return result
 
-
     def translate_questions(self, questions: Sequence[MCQuestion], lang: str, language: str) -> list[MCQuestion | str]:
-        """Each question with its choices and answer translated as one checked structured output (the
-        bilingual-pair stage, `crossknow.pitfalls.pair_translation`), or '<reason code>: <why not>'."""
+        """Each question with its choices and answer translated and checked (the bilingual-pair stage,
+        `crossknow.pitfalls.pair_translation`), or '<reason code>: <why not>'."""
         return translate_pairs(self.translator, questions, lang, language)
+
+
+def _translated_text_parser(check: TextParser) -> TextParser:
+    """The parser of a chat translation {"text": ...}: the JSON object, then `check` on its text."""
+
+    def parse(text: str) -> tuple[TranslatedText | None, str | None]:
+        value, error = parse_structured(text, TranslatedText)
+        if value is None:
+            return None, error
+        _, problem = check(value.text)
+        return (None, problem) if problem else (value, None)
+
+    return parse
+
+
+def _text(value: TranslatedText | str) -> str:
+    """The translated text of a chat (TranslatedText) or completion (str) outcome."""
+    return (value.text if isinstance(value, TranslatedText) else value).strip()
 
 
 class ProxyPerturbation:
@@ -165,18 +228,13 @@ class ProxyPerturbation:
     def expand(self, parents: Sequence[PairNode]) -> Expansion:
         """One child per (parent, incorrect option)."""
         asked = [(p, k) for p in parents for k in range(len(p.english.choices)) if k != p.english.answer]
-        prompts = [
-            ChatPrompt(None, fill(
-                PERTURBATION_TEMPLATE, question=p.english.question,
-                answer=p.english.choices[p.english.answer], wrong_answer=p.english.choices[k],
-            ))
-            for p, k in asked
-        ]
+        prompts = [self._prompt(p.english, k) for p, k in asked]
+        parsers = [distraction_parser(p.english.question) for p, _ in asked]
         seeds = [prompt_seed(p.id, str(k)) for p, k in asked]
-        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds)
+        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds, parsers=parsers)
         made = [(p, k, o.value) for (p, k), o in zip(asked, outcomes, strict=True) if o.valid]
         expansion = Expansion(rejected=[
-            Rejection(p.id, f"perturbation: {o.error}")
+            Rejection(p.id, f"perturbation {coded(o.error or '')}")
             for (p, _), o in zip(asked, outcomes, strict=True) if not o.valid
         ])
         translations = self.proxy.translate([text for _, _, text in made], self.language)
@@ -187,6 +245,15 @@ class ProxyPerturbation:
                 step = Perturbation.placed(text, translated, placement(parent.id, k), k)
                 expansion.children.append(child_node(parent, step))
         return expansion
+
+
+    def _prompt(self, question: MCQuestion, option: int) -> ChatPrompt | CompletionPrompt:
+        """The prompt for a distraction from incorrect option `option`: Appendix E's template for a chat model,
+        crossknow's few-shot `perturbation_completion` (one line) for a base model."""
+        if self.proxy.perturber.prompt_format == "completion":
+            return CompletionPrompt(perturbation_completion(question.question, question.choices[option]))
+        return ChatPrompt(None, fill(PERTURBATION_TEMPLATE, question=question.question,
+                                     answer=question.choices[question.answer], wrong_answer=question.choices[option]))
 
 
 class DirectPerturbation:
