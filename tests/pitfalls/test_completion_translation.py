@@ -14,7 +14,7 @@ from crossknow.pitfalls.pair_translation import field_problem, translate_pairs
 from crossknow.pitfalls.prompts import TRANSLATION_SHOTS, translation_completion
 from crossknow.pitfalls.search import _kind
 from crossknow.pitfalls.simulate import MCQuestion
-from crossknow.pitfalls.transformation import ProxyLLM, ProxyPerturbation, distraction_parser
+from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, distraction_parser
 
 from .scripted import root
 
@@ -83,6 +83,8 @@ class CompletionTranslator:
     def _text(self, prompt):
         if prompt.endswith("Distraction:"):
             return " " + self.distraction
+        if prompt.endswith(("Background:", "Application:")):
+            return " " + self.outputs.get(prompt.rsplit("\n", 1)[-1], "Frogs are common.")
         text = re.findall(r"^English: (.*)$", prompt, re.M)[-1]
         return " " + self.outputs.get(text, "T" + "".join(reversed(text)).upper())
 
@@ -131,6 +133,18 @@ def test_base_model_perturbations_are_one_line_completions_and_rejections_are_co
     copying = CompletionTranslator(outputs={"Many frogs live near ponds.": "Many frogs live near ponds."})
     rejected = ProxyPerturbation(ProxyLLM.from_generator(copying), "French").expand([root(0)]).rejected
     assert [_kind(r.reason) for r in rejected] == ["translation copied_source"] * 3
+
+
+def test_a_base_models_direct_perturbation_keeps_the_question_verbatim_by_construction():
+    generator = CompletionTranslator(outputs={"Application:": "Farmers see them in ponds."})
+    (child,) = DirectPerturbation(ProxyLLM.from_generator(generator), "French").expand([root(0)]).children
+    assert child.english.question == "Frogs are common. Question 0? Farmers see them in ponds."
+    asked = [r.prompt for r in generator.requests if r.prompt.endswith(("Background:", "Application:"))]
+    assert [a.rsplit("\n", 2)[-2:] for a in asked] == [["Question: Question 0?", "Background:"],
+                                                       ["Question: Question 0?", "Application:"]]
+    echoing = CompletionTranslator(outputs={"Background:": "Question: Which gas do plants take in?"})
+    (rejection,) = DirectPerturbation(ProxyLLM.from_generator(echoing), "French").expand([root(0)]).rejected
+    assert _kind(rejection.reason) == "direct perturbation template_echo"
 
 
 @pytest.mark.slow

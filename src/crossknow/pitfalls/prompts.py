@@ -206,3 +206,31 @@ def perturbation_completion(question: str, wrong_answer: str) -> str:
     `question` (the completion form of Appendix E's "Template for Generating Perturbation"): one line follows."""
     shots = [PERTURBATION_SHOT.format(question=q, wrong_answer=w, distraction=d) for q, w, d in PERTURBATION_SHOTS]
     return "\n\n".join([*shots, f"Question: {question}\nWrong option: {wrong_answer}\nDistraction:"])
+
+
+DIRECT_SHOTS: tuple[tuple[str, str, str], ...] = (
+    ("Which gas do plants take in to make their food?",
+     "Plants grow in almost every part of the world, from deserts to rainforests.",
+     "Gardeners use this knowledge when they grow vegetables in greenhouses."),
+    ("What is the boiling point of water at sea level?",
+     "Water covers most of the Earth's surface and is used in every kitchen.",
+     "Cooks rely on this when they boil pasta or make tea."),
+    ("Which organ pumps blood through the human body?",
+     "The human body has many organs that work together every second of the day.",
+     "Doctors listen to it with a stethoscope during a check-up."),
+)
+"""crossknow's few-shot examples of the DP baseline's two inserted texts (question, background before it, an
+application after it; invented content), for `direct_completion`."""
+
+DIRECT_FIELDS = {"before": "Background", "after": "Application"}
+"""The label of each inserted text in `direct_completion`: background sentences before the question (the
+template's requirement 1) and a practical application after it (requirement 2)."""
+
+
+def direct_completion(question: str, side: str) -> str:
+    """crossknow's few-shot completion form of Appendix E's "Template for Adding Direct Perturbation", for base
+    models: one call per inserted text (`side` 'before' or 'after'), each one line, so that the original question
+    is kept verbatim by construction (the template's requirement 4) instead of asked of the model."""
+    label = DIRECT_FIELDS[side]
+    shots = [f"Question: {q}\n{label}: {before if side == 'before' else after}" for q, before, after in DIRECT_SHOTS]
+    return "\n\n".join([*shots, f"Question: {question}\n{label}:"])

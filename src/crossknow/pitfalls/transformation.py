@@ -14,7 +14,9 @@
 - `DirectPerturbation` (the DP baseline): one rewrite per pair with Appendix E's "Template for Adding
   Direct Perturbation"; the original question must appear verbatim in the rewrite (its rule 4): the
   text before and after it is the inserted text, translated as above. A rewrite that does not keep
-  the question verbatim is rejected with that reason.
+  the question verbatim is rejected with that reason. A base model (completion form) is asked instead for
+  the two inserted texts, one line each (crossknow's `direct_completion`: background before, an application
+  after), and the question stays verbatim by construction.
 
 Both go through the one client (`generation/structured.py`) and its request cache; each prompt's seed
 is derived from the parent's id and the option, so a resumed search replays the same perturbations
@@ -56,6 +58,7 @@ from crossknow.pitfalls.prompts import (
     DIRECT_PERTURBATION_TEMPLATE,
     PERTURBATION_TEMPLATE,
     TRANSLATE_TEXT_TEMPLATE,
+    direct_completion,
     fill,
     perturbation_completion,
     translation_completion,
@@ -267,19 +270,11 @@ class DirectPerturbation:
 
     def expand(self, parents: Sequence[PairNode]) -> Expansion:
         """One child per parent whose rewrite keeps the question verbatim."""
-        prompts = [ChatPrompt(None, fill(DIRECT_PERTURBATION_TEMPLATE, question=p.english.question)) for p in parents]
-        seeds = [prompt_seed(p.id, "direct") for p in parents]
-        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_new_question), seeds=seeds)
         expansion = Expansion()
-        split: list[tuple[PairNode, str, str]] = []
-        for parent, outcome in zip(parents, outcomes, strict=True):
-            position = outcome.value.find(parent.english.question) if outcome.valid else -1
-            if not outcome.valid or position < 0:
-                reason = outcome.error if not outcome.valid else "the rewrite does not keep the question verbatim"
-                expansion.rejected.append(Rejection(parent.id, f"direct perturbation: {reason}"))
-                continue
-            before, after = outcome.value[:position], outcome.value[position + len(parent.english.question) :]
-            split.append((parent, before.strip(), after.strip()))
+        if self.proxy.perturber.prompt_format == "completion":
+            split = self._written_by_fields(parents, expansion)
+        else:
+            split = self._rewritten(parents, expansion)
         texts = [text for _, before, after in split for text in (before, after)]
         translations = self.proxy.translate(texts, self.language)
         for j, (parent, before, after) in enumerate(split):
@@ -289,3 +284,39 @@ class DirectPerturbation:
             else:
                 expansion.children.append(child_node(parent, Perturbation(before, after, before_t, after_t, None)))
         return expansion
+
+    def _written_by_fields(self, parents: Sequence[PairNode], expansion: Expansion) -> list[tuple[PairNode, str, str]]:
+        """(parent, text before, text after) from a base model: crossknow's `direct_completion`, the text before and
+        the text after the question each asked on its own line, each checked like a distraction (no copy of the
+        question, no echo, not empty); the question stays verbatim by construction."""
+        asked = [(p, side) for p in parents for side in ("before", "after")]
+        prompts = [CompletionPrompt(direct_completion(p.english.question, side)) for p, side in asked]
+        seeds = [prompt_seed(p.id, "direct", side) for p, side in asked]
+        parsers = [distraction_parser(p.english.question) for p, _ in asked]
+        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds, parsers=parsers)
+        split = []
+        for k, parent in enumerate(parents):
+            before, after = outcomes[2 * k], outcomes[2 * k + 1]
+            if before.valid and after.valid:
+                split.append((parent, before.value, after.value))
+            else:
+                error = (before if not before.valid else after).error or ""
+                expansion.rejected.append(Rejection(parent.id, f"direct perturbation {coded(error)}"))
+        return split
+
+    def _rewritten(self, parents: Sequence[PairNode], expansion: Expansion) -> list[tuple[PairNode, str, str]]:
+        """(parent, text before, text after) from a chat model's rewrite with Appendix E's template, which must hold
+        the question verbatim (its rule 4); a rewrite that does not is rejected with that reason."""
+        prompts = [ChatPrompt(None, fill(DIRECT_PERTURBATION_TEMPLATE, question=p.english.question)) for p in parents]
+        seeds = [prompt_seed(p.id, "direct") for p in parents]
+        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_new_question), seeds=seeds)
+        split: list[tuple[PairNode, str, str]] = []
+        for parent, outcome in zip(parents, outcomes, strict=True):
+            position = outcome.value.find(parent.english.question) if outcome.valid else -1
+            if not outcome.valid or position < 0:
+                reason = outcome.error if not outcome.valid else "the rewrite does not keep the question verbatim"
+                expansion.rejected.append(Rejection(parent.id, f"direct perturbation: {reason}"))
+                continue
+            before, after = outcome.value[:position], outcome.value[position + len(parent.english.question) :]
+            split.append((parent, before.strip(), after.strip()))
+        return split
