@@ -105,8 +105,10 @@ def default_answer(schema: str, user: str) -> str:
         sentence, obj = sentence_of(user), object_of(user)
         cloze = sentence.replace(obj, "[BLANK]", 1) if obj in sentence else sentence + " [BLANK]"
         return json.dumps({"reasoning": "Blank the object.", "cloze": cloze}, ensure_ascii=False)
-    if schema == "ParaphraseAnswer":
-        return json.dumps({"reasoning": "Ask for the blank.", "question": "Which thing completes the fact?"})
+    if schema == "ParaphraseAnswer":  # one question per cloze: the same question for two facts is rejected
+        cloze = _line(user, "Cloze: ", "穴埋め文: ").rstrip(".。")
+        question = f"Which thing completes: {cloze.replace('[BLANK]', '...')}?"
+        return json.dumps({"reasoning": "Ask for the blank.", "question": question}, ensure_ascii=False)
     if schema == "DistractorAnswer":
         answer = _line(user, "Correct answer: ", "正答: ")
         return json.dumps({"distractors": [f"{answer} (variant {k})" for k in "ABC"]}, ensure_ascii=False)

@@ -153,7 +153,9 @@ def test_a_question_that_gives_the_answer_away_is_asked_for_again():
     row = paraphrase_rows([_cloze()], (spec, client), PROMPTS)[0]
     assert row.status == "kept" and row.record.question == "What does insulin reduce?"
     assert [(r.text, r.reason) for r in row.record.rejected] == [
-        ("Does insulin lower the Blood Glucose level?", "the question gives the answer away (it contains it)")]
+        # a rejection's reason starts with its code, by which the run's summary counts it
+        ("Does insulin lower the Blood Glucose level?",
+         "answer_in_question: the question gives the answer away (it contains it)")]
     row = paraphrase_rows([_cloze()], writer(ParaphraseAnswer=lambda user, request: leaks), PROMPTS)[0]
     assert row.status == "invalid" and "gives the answer away" in row.note
 

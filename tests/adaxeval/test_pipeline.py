@@ -230,8 +230,9 @@ def test_each_server_gets_its_own_key_variable(tmp_path):
     clients.close()
     assert seen == {"openai:qwen": ("http://gpu1:8000/v1", "VLLM_API_KEY"),
                     "openai:gpt-4.1": ("https://api.openai.com/v1", "OPENAI_API_KEY")}
+    # each model is recorded with the prompt format its stages asked it in (the fake names none: chat)
     assert json.loads((tmp_path / "models.json").read_text()) == {
-        "openai:qwen@http://gpu1:8000/v1": "fake:fake-1", "openai:gpt-4.1": "fake:fake-1"}
+        "openai:qwen@http://gpu1:8000/v1": "fake:fake-1#chat", "openai:gpt-4.1": "fake:fake-1#chat"}
 
 
 def test_llm_ner_backend_and_its_failures_stop_before_sampling(run_fake, tmp_path):

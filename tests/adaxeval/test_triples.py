@@ -172,7 +172,7 @@ def test_the_object_must_occur_in_the_sentence_and_no_element_may_be_blank():
 
     assert problem(MED, "The  Blood glucose level.") is None  # case, runs of spaces and a final period ignored
     assert problem(MED, "glucagon") == (
-        "the object 'glucagon' does not occur in the sentence (the cloze blanks the object)")
+        "object_not_in_sentence: the object 'glucagon' does not occur in the sentence (the cloze blanks it)")
     assert problem(MED, "sulin") is not None and problem(MED, "glucose lev") is not None  # not inside a word
     assert problem(MED, ".") is not None  # nothing left to blank
     assert problem("TiO2のアナターゼ相はルチル相よりも活性が高い。", "TiO2") is None

@@ -21,9 +21,9 @@ from crossknow.training.qa_pairs import (
     FIELD_MAX_TOKENS,
     QAPairs,
     ask_qa_pairs,
-    prompt_form,
     qa_examples,
     qa_prompt,
+    qa_spec,
     qa_texts,
     summarise,
 )
@@ -167,6 +167,7 @@ class FewShotBaseModel:
 
     name = "scripted"
     model_id = "base-model"
+    prompt_format = "completion"  # a base model: the fields form, by completion prompts
 
     def __init__(self, questions: dict[str, list[str]], answers: dict[str, str]) -> None:
         self.questions = questions
@@ -178,7 +179,8 @@ class FewShotBaseModel:
         """The next scripted question (by the questions already asked in the prompt) or the scripted answer."""
         results = []
         for request in requests:
-            prompt = request.messages[-1].content
+            assert request.prompt is not None and not request.messages  # plain text the model continues
+            prompt = request.prompt
             self.prompts.append(prompt)
             self.stops.add(request.stop)
             last_block = prompt.rsplit("\n\n", 1)[-1]
@@ -202,7 +204,7 @@ def test_a_base_model_is_asked_one_field_per_call_and_code_makes_the_pairs() -> 
         answers={"Who began the Helvane ledger?": "Ostrid Kael began the Helvane ledger in 1894.\nQuestion: x",
                  "When was the Helvane ledger begun?": "1894"})
     client = StructuredClient(base, None, max_attempts=2)
-    ledger, marsh = ask_qa_pairs(client, [ENGLISH, SHORT], 5, "fields")
+    ledger, marsh = ask_qa_pairs(client, [ENGLISH, SHORT], 5)
 
     assert ledger.pairs == [QAPair(question="Who began the Helvane ledger?",
                                    answer="Ostrid Kael began the Helvane ledger in 1894.")]
@@ -224,14 +226,13 @@ def test_a_base_model_is_asked_one_field_per_call_and_code_makes_the_pairs() -> 
 
 @pytest.mark.slow
 def test_the_embedded_base_model_is_asked_field_by_field(embedded_generator) -> None:  # type: ignore[no-untyped-def]
-    """The embedded Gemma 3 270M (a base model: 'auto' picks fields for it) on one English and one Japanese demo
+    """The embedded Gemma 3 270M (a base model: its prompt format is completion) on one English and one Japanese demo
     abstract, two rounds: every pair kept passes the rules, every other output is recorded with its rule, and the
     stops keep each field short (on this machine it wrote one English pair and restated a Japanese sentence)."""
     docs = [Document.model_validate_json(line) for line in demo_documents({"f01"}, {"en", "ja"})]
-    config = TrainConfig(model="default", corpus="c.jsonl", recipe="instruction", qa_generator="default")
-    assert prompt_form(config, embedded_generator) == "fields"
     client = StructuredClient(embedded_generator, None, max_tokens=FIELD_MAX_TOKENS)
-    records = ask_qa_pairs(client, docs, 2, "fields")
+    assert client.prompt_format == "completion"
+    records = ask_qa_pairs(client, docs, 2)
     assert sum(len(r.pairs) for r in records) >= 1
     for doc, record in zip(docs, records, strict=True):
         kept, rejected = screen_pairs(record.pairs, doc.text, doc.lang)
@@ -241,23 +242,16 @@ def test_the_embedded_base_model_is_asked_field_by_field(embedded_generator) -> 
     assert client.meter.completion_tokens < client.meter.calls * FIELD_MAX_TOKENS / 2
 
 
-class _Tokenizer:
-    def __init__(self, template: str | None) -> None:
-        self.chat_template = template
-
-
-class _Local:
-    def __init__(self, template: str | None) -> None:
-        self.tokenizer = _Tokenizer(template)
-
-
-def test_auto_asks_a_local_model_without_a_chat_template_field_by_field() -> None:
+def test_the_deprecated_prompt_form_maps_to_a_format_suffix() -> None:
+    """Since issue 20 the generator's prompt format chooses the form; qa_prompt_form is kept so that older configs
+    load: 'fields' asks by completion, 'chat' by chat, 'auto' (or unset) leaves it to the generator, and a spec's own
+    suffix wins."""
     base = {"model": "default", "corpus": "c.jsonl", "recipe": "instruction", "qa_generator": "default"}
-    assert prompt_form(TrainConfig(**base), _Local(None)) == "fields"  # the embedded default ships no template
-    assert prompt_form(TrainConfig(**base), _Local("{{ messages }}")) == "chat"
-    assert prompt_form(TrainConfig(**base), object()) == "chat"  # a server applies its own chat format
-    assert prompt_form(TrainConfig(**base, qa_prompt_form="chat"), _Local(None)) == "chat"
-    assert prompt_form(TrainConfig(**base, qa_prompt_form="fields"), object()) == "fields"
+    assert qa_spec(TrainConfig(**base)) == "default"
+    assert qa_spec(TrainConfig(**base, qa_prompt_form="auto")) == "default"
+    assert qa_spec(TrainConfig(**base, qa_prompt_form="fields")) == "default#completion"
+    assert qa_spec(TrainConfig(**base, qa_prompt_form="chat")) == "default#chat"
+    assert qa_spec(TrainConfig(**base | {"qa_generator": "default#chat"}, qa_prompt_form="fields")) == "default#chat"
 
 
 def test_a_placeholder_pair_copied_from_the_format_is_invalid() -> None:
@@ -342,7 +336,7 @@ def test_a_training_run_with_pairs_from_the_llama_cpp_server_budgets_and_roman2e
         assert (record.error is None) == bool(record.pairs) and len(record.pairs) <= 2
     assert summary.qa is not None and summary.qa.documents == 2
     assert summary.qa.complete + summary.qa.partial + summary.qa.invalid == 2
-    assert summary.qa.generator == "openai:gemma-3-270m" and summary.qa.prompt_form == "chat"  # auto: a server
+    assert summary.qa.generator == "openai:gemma-3-270m" and summary.qa.prompt_form == "chat"  # a server: chat
 
     texts = [json.loads(line) for line in (out / "train_data.jsonl").read_text("utf-8").splitlines()]
     assert sum(t["tokens"] for t in texts if t["part"] == "knowledge") == 300

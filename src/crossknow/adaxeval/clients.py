@@ -89,11 +89,12 @@ class Clients:
 
     def _record_model(self, spec: str, generator: Generator) -> None:
         models = self.models()
-        models[spec] = f"{generator.name}:{generator.model_id}"
+        models[spec] = f"{generator.name}:{generator.model_id}#{self._clients[spec].prompt_format}"
         atomic_write_json(self.run_dir / MODELS_FILE, models)
 
     def models(self) -> dict[str, str]:
-        """Spec -> 'backend:model id' of every generator this run directory has used."""
+        """Spec -> 'backend:model id#prompt format' (chat or completion: how its stages asked it) of every generator
+        this run directory has used."""
         path = self.run_dir / MODELS_FILE
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 

@@ -10,20 +10,28 @@ are not distractors, empty ones, one equal to the answer (ignoring case, spaces 
 or a repeat of another, are dropped and recorded with why (`DistractorRecord.dropped`), the good
 ones are kept, and the writer is asked again for the rest, with a note naming what was dropped and
 what is kept (the 'distractors_again' note, through `stages.ask_in_rounds`), up to the client's
-`max_attempts` rounds; the row is invalid only when three good ones never come.
+`max_attempts` rounds; the row is invalid only when three good ones never come. An option that is part of
+the prompt's own text (its instructions or examples, `checks.echo_problem`) is dropped as a 'prompt echo'.
+
+The completion path (a writer whose `prompt_format` is 'completion'), crossknow's design for base models:
+the few-shot prompt 'distractors_fields' asks for one line of options separated by commas, which code
+splits (at ',', '、' and '，') and screens as above; the good ones gather over the client's sampled retries
+(`stages.ask_fields`) until there are three, else the row is invalid (`too_few_options`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import Field
 
+from crossknow.adaxeval.checks import echo_problem
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import DistractorRecord, DroppedOption, QueryRecord
-from crossknow.adaxeval.stages import StageRow, ask_in_rounds, normalise
+from crossknow.adaxeval.stages import Rounds, StageRow, ask_fields, ask_in_rounds, first_line, normalise
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import StructuredClient
+from crossknow.generation.structured import StructuredClient, TextParser
 
 N_DISTRACTORS = 3
 
@@ -37,10 +45,11 @@ class DistractorAnswer(Record):
 
 
 def screen_options(
-    answer: str, options: Sequence[str], kept: Sequence[str], round_: int
+    answer: str, options: Sequence[str], kept: Sequence[str], round_: int, template: str = ""
 ) -> tuple[list[str], list[DroppedOption]]:
     """(the options that are distractors, stripped; those dropped, with why), given the answer and the
-    distractors already kept; an option is dropped when empty, equal to the answer, or a repeat."""
+    distractors already kept; an option is dropped when empty, equal to the answer, a repeat, or an echo of
+    the prompt `template`."""
     seen = {normalise(k) for k in kept}
     good: list[str] = []
     dropped: list[DroppedOption] = []
@@ -48,7 +57,7 @@ def screen_options(
         key = normalise(option)
         reason = (
             "empty" if not key else "equals the answer" if key == normalise(answer) else
-            "duplicate" if key in seen else None
+            "duplicate" if key in seen else "prompt echo" if echo_problem(option, template, "option") else None
         )
         if reason is None:
             seen.add(key)
@@ -75,6 +84,8 @@ def distractor_rows(
     """One row per query: kept with three distractors, invalid (malformed output, or no three good
     distractors after every round), or None when a request failed in transport."""
     spec, client = writer
+    if client.prompt_format == "completion":
+        return _ask_fields(queries, spec, client, prompts)
     first = [
         prompts.render(
             "distractors", q.fact.sentence.lang, sentence=q.fact.sentence.text, cloze=q.cloze,
@@ -86,7 +97,8 @@ def distractor_rows(
     dropped: list[list[DroppedOption]] = [[] for _ in queries]
 
     def review(i: int, answer: DistractorAnswer, round_: int) -> str | None:
-        good, bad = screen_options(queries[i].answer, answer.distractors, kept[i], round_)
+        template = prompts.template("distractors", queries[i].fact.sentence.lang)
+        good, bad = screen_options(queries[i].answer, answer.distractors, kept[i], round_, template)
         kept[i].extend(good[: N_DISTRACTORS - len(kept[i])])
         dropped[i].extend(bad)
         if len(kept[i]) == N_DISTRACTORS:
@@ -101,8 +113,48 @@ def distractor_rows(
             "distractors_again", lang, answer=queries[i].answer, rejected=rejected, kept=_quoted(kept[i])
         ).user
 
+    return _rows(queries, ask_in_rounds(client, spec, first, DistractorAnswer, review, again), kept, dropped)
+
+
+OPTION_SEPARATORS = re.compile(r"[,、，]")
+"""Where a completion output's options are split."""
+
+
+def _ask_fields(
+    queries: Sequence[QueryRecord], spec: str, client: StructuredClient, prompts: PromptTable
+) -> list[StageRow[DistractorRecord] | None]:
+    """The completion path: one comma-separated line of options per call, split and screened by code."""
+    asked = [prompts.render_completion("distractors_fields", q.fact.sentence.lang, cloze=q.cloze, answer=q.answer)
+             for q in queries]
+    kept: list[list[str]] = [[] for _ in queries]
+    dropped: list[list[DroppedOption]] = [[] for _ in queries]
+    attempt = [0] * len(queries)
+
+    def check(i: int) -> TextParser:
+        template = prompts.template("distractors_fields", queries[i].fact.sentence.lang)
+        label = asked[i].text.rsplit("\n", 1)[-1]
+
+        def parse(text: str) -> tuple[list[str] | None, str | None]:
+            options = [o for o in OPTION_SEPARATORS.split(first_line(text, label)) if o.strip()]
+            good, bad = screen_options(queries[i].answer, options, kept[i], attempt[i], template)
+            attempt[i] += 1
+            kept[i].extend(good[: N_DISTRACTORS - len(kept[i])])
+            dropped[i].extend(bad)
+            if len(kept[i]) == N_DISTRACTORS:
+                return list(kept[i]), None
+            reasons = ", ".join(sorted({d.reason for d in dropped[i]})) or "none"
+            return None, f"too_few_options: {len(kept[i])} of {N_DISTRACTORS} distractors; dropped options: {reasons}"
+
+        return parse
+
+    return _rows(queries, ask_fields(client, spec, asked, [check(i) for i in range(len(queries))]), kept, dropped)
+
+
+def _rows(queries: Sequence[QueryRecord], outcomes: Sequence[Rounds], kept: list[list[str]],
+          dropped: list[list[DroppedOption]]) -> list[StageRow[DistractorRecord] | None]:
+    """One row per query from how asking for its distractors ended, with the options kept and dropped."""
     rows: list[StageRow[DistractorRecord] | None] = []
-    for i, rounds in enumerate(ask_in_rounds(client, spec, first, DistractorAnswer, review, again)):
+    for i, rounds in enumerate(outcomes):
         if rounds.transport_failed:
             rows.append(None)
             continue

@@ -11,6 +11,13 @@ By default an item is kept only when all four in-language judgements are Good an
 cross-language score is 2; with the filter off, every item with valid judgements is kept (the
 judgements are recorded either way). The judge gives no reasons: it is the most frequent call of the
 pipeline, and the human evaluation (`crossknow annotate`) is where items are explained.
+
+The completion path (a writer whose `prompt_format` is 'completion'), crossknow's design for base models:
+each of the five judgements is one few-shot yes/no prompt (tasks 'judge_cloze', 'judge_paraphrase',
+'judge_options_cloze', 'judge_options_question', 'judge_cross_language'), asked through
+`StructuredClient.yes_no_many`, which gives P(yes) exactly from a local model. A judgement is Good (and the
+cross-language support 2) when P(yes) >= 0.5 (`YES_THRESHOLD`), else Poor (support 0: a yes/no prompt cannot
+say 1, 'inferable'). The P(yes) of each is recorded (`QualityRecord.yes_probability`).
 """
 
 from __future__ import annotations
@@ -22,11 +29,15 @@ from pydantic import Field
 
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import DistractorRecord, QualityRecord
-from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
-from crossknow.data.schemas import Record
+from crossknow.adaxeval.stages import StageRow, call_info, merged_call, transport_failed
+from crossknow.data.schemas import BLANK, Record
 from crossknow.generation.structured import StructuredClient
 
 Grade = Literal["Good", "Poor"]
+YES_THRESHOLD = 0.5
+"""The completion path: a yes/no judgement is yes (Good; support 2) when P(yes) is at least this."""
+JUDGEMENTS = ("cloze", "paraphrase", "options_cloze", "options_question")
+"""The in-language judgements, in the order of InLanguageJudgement's fields."""
 
 
 class InLanguageJudgement(Record):
@@ -62,6 +73,8 @@ def quality_rows(
     """One row per item. `partner(pair_id, lang)` gives (language, text) of the paired document in the
     other language."""
     spec, client = writer
+    if client.prompt_format == "completion":
+        return _judge_yes_no(items, spec, client, prompts, partner, apply_filter)
     in_prompts, cross_prompts = [], []
     for item in items:
         query, sentence = item.query, item.query.fact.sentence
@@ -109,5 +122,63 @@ def quality_rows(
             f"options for the question {j.options_question}, support {c.support}"
         )
         kept = passes(j, c) or not apply_filter
+        rows.append(StageRow(sentence.id, sentence.lang, "kept" if kept else "dropped", note, record))
+    return rows
+
+
+def _judge_yes_no(
+    items: Sequence[DistractorRecord],
+    spec: str,
+    client: StructuredClient,
+    prompts: PromptTable,
+    partner: Callable[[str, str], tuple[str, str]],
+    apply_filter: bool,
+) -> list[StageRow[QualityRecord] | None]:
+    """The completion path: five yes/no prompts per item, P(yes) >= YES_THRESHOLD a yes (see the module docstring)."""
+    asked = []
+    for item in items:
+        query, sentence = item.query, item.query.fact.sentence
+        options = ", ".join(item.distractors)
+        other_lang, document = partner(sentence.pair_id, sentence.lang)
+        statement = query.cloze.replace(BLANK, query.answer)
+        asked += [
+            prompts.render_completion("judge_cloze", sentence.lang, sentence=sentence.text, statement=statement),
+            prompts.render_completion("judge_paraphrase", sentence.lang, cloze=query.cloze, answer=query.answer,
+                                      question=query.question),
+            prompts.render_completion("judge_options_cloze", sentence.lang, cloze=query.cloze, answer=query.answer,
+                                      distractors=options),
+            prompts.render_completion("judge_options_question", sentence.lang, question=query.question,
+                                      answer=query.answer, distractors=options),
+            prompts.render_completion(
+                "judge_cross_language", sentence.lang, other_language=prompts.language_name(sentence.lang, other_lang),
+                document=document, question=query.question, answer=query.answer,
+            ),
+        ]
+    outcomes = client.yes_no_many(asked)
+    rows: list[StageRow[QualityRecord] | None] = []
+    for k, item in enumerate(items):
+        mine = outcomes[5 * k : 5 * k + 5]
+        if any(transport_failed(o) for o in mine):
+            rows.append(None)
+            continue
+        calls = [call_info(o, spec) for o in mine]
+        sentence = item.query.fact.sentence
+        if not all(o.valid for o in mine):
+            error = "; ".join(o.error or "invalid output" for o in mine if not o.valid)
+            record = QualityRecord(item=item, cloze=None, paraphrase=None, options_cloze=None, options_question=None,
+                                   support=None, in_language_call=merged_call(calls[:4], error, mine[0].raw_text),
+                                   cross_language_call=calls[4])
+            rows.append(StageRow(sentence.id, sentence.lang, "invalid", error, record))
+            continue
+        p_yes = dict(zip((*JUDGEMENTS, "support"), (round(float(o.value), 6) for o in mine), strict=True))
+        grades = {name: "Good" if p_yes[name] >= YES_THRESHOLD else "Poor" for name in JUDGEMENTS}
+        judged = InLanguageJudgement(**grades)
+        crossed = CrossLanguageJudgement(support=2 if p_yes["support"] >= YES_THRESHOLD else 0)
+        record = QualityRecord(
+            item=item, **grades, support=crossed.support, in_language_call=merged_call(calls[:4], None, ""),
+            cross_language_call=calls[4], yes_probability=p_yes,
+        )
+        note = ", ".join(f"P(yes) {name} {value:.3f}" for name, value in p_yes.items())
+        kept = passes(judged, crossed) or not apply_filter
         rows.append(StageRow(sentence.id, sentence.lang, "kept" if kept else "dropped", note, record))
     return rows

@@ -5,8 +5,9 @@ split -> ner -> (sample) -> facts -> triples -> cloze -> paraphrase -> distracto
 (`dataset/`). Stage 'triples' is the short paper's step (section 2.1) in which the writer regenerates
 the detector's triple from the sentence; the cloze uses the regenerated triple (see `triples.py`).
 The run directory also holds config.yaml (the resolved config, seeds included), inputs.json (the
-corpus hash), models.json, summary.json (the stage table, surface cues, cost) and invalid.jsonl
-(every input whose LLM output stayed invalid, with the error and the raw output).
+corpus hash), models.json (each spec's backend, model id and prompt format), summary.json (the stage
+table, rejections by reason, surface cues, cost) and invalid.jsonl (every input whose LLM output stayed
+invalid, with the error, the raw output and every rejected output with its reason).
 Run again on the same directory, it decides only what no shard holds; model calls come from the
 request cache when they were made before.
 """
@@ -42,10 +43,11 @@ from crossknow.adaxeval.records import (
     TripleRecord,
 )
 from crossknow.adaxeval.split import split_document
-from crossknow.adaxeval.stages import StageRow, StageStore, run_chunks
-from crossknow.adaxeval.summary import binary_confidence, invalid_lines, stage_counts, total_cost
+from crossknow.adaxeval.stages import StageRow, StageStore, normalise, run_chunks
+from crossknow.adaxeval.summary import binary_confidence, invalid_lines, rejection_counts, stage_counts, total_cost
 from crossknow.adaxeval.triples import triple_rows
 from crossknow.data.corpus import Document, pair_documents, read_corpus
+from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
@@ -84,6 +86,11 @@ def _by_lang(
         for i, row in zip(positions, rows_for(lang, [values[i] for i in positions]), strict=True):
             rows[i] = row
     return rows
+
+
+def _taken(store: StageStore, text: Callable[[Record], str]) -> dict[str, str]:
+    """Normalised `text` of each kept row of `store` -> its key: what another fact may not have too."""
+    return {normalise(text(row.record)): row.key for row in store.rows() if row.status == "kept"}
 
 
 def _kept(store: StageStore, order: Callable[[StageRow], tuple]) -> list:
@@ -195,14 +202,16 @@ def run_generate(
         clozes = StageStore("cloze", run.stage("cloze"), ClozeRecord)
         result = run_chunks(
             clozes, [(t.fact.sentence.id, t) for t in _kept(triples, order)],
-            lambda chunk: cloze_rows(chunk, writer(), prompts), config.batch_size, progress,
+            lambda chunk: cloze_rows(chunk, writer(), prompts, _taken(clozes, lambda r: r.cloze)), config.batch_size,
+            progress,
         )
         pending["cloze"] = len(result.pending)
 
         queries = StageStore("paraphrase", run.stage("paraphrase"), QueryRecord)
         result = run_chunks(
             queries, [(c.fact.sentence.id, c) for c in _kept(clozes, order)],
-            lambda chunk: paraphrase_rows(chunk, writer(), prompts), config.batch_size, progress,
+            lambda chunk: paraphrase_rows(chunk, writer(), prompts, _taken(queries, lambda r: r.question)),
+            config.batch_size, progress,
         )
         pending["paraphrase"] = len(result.pending)
 
@@ -243,6 +252,7 @@ def run_generate(
             length_ratio={lang: _mean([i.length_ratio for i in items]) for lang, items in lengths.items()},
             answer_longest={lang: _mean([float(i.answer_longest) for i in items]) for lang, items in lengths.items()},
             binary_confidence=binary_confidence(facts),
+            rejections=rejection_counts(stores),
             cost_usd=round(total_cost(stores), 6),
             calls_this_run=meter.calls,
             cached_calls_this_run=meter.cached_calls,

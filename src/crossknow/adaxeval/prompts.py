@@ -7,6 +7,10 @@ A file `LANG.yaml` (packaged ones in `crossknow/adaxeval/prompts/`, more in a di
     names: {en: English, ja: Japanese}      # language names as this language writes them
     tasks: {ner: "...", facts: "...", ...}  # one template per task in TASKS
 
+The tasks ending in `_fields` and starting with `judge_` are crossknow's completion prompts for base models
+(`render_completion`): few-shot text the model continues by one short field, ended at the newline; the
+others are chat prompts (`render`).
+
 Templates use `$name` placeholders (string.Template), so JSON examples need no escaping. Every
 lookup fails loudly: a language without a file, a task missing from a file, a placeholder the task
 does not define, a language name missing from `names`. To add a language, copy en.yaml to
@@ -27,7 +31,7 @@ from typing import Any
 import yaml
 
 from crossknow.errors import CrossknowError, InputError
-from crossknow.generation.structured import ChatPrompt
+from crossknow.generation.structured import ChatPrompt, CompletionPrompt
 
 TASKS: dict[str, frozenset[str]] = {
     "ner": frozenset({"sentence"}),
@@ -45,6 +49,13 @@ TASKS: dict[str, frozenset[str]] = {
         {"sentence", "subject", "relation", "object", "cloze", "question", "answer", "distractors"}
     ),
     "quality_cross_language": frozenset({"other_language", "document", "question", "answer"}),
+    "paraphrase_fields": frozenset({"cloze", "answer"}),
+    "distractors_fields": frozenset({"cloze", "answer"}),
+    "judge_cloze": frozenset({"sentence", "statement"}),
+    "judge_paraphrase": frozenset({"cloze", "answer", "question"}),
+    "judge_options_cloze": frozenset({"cloze", "answer", "distractors"}),
+    "judge_options_question": frozenset({"question", "answer", "distractors"}),
+    "judge_cross_language": frozenset({"other_language", "document", "question", "answer"}),
 }
 """Task name -> the placeholders its template may use."""
 
@@ -108,11 +119,19 @@ class PromptTable:
 
     def render(self, task: str, lang: str, **values: str) -> ChatPrompt:
         """The prompt of `task` in `lang` with its placeholders filled (all must be given)."""
+        return ChatPrompt(system=None, user=self._filled(task, lang, values).strip())
+
+    def render_completion(self, task: str, lang: str, **values: str) -> CompletionPrompt:
+        """The completion prompt of `task` in `lang`, its placeholders filled, ending where the model's field starts
+        (trailing spaces and newlines cut); stopped at the end of the line. Inputs are put on one line each."""
+        flat = {name: " ".join(value.split()) for name, value in values.items()}
+        return CompletionPrompt(self._filled(task, lang, flat).rstrip())
+
+    def _filled(self, task: str, lang: str, values: dict[str, str]) -> str:
         missing = TASKS.get(task, frozenset()) - values.keys()
         if missing:
             raise CrossknowError(f"prompt {task!r} needs values for: {', '.join(sorted(missing))}")
-        text = string.Template(self.template(task, lang)).substitute(values)
-        return ChatPrompt(system=None, user=text.strip())
+        return string.Template(self.template(task, lang)).substitute(values)
 
     def check(self, langs: Iterable[str], tasks: Iterable[str] = TASKS) -> None:
         """Fail now, before any model call, on anything a run over `langs` would miss."""

@@ -17,6 +17,20 @@ style questions where different vocabulary is encouraged" (section 3.1.2). The w
 cloze and its answer, not the sentence (crossknow's choice: the paraphrase is written from the cloze,
 as the paper says, and the answer tells it what the question must ask for). A question that contains
 the answer gives it away: it is rejected and asked for again the same way.
+
+Both stages reject, on either path, what `crossknow.adaxeval.checks` catches: a cloze not grounded in its
+sentence (its answer absent, or less than MIN_SHARED of its words shared), a cloze or question that echoes
+its prompt, and a cloze or question kept already for another fact (`taken`: normalised text -> sentence id
+of the kept ones, committed or of the same chunk; the first fact in the run's order keeps it).
+
+The completion path (a writer whose `prompt_format` is 'completion', e.g. the embedded base model), crossknow's
+design for base models (issue 20), where structure comes from construction:
+- the cloze is made by code, not asked: the sentence with the regenerated triple's object replaced by
+  [BLANK] (`checks.blank_object`), the closest cloze to the sentence there is; no model call. A fact whose
+  object occurs more than once (the cloze would still hold it) or not at all is invalid;
+- the question is asked with the few-shot prompt 'paraphrase_fields' (one line, greedy, stopped at the
+  newline; `stages.ask_fields`), and it must also read as a question (end in '?', '？' or 'か'), else it is
+  rejected as `not_a_question`. A rejected question is asked again by the client's sampled retries.
 """
 
 from __future__ import annotations
@@ -26,11 +40,24 @@ from collections.abc import Sequence
 
 from pydantic import Field, model_validator
 
+from crossknow.adaxeval.checks import blank_object, duplicate_problem, echo_problem, grounding_problem
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import ClozeRecord, QueryRecord, RejectedAnswer, Triple, TripleRecord
-from crossknow.adaxeval.stages import Rounds, StageRow, ask_in_rounds, contains
+from crossknow.adaxeval.stages import (
+    Rounds,
+    StageRow,
+    ask_fields,
+    ask_in_rounds,
+    contains,
+    first_line,
+    no_call,
+    normalise,
+)
 from crossknow.data.schemas import BLANK, Record
-from crossknow.generation.structured import StructuredClient
+from crossknow.generation.structured import StructuredClient, TextParser
+
+QUESTION_ENDS = ("?", "？", "か", "か。")
+"""How a question written on the completion path must end."""
 
 REASONING = "Brief step-by-step reasoning, written before the answer."
 
@@ -74,8 +101,23 @@ def cloze_similarity(cloze: str, answer: str, sentence: str) -> float:
 def blank_problem(cloze: str, obj: str) -> str | None:
     """Why `cloze` does not blank the object `obj` (it still contains it); None when it may."""
     if contains(cloze.replace(BLANK, " "), obj):
-        return f"the object {obj!r} is still in the cloze: [BLANK] must replace the object"
+        return f"object_not_blanked: the object {obj!r} is still in the cloze: [BLANK] must replace the object"
     return None
+
+
+def cloze_problem(cloze: str, obj: str, sentence: str, template: str, taken: dict[str, str], key: str) -> str | None:
+    """Why a cloze of fact `key` is rejected (object not blanked, prompt echo, not grounded in `sentence`, kept for
+    another fact), as 'code: why'; None when it is accepted."""
+    return (blank_problem(cloze, obj) or echo_problem(cloze, template, "cloze")
+            or grounding_problem(cloze, obj, sentence) or duplicate_problem(cloze, taken, key, "cloze"))
+
+
+def question_problem(question: str, answer: str, template: str, taken: dict[str, str], key: str) -> str | None:
+    """Why a question of fact `key` is rejected (it gives the answer away, echoes the prompt, was kept for another
+    fact), as 'code: why'; None when it is accepted."""
+    if contains(question, answer):
+        return "answer_in_question: the question gives the answer away (it contains it)"
+    return echo_problem(question, template, "question") or duplicate_problem(question, taken, key, "question")
 
 
 def _rejected(rounds: Rounds, given: Sequence[str]) -> list[RejectedAnswer]:
@@ -91,11 +133,16 @@ def _triple(regenerated: TripleRecord) -> Triple:
 
 
 def cloze_rows(
-    regenerated: Sequence[TripleRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
+    regenerated: Sequence[TripleRecord], writer: tuple[str, StructuredClient], prompts: PromptTable,
+    taken: dict[str, str] | None = None,
 ) -> list[StageRow[ClozeRecord] | None]:
     """One row per fact with its regenerated triple: kept with its cloze, invalid when the writer's output
-    stayed malformed or never blanked the object, None when the request failed in transport."""
+    stayed malformed or rejected (see the module docstring), None when the request failed in transport.
+    `taken` (updated): normalised clozes already kept -> their sentence id."""
     spec, client = writer
+    taken = {} if taken is None else taken
+    if client.prompt_format == "completion":
+        return [_code_cloze(record, spec, prompts, taken) for record in regenerated]
     triples = [_triple(record) for record in regenerated]
     facts = [record.fact for record in regenerated]
     first = [
@@ -109,7 +156,12 @@ def cloze_rows(
 
     def review(i: int, answer: ClozeAnswer, round_: int) -> str | None:
         given[i].append(answer.cloze)
-        return blank_problem(answer.cloze, triples[i].object)
+        sentence = facts[i].sentence
+        problem = cloze_problem(answer.cloze, triples[i].object, sentence.text,
+                                prompts.template("cloze", sentence.lang), taken, sentence.id)
+        if problem is None:
+            taken[normalise(answer.cloze)] = sentence.id
+        return problem
 
     def again(i: int, answer: ClozeAnswer, problem: str) -> str:
         lang = facts[i].sentence.lang
@@ -140,28 +192,89 @@ def cloze_rows(
     return rows
 
 
+def _code_cloze(record: TripleRecord, spec: str, prompts: PromptTable, taken: dict[str, str]) -> StageRow[ClozeRecord]:
+    """The completion path's cloze of one fact, made by code (see the module docstring)."""
+    sentence, obj = record.fact.sentence, _triple(record).object.strip()
+    cloze = blank_object(sentence.text, obj)
+    problem = (f"object_not_in_sentence: the object {obj!r} was not found in the sentence" if cloze is None else
+               cloze_problem(cloze, obj, sentence.text, "", taken, sentence.id))
+    call = no_call(spec, problem, cloze)
+    result = ClozeRecord(
+        triple_record=record, reasoning="", cloze=cloze or "", answer=obj,
+        cloze_similarity=cloze_similarity(cloze, obj, sentence.text) if cloze else 0.0,
+        rejected=[RejectedAnswer(text=cloze, reason=problem, round=0)] if cloze and problem else [], call=call,
+    )
+    if problem is not None:
+        return StageRow(sentence.id, sentence.lang, "invalid", problem, result)
+    taken[normalise(cloze)] = sentence.id  # type: ignore[arg-type]
+    return StageRow(sentence.id, sentence.lang, "kept", "cloze made by code (completion writer)", result)
+
+
 def paraphrase_rows(
-    clozes: Sequence[ClozeRecord], writer: tuple[str, StructuredClient], prompts: PromptTable
+    clozes: Sequence[ClozeRecord], writer: tuple[str, StructuredClient], prompts: PromptTable,
+    taken: dict[str, str] | None = None,
 ) -> list[StageRow[QueryRecord] | None]:
     """One row per cloze: kept with its paraphrased question, invalid when the writer's output stayed
-    malformed or kept giving the answer away, None when the request failed in transport."""
+    malformed or rejected (see the module docstring), None when the request failed in transport. `taken`
+    (updated): normalised questions already kept -> their sentence id."""
     spec, client = writer
+    taken = {} if taken is None else taken
+    if client.prompt_format == "completion":
+        return _rows(clozes, _ask_questions(clozes, spec, client, prompts, taken))
     first = [prompts.render("paraphrase", c.fact.sentence.lang, cloze=c.cloze, answer=c.answer) for c in clozes]
     given: list[list[str]] = [[] for _ in clozes]
 
     def review(i: int, answer: ParaphraseAnswer, round_: int) -> str | None:
         given[i].append(answer.question)
-        if contains(answer.question, clozes[i].answer):
-            return "the question gives the answer away (it contains it)"
-        return None
+        sentence = clozes[i].fact.sentence
+        problem = question_problem(answer.question, clozes[i].answer, prompts.template("paraphrase", sentence.lang),
+                                   taken, sentence.id)
+        if problem is None:
+            taken[normalise(answer.question)] = sentence.id
+        return problem
 
     def again(i: int, answer: ParaphraseAnswer, problem: str) -> str:
         lang = clozes[i].fact.sentence.lang
         return prompts.render("paraphrase_again", lang, answer=clozes[i].answer, question=answer.question).user
 
-    rows: list[StageRow[QueryRecord] | None] = []
     outcomes = ask_in_rounds(client, spec, first, ParaphraseAnswer, review, again)
-    for i, (cloze, rounds) in enumerate(zip(clozes, outcomes, strict=True)):
+    for rounds, texts in zip(outcomes, given, strict=True):
+        rounds.given = texts
+    return _rows(clozes, outcomes)
+
+
+def _ask_questions(
+    clozes: Sequence[ClozeRecord], spec: str, client: StructuredClient, prompts: PromptTable, taken: dict[str, str]
+) -> list[Rounds]:
+    """The completion path's questions: one line each after the few-shot prompt 'paraphrase_fields'."""
+    asked = [prompts.render_completion("paraphrase_fields", c.fact.sentence.lang, cloze=c.cloze, answer=c.answer)
+             for c in clozes]
+
+    def check(i: int) -> TextParser:
+        cloze, label = clozes[i], asked[i].text.rsplit("\n", 1)[-1]
+        template = prompts.template("paraphrase_fields", cloze.fact.sentence.lang)
+
+        def parse(text: str) -> tuple[ParaphraseAnswer | None, str | None]:
+            question = first_line(text, label)
+            if not question or BLANK in question:
+                return None, f"invalid_output: {'no question' if not question else 'the question holds ' + BLANK}"
+            if not question.endswith(QUESTION_ENDS):
+                return None, "not_a_question: the output does not end as a question"
+            problem = question_problem(question, cloze.answer, template, taken, cloze.fact.sentence.id)
+            if problem is None:
+                taken[normalise(question)] = cloze.fact.sentence.id
+                return ParaphraseAnswer(reasoning="", question=question), None
+            return None, problem
+
+        return parse
+
+    return ask_fields(client, spec, asked, [check(i) for i in range(len(clozes))])
+
+
+def _rows(clozes: Sequence[ClozeRecord], outcomes: Sequence[Rounds]) -> list[StageRow[QueryRecord] | None]:
+    """One row per cloze from how asking for its question ended."""
+    rows: list[StageRow[QueryRecord] | None] = []
+    for cloze, rounds in zip(clozes, outcomes, strict=True):
         if rounds.transport_failed:
             rows.append(None)
             continue
@@ -169,7 +282,7 @@ def paraphrase_rows(
         record = QueryRecord(
             cloze_record=cloze, reasoning=answer.reasoning if answer else "",
             question=answer.question.strip() if answer else "",
-            rejected=_rejected(rounds, given[i]), call=rounds.merged_call(),
+            rejected=_rejected(rounds, rounds.given), call=rounds.merged_call(),
         )
         sentence = cloze.fact.sentence
         if answer is None:

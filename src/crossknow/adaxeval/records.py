@@ -20,6 +20,13 @@ DropReason = Literal["sum", "votes", "no_triple"]
 """Why fact detection dropped a sentence: it failed the sum rule, the votes rule, or passed but no detector
 that said yes gave a triple."""
 
+RejectCode = Literal[
+    "object_not_in_sentence", "object_not_blanked", "ungrounded_answer", "ungrounded_cloze", "prompt_echo",
+    "duplicate", "answer_in_question", "not_a_question", "too_few_options", "invalid_output",
+]
+"""Why a writer's output was rejected (crossknow.adaxeval.checks and the stages): a rejection's reason starts with
+its code, 'code: why'; the summary counts rejections by code."""
+
 
 class GenerateConfig(Record):
     """Everything that decides a generation run's output (config.yaml holds it, resolved)."""
@@ -312,8 +319,9 @@ class DroppedOption(Record):
     """An option the writer gave that is not a distractor, and why it was dropped."""
 
     text: str = Field(description="The option as the writer wrote it.")
-    reason: Literal["empty", "equals the answer", "duplicate"] = Field(
-        description="Why it is not a distractor (equality ignores case, spaces and a final period)."
+    reason: Literal["empty", "equals the answer", "duplicate", "prompt echo"] = Field(
+        description="Why it is not a distractor (equality ignores case, spaces and a final period; an echo is part "
+        "of the prompt's own text, see crossknow.adaxeval.checks)."
     )
     round: int = Field(ge=0, description="0-based round of asking in which the writer gave it.")
 
@@ -348,6 +356,11 @@ class QualityRecord(Record):
     )
     in_language_call: CallInfo = Field(description="The in-language call.")
     cross_language_call: CallInfo = Field(description="The cross-language call.")
+    yes_probability: dict[str, float] = Field(
+        default_factory=dict,
+        description="Completion path only: P(yes) of each yes/no judgement (cloze, paraphrase, options_cloze, "
+        "options_question, support), a grade Good (or support 2) when it is at least 0.5.",
+    )
 
 
 class StageCount(Record):
@@ -379,6 +392,14 @@ class GenerateSummary(Record):
     calls_this_run: int = Field(description="Model calls sent by this invocation (cache misses).")
     cached_calls_this_run: int = Field(description="Model calls this invocation answered from the cache.")
     files: dict[str, str] = Field(description="Output name -> path relative to the run directory.")
-    models: dict[str, str] = Field(description="Generator spec -> resolved model id, for the models this run used.")
+    rejections: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Stage -> rejection code (records.RejectCode, or a dropped option's reason) -> outputs of the "
+        "writer rejected, every round counted; 'invalid_output' counts inputs whose last output was malformed.",
+    )
+    models: dict[str, str] = Field(
+        description="Generator spec -> 'backend:model id#prompt format' (chat or completion), for the models this run "
+        "used."
+    )
     seconds: float = Field(description="Wall-clock seconds of this invocation.")
     crossknow_version: str = Field(description="crossknow's version.")

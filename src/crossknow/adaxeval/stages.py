@@ -1,5 +1,7 @@
 """What every stage shares: its committed rows in the run directory, the chunked runner, call accounting,
-and asking the writer again when a valid answer fails a stage's own check (`ask_in_rounds`).
+asking the writer again when a valid answer fails a stage's own check (`ask_in_rounds`, chat prompts), and
+asking a base model one short field per call, its checks inside the client's retries (`ask_fields`,
+completion prompts).
 
 A stage reads its inputs (the kept rows of the stage before), skips those a committed shard already
 holds, and works through the rest in chunks of `batch_size`: one shard per chunk, holding one row
@@ -19,7 +21,14 @@ import pyarrow as pa
 
 from crossknow.adaxeval.records import CallInfo, Status
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import ChatPrompt, StructuredClient, StructuredOutcome
+from crossknow.generation.structured import (
+    ChatPrompt,
+    CompletionPrompt,
+    StructuredClient,
+    StructuredOutcome,
+    TextOutput,
+    TextParser,
+)
 from crossknow.store.run_dir import ShardedTable
 
 R = TypeVar("R", bound=Record)
@@ -151,6 +160,13 @@ def call_info(outcome: StructuredOutcome, model: str) -> CallInfo:
     )
 
 
+def no_call(spec: str, error: str | None = None, raw_text: str | None = None) -> CallInfo:
+    """The CallInfo of a step that code did in place of a model call (the completion path), with why its result
+    was rejected and the rejected text, if it was."""
+    return CallInfo(model=spec, attempts=0, cached=True, prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
+                    error=error, raw_text=raw_text if error else None)
+
+
 def transport_failed(outcome: StructuredOutcome) -> bool:
     """True when the request got no answer at all (retry it in a later run rather than record it)."""
     return not outcome.valid and (outcome.error or "").startswith(TRANSPORT_FAILURE)
@@ -193,7 +209,9 @@ class Rounds(Generic[T]):
     last: StructuredOutcome | None = None
     """The last outcome."""
     problems: list[str] = field(default_factory=list)
-    """Why each rejected answer was rejected, in round order."""
+    """Why each rejected answer was rejected, in round order ('code: why', see `crossknow.adaxeval.checks`)."""
+    given: list[str] = field(default_factory=list)
+    """The rejected outputs as the model wrote them, beside `problems` (`ask_fields` only)."""
 
     @property
     def transport_failed(self) -> bool:
@@ -257,4 +275,49 @@ def ask_in_rounds(
             prompts[i] = ChatPrompt(system=first[i].system, user=f"{first[i].user}\n\n{note}")
             retry.append(i)
         pending = retry
+    return results
+
+
+FIELD_OUTPUT = TextOutput(lambda text: (None, "no parser"))
+"""A completion field is free text; `ask_fields` passes each prompt's own parser."""
+
+
+def first_line(text: str, label: str = "") -> str:
+    """The first non-empty line of a completion output, stripped, without `label` if the model repeated it."""
+    for line in text.splitlines():
+        line = line.strip()
+        if label and line.startswith(label.strip()):
+            line = line[len(label.strip()) :].strip()
+        if line:
+            return line
+    return ""
+
+
+def ask_fields(
+    client: StructuredClient, spec: str, prompts: Sequence[CompletionPrompt], checks: Sequence[TextParser]
+) -> list[Rounds]:
+    """Ask every completion prompt (crossknow's way of asking a base model: one short field per call, greedy,
+    stopped at the end of the line); `checks[i]` parses and checks the raw output of prompt i, returning (value,
+    None) or (None, 'code: why'). A rejected output is asked for again inside the client, which samples its
+    retries (`RETRY_TEMPERATURE`, seed + attempt), up to `client.max_attempts` calls; every rejection is kept in
+    `Rounds.problems`, in order, and the outputs in `Rounds.given`. A transport failure leaves the input for a
+    later run (`Rounds.transport_failed`)."""
+    results: list[Rounds] = [Rounds() for _ in prompts]
+
+    def logged(i: int) -> TextParser:
+        def parse(text: str) -> tuple[object, str | None]:
+            value, problem = checks[i](text)
+            if value is None:
+                results[i].problems.append(problem or "invalid_output: no text")
+                results[i].given.append(text.strip())
+            return value, problem
+
+        return parse
+
+    outcomes = client.call_many(prompts, FIELD_OUTPUT, parsers=[logged(i) for i in range(len(prompts))])
+    for result, outcome in zip(results, outcomes, strict=True):
+        result.last = outcome
+        if not transport_failed(outcome):
+            result.calls.append(call_info(outcome, spec))
+            result.value = outcome.value
     return results

@@ -1,11 +1,12 @@
-"""What a generation run reports from its stage tables: the stage counts (the paper's Table 1), the cost
-of its calls, and the inputs whose LLM output stayed invalid."""
+"""What a generation run reports from its stage tables: the stage counts (the paper's Table 1), the writer's
+outputs rejected by reason, the cost of its calls, and the inputs whose LLM output stayed invalid."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 from collections.abc import Sequence
+from typing import get_args
 
 from crossknow.adaxeval.records import (
     CallInfo,
@@ -17,6 +18,7 @@ from crossknow.adaxeval.records import (
     FactRule,
     QualityRecord,
     QueryRecord,
+    RejectCode,
     SentenceRecord,
     SplitRecord,
     StageCount,
@@ -120,14 +122,51 @@ def total_cost(stores: Sequence[StageStore]) -> float:
     return sum(call.cost_usd for store in stores for row in store.rows() for call in own_calls(row.record))
 
 
+OPTION_CODES = {"empty": "empty_option", "equals the answer": "equals_answer", "duplicate": "duplicate",
+                "prompt echo": "prompt_echo"}
+"""A dropped distractor's reason -> the code the summary counts it under."""
+
+
+def rejected_outputs(record: Record) -> list[tuple[str, str]]:
+    """(the writer's output as written, why it was rejected) for every output a stage rejected for one record."""
+    if isinstance(record, TripleRecord):
+        return [(r.triple.model_dump_json(), r.reason) for r in record.rejected]
+    if isinstance(record, ClozeRecord | QueryRecord):
+        return [(r.text, r.reason) for r in record.rejected]
+    if isinstance(record, DistractorRecord):
+        return [(d.text, d.reason) for d in record.dropped]
+    return []
+
+
+def rejection_counts(stores: Sequence[StageStore]) -> dict[str, dict[str, int]]:
+    """Stage -> rejection code -> how many outputs of the writer were rejected (every round), plus
+    'invalid_output' for inputs whose last output was malformed (not a rejection)."""
+    codes = set(get_args(RejectCode))
+    counts: dict[str, dict[str, int]] = {}
+    for store in stores:
+        found: Counter[str] = Counter()
+        for row in store.rows():
+            for _, reason in rejected_outputs(row.record):
+                found[OPTION_CODES.get(reason) or reason.partition(":")[0]] += 1
+            error = row.note if row.status == "invalid" else ""
+            if error and not error.startswith("rejected in") and error.partition(":")[0] not in codes:
+                found["invalid_output"] += 1
+        if found:
+            counts[store.name] = dict(sorted(found.items()))
+    return counts
+
+
 def invalid_lines(stores: Sequence[StageStore]) -> list[str]:
-    """invalid.jsonl: one JSON line per input whose LLM output stayed invalid, with the raw outputs."""
+    """invalid.jsonl: one JSON line per input whose LLM output stayed invalid, with the raw outputs and every
+    output a stage rejected for it (`rejected`: the model's own text and why)."""
     lines = []
     for store in stores:
         for row in store.rows():
             if row.status != "invalid":
                 continue
             raw = [call.raw_text for call in own_calls(row.record) if call.error is not None]
-            entry = {"stage": store.name, "key": row.key, "lang": row.lang, "error": row.note, "raw_text": raw}
+            rejected = [{"text": text, "reason": reason} for text, reason in rejected_outputs(row.record)]
+            entry = {"stage": store.name, "key": row.key, "lang": row.lang, "error": row.note, "raw_text": raw,
+                     "rejected": rejected}
             lines.append(json.dumps(entry, ensure_ascii=False) + "\n")
     return lines

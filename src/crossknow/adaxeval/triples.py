@@ -31,6 +31,9 @@ What the paper does not say, and is therefore crossknow's choice:
   subject is not checked: only the object is blanked, and the paper accepts descriptive phrases. A
   triple that fails the check is rejected and the writer asked again with a note (task
   'triple_again'), up to --max-attempts rounds, through `stages.ask_in_rounds`;
+- with a writer whose `prompt_format` is 'completion' (a base model, crossknow's design for issue 20), nothing
+  is asked: the detector's triple is taken as it is (structure from the fact stage, not from a model
+  asked for JSON), checked the same way; its row records no call (`attempts` 0);
 - a sentence whose output stayed malformed or rejected is 'invalid': its row keeps the reason, the
   last raw output and every rejected triple, it is listed in invalid.jsonl and counted as invalid in
   the stage table, and it makes no item.
@@ -40,9 +43,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from crossknow.adaxeval.checks import occurs
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import FactRecord, RejectedTriple, Triple, TripleRecord
-from crossknow.adaxeval.stages import StageRow, ask_in_rounds, normalise
+from crossknow.adaxeval.stages import StageRow, ask_in_rounds, no_call, normalise
 from crossknow.generation.structured import StructuredClient
 
 
@@ -50,29 +54,12 @@ class TripleAnswer(Triple):
     """The writer's answer to the 'triple' prompt: subject, relation and object, none of them blank."""
 
 
-def _glued(left: str, right: str) -> bool:
-    """True when two adjacent characters are both ASCII letters or digits (one Latin word or number)."""
-    return all(c.isascii() and c.isalnum() for c in (left, right)) and bool(left and right)
-
-
-def occurs(needle: str, text: str) -> bool:
-    """True when `needle` occurs in `text` without starting or ending inside a Latin word or number ("sulin"
-    does not occur in "Insulin"; 血糖 occurs in 血糖値, since Japanese has no word boundaries to respect)."""
-    start = text.find(needle) if needle else -1
-    while start != -1:
-        end = start + len(needle)
-        if not (_glued(text[start - 1 : start], needle[0]) or _glued(needle[-1], text[end : end + 1])):
-            return True
-        start = text.find(needle, start + 1)
-    return False
-
-
 def object_problem(sentence: str, triple: Triple) -> str | None:
     """Why `triple` cannot be blanked in `sentence`: its object does not occur in it (ignoring case, runs of
     spaces and a final period; see `occurs`); None when it can."""
     if occurs(normalise(triple.object), normalise(sentence)):
         return None
-    return f"the object {triple.object!r} does not occur in the sentence (the cloze blanks the object)"
+    return f"object_not_in_sentence: the object {triple.object!r} does not occur in the sentence (the cloze blanks it)"
 
 
 def _reference(fact: FactRecord) -> Triple:
@@ -87,6 +74,8 @@ def triple_rows(
     """One row per fact: kept with the regenerated triple, invalid when the writer's output stayed malformed
     or its object never occurred in the sentence, None when the request failed in transport."""
     spec, client = writer
+    if client.prompt_format == "completion":
+        return [_detector_triple(fact, spec) for fact in facts]
     first = []
     for fact in facts:
         reference = _reference(fact)
@@ -127,6 +116,16 @@ def triple_rows(
             note += f", {len(rejected)} triple(s) rejected"
         rows.append(StageRow(sentence.id, sentence.lang, "kept", note, record))
     return rows
+
+
+def _detector_triple(fact: FactRecord, spec: str) -> StageRow[TripleRecord]:
+    """The completion path: the detector's triple, checked, in place of a regenerated one."""
+    triple, sentence = _plain(_reference(fact)), fact.sentence
+    problem = object_problem(sentence.text, triple)
+    record = TripleRecord(fact=fact, triple=None if problem else triple, call=no_call(spec, problem, triple.object))
+    if problem is not None:
+        return StageRow(sentence.id, sentence.lang, "invalid", problem, record)
+    return StageRow(sentence.id, sentence.lang, "kept", "the detector's triple (completion writer)", record)
 
 
 def _plain(answer: Triple) -> Triple:

@@ -6,10 +6,11 @@ the layout of the training texts; what follows is crossknow's:
 
 - the prompts (`crossknow.training.qa_prompts`) ask for self-contained knowledge questions with substantive
   answers, in the document's language, through the project's StructuredClient and request cache (a re-run
-  pays nothing twice), in one of two forms (`--qa-prompt-form`): 'chat', one JSON request per document for
-  `n` pairs; 'fields', for base models, few-shot prompts of one short field per call (a question, then its
-  answer, `n` rounds; code makes the pairs and their count, and a document stops at its first question that
-  stays invalid); 'auto' takes fields for a local model without a chat template (the embedded default);
+  pays nothing twice), in the form the generator's `prompt_format` names (as every command asks; a spec suffix
+  #chat or #completion overrides it): 'chat', one JSON request per document for `n` pairs; 'completion', for
+  base models such as the embedded default, the 'fields' form: few-shot completion prompts of one short field
+  per call (a question, then its answer, `n` rounds; code makes the pairs and their count, and a document
+  stops at its first question that stays invalid);
 - every pair is checked by the rules of `crossknow.training.qa_checks`; a pair that fails is recorded with
   its rule and reason in qa_pairs.jsonl (`QARecord.rejected`) and counted in the summary, never used. A chat
   output whose pairs all fail is invalid like malformed JSON: retried, then recorded with its error;
@@ -121,13 +122,14 @@ def answer_parser(doc: Any) -> TextParser:
     return _field_parser(doc, "answer", lambda a: answer_problem(a, doc.text, doc.lang))
 
 
-def ask_qa_pairs(client: StructuredClient, docs: Sequence[Any], n: int, form: str = "chat") -> list[QARecord]:
+def ask_qa_pairs(client: StructuredClient, docs: Sequence[Any], n: int) -> list[QARecord]:
     """One record per document, in order: its first `n` pairs that pass the rules, the rejected ones, and the
-    error when it has none. `form`: 'chat' or 'fields' (see the module docstring)."""
+    error when it has none; asked in the client's `prompt_format` (see the module docstring)."""
+    fields = client.prompt_format == "completion"
     for doc in docs:  # every language checked before any call
-        language_entry(QA_PROMPTS if form == "chat" else FEW_SHOT, doc.lang, "prompt")
+        language_entry(FEW_SHOT if fields else QA_PROMPTS, doc.lang, "prompt")
         pair_rules(doc.lang)
-    if form == "fields":
+    if fields:
         return _ask_fields(client, docs, n)
     outcomes = client.call_many([qa_prompt(doc, n) for doc in docs], QAPairs, parsers=[chat_parser(d) for d in docs])
     return [
@@ -208,7 +210,7 @@ def qa_examples(records: Sequence[QARecord]) -> list[TrainingExample]:
             for r in records for number, text in enumerate(qa_texts(r), 1)]
 
 
-def summarise(records: Sequence[QARecord], n: int, client: StructuredClient, form: str = "chat") -> QASummary:
+def summarise(records: Sequence[QARecord], n: int, client: StructuredClient) -> QASummary:
     """Counts of complete, partial and invalid documents, rejected pairs per rule, and what this invocation sent."""
     generator = client.generator
     rejected: dict[str, int] = {}
@@ -222,33 +224,40 @@ def summarise(records: Sequence[QARecord], n: int, client: StructuredClient, for
         partial=sum(0 < len(r.pairs) < n for r in records),
         invalid=sum(r.error is not None for r in records),
         rejected=dict(sorted(rejected.items())),
-        prompt_form=form,
+        prompt_form=client.prompt_format,
         calls_this_run=client.meter.calls,
         cached_calls_this_run=client.meter.cached_calls,
     )
 
 
-def prompt_form(config: TrainConfig, generator: Any) -> str:
-    """`config.qa_prompt_form` resolved: 'auto' is 'fields' for a local model whose tokenizer has no chat template
-    (the embedded default), 'chat' otherwise (a server applies its own chat format)."""
-    if config.qa_prompt_form != "auto":
-        return config.qa_prompt_form
-    tokenizer = getattr(generator, "tokenizer", None)
-    return "fields" if tokenizer is not None and not getattr(tokenizer, "chat_template", None) else "chat"
+DEPRECATED_FORMS = {"chat": "chat", "fields": "completion"}
+"""The deprecated `qa_prompt_form` -> the prompt format it asks for (as the spec suffix #chat or #completion)."""
 
 
-def qa_client(config: TrainConfig) -> tuple[StructuredClient, str]:
-    """A StructuredClient for `config.qa_generator` with the request cache (`config.qa_cache`, else the
-    user's cache directory), temperature 0, `config.seed`; and the prompt form it is asked in."""
+def qa_spec(config: TrainConfig) -> str:
+    """`config.qa_generator`, with the format suffix the deprecated `qa_prompt_form` asks for ('chat' -> #chat,
+    'fields' -> #completion) unless the spec names its own; 'auto' (or unset) leaves it to the generator."""
+    from crossknow.models.registry import FORMAT_SEPARATOR, split_prompt_format
+
+    assert config.qa_generator is not None
+    spec = config.qa_generator
+    form = DEPRECATED_FORMS.get(config.qa_prompt_form or "auto")
+    if form is None or split_prompt_format(spec)[1] != "auto":
+        return spec
+    return f"{spec}{FORMAT_SEPARATOR}{form}"
+
+
+def qa_client(config: TrainConfig) -> StructuredClient:
+    """A StructuredClient for `config.qa_generator` (see `qa_spec`) with the request cache (`config.qa_cache`, else
+    the user's cache directory), temperature 0, `config.seed`; its `prompt_format` says how the pairs are asked."""
     from crossknow.models.checkpoint_cache import cache_dir
     from crossknow.models.registry import GeneratorOptions, load_generator
     from crossknow.store.request_cache import RequestCache
 
-    assert config.qa_generator is not None
     options = GeneratorOptions(device=config.device, base_url=config.qa_base_url, api_key_env=config.qa_api_key_env,
                                concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
-    generator = load_generator(config.qa_generator, options)
-    form = prompt_form(config, generator)
-    max_tokens = min(config.qa_max_tokens, FIELD_MAX_TOKENS) if form == "fields" else config.qa_max_tokens
+    generator = load_generator(qa_spec(config), options)
+    fields = getattr(generator, "prompt_format", "chat") == "completion"
+    max_tokens = min(config.qa_max_tokens, FIELD_MAX_TOKENS) if fields else config.qa_max_tokens
     cache = RequestCache(config.qa_cache or cache_dir() / "requests.sqlite")
-    return StructuredClient(generator, cache, max_tokens=max_tokens, seed=config.seed), form
+    return StructuredClient(generator, cache, max_tokens=max_tokens, seed=config.seed)

@@ -2,7 +2,8 @@
 A.4.1(2), gives none), one set per document language.
 
 - chat (instruction-tuned models): one request per document asks for `n` pairs as JSON (`QA_PROMPTS`);
-- fields (base models): few-shot prompts that ask for one short field per call, a question (`question_prompt`)
+- fields (base models, asked by completion): few-shot prompts (`CompletionPrompt`) that ask for one short field per
+  call, a question (`question_prompt`)
   and then its answer (`answer_prompt`), ended by the next line's label or a blank line (`field_stops`); code,
   not the model, makes the pairs and their count. The examples
   (`FEW_SHOT`, invented documents) show self-contained questions and answers in whole sentences; an output
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt
+from crossknow.generation.structured import ChatPrompt, CompletionPrompt
 
 QA_PROMPTS: dict[str, str] = {
     "en": (
@@ -128,7 +129,7 @@ def field_stops(lang: str) -> tuple[str, ...]:
     return ("\n\n", "\n" + QA_LINES[lang][0].strip(), "\n" + shot.document_label.strip())
 
 
-def question_prompt(doc: Any, asked: Sequence[str]) -> ChatPrompt:
+def question_prompt(doc: Any, asked: Sequence[str]) -> CompletionPrompt:
     """The few-shot prompt for one more question about `doc`, after the questions already `asked` about it."""
     shot = language_entry(FEW_SHOT, doc.lang, "few-shot prompt")
     question = QA_LINES[doc.lang][0]
@@ -136,10 +137,10 @@ def question_prompt(doc: Any, asked: Sequence[str]) -> ChatPrompt:
     for document, pairs in shot.examples:
         blocks.append("\n".join([shot.document_label + document, *(question + q for q, _ in pairs)]))
     blocks.append("\n".join([shot.document_label + doc.text, *(question + q for q in asked), question.rstrip()]))
-    return ChatPrompt(None, "\n\n".join(blocks), field_stops(doc.lang))
+    return CompletionPrompt("\n\n".join(blocks), field_stops(doc.lang))
 
 
-def answer_prompt(doc: Any, question_text: str) -> ChatPrompt:
+def answer_prompt(doc: Any, question_text: str) -> CompletionPrompt:
     """The few-shot prompt for the answer to `question_text` about `doc`."""
     shot = language_entry(FEW_SHOT, doc.lang, "few-shot prompt")
     question, answer = QA_LINES[doc.lang]
@@ -148,7 +149,7 @@ def answer_prompt(doc: Any, question_text: str) -> ChatPrompt:
         q, a = pairs[0]
         blocks.append(f"{shot.document_label}{document}\n{question}{q}\n{answer}{a}")
     blocks.append(f"{shot.document_label}{doc.text}\n{question}{question_text}\n{answer.rstrip()}")
-    return ChatPrompt(None, "\n\n".join(blocks), field_stops(doc.lang))
+    return CompletionPrompt("\n\n".join(blocks), field_stops(doc.lang))
 
 
 def example_texts(lang: str) -> set[str]:

@@ -51,11 +51,12 @@ class TrainConfig(Record):
         description="Question-answer pairs asked per C_K document (Appendix A.4.1(2): 5); 0 leaves that half of the "
         "instruction recipe out (crossknow's option).",
     )
-    qa_prompt_form: QAPromptForm = Field(
-        default="auto",
-        description="How the pairs are asked: 'chat' (one JSON request per document), 'fields' (few-shot prompts, one "
-        "question or answer per call, for base models) or 'auto' (fields for a local model without a chat template, "
-        "such as the embedded default; chat otherwise).",
+    qa_prompt_form: QAPromptForm | None = Field(
+        default=None,
+        description="Deprecated (kept so that older configs load): the pairs are asked in the prompt format of the "
+        "question-answer generator (a local model without a chat template, such as the embedded default, by "
+        "completion; a spec suffix #chat or #completion chooses). 'chat' here means the suffix #chat, 'fields' "
+        "#completion, 'auto' none.",
     )
     qa_max_tokens: int = Field(
         default=1024, ge=16,
@@ -280,8 +281,10 @@ class QASummary(Record):
     rejected: dict[str, int] = Field(
         default_factory=dict, description="Pairs rejected per rule (crossknow.training.qa_checks; in qa_pairs.jsonl)."
     )
-    prompt_form: Literal["chat", "fields"] = Field(
-        default="chat", description="How the pairs were asked: 'auto' resolved (runs before it had only 'chat')."
+    prompt_form: Literal["chat", "completion", "fields"] = Field(
+        default="chat",
+        description="The prompt format the pairs were asked in: 'chat' (one JSON request per document) or "
+        "'completion' (few-shot fields); 'fields' in runs before issue 20 (the same as completion).",
     )
     calls_this_run: int = Field(description="Model calls this invocation sent (cache misses).")
     cached_calls_this_run: int = Field(description="Model calls this invocation answered from the cache.")

@@ -147,12 +147,12 @@ def _question_answer_pairs(
         return [], None
     docs = [doc for doc in knowledge if doc.lang in config.langs]
     with args.main_process_first(desc="question-answer pairs"):
-        client, form = qa_client(config)
+        client = qa_client(config)
         try:
-            records = ask_qa_pairs(client, docs, config.qa_pairs, form)
+            records = ask_qa_pairs(client, docs, config.qa_pairs)
         finally:
             client.cache.close()  # type: ignore[union-attr]
-    return records, summarise(records, config.qa_pairs, client, form)
+    return records, summarise(records, config.qa_pairs, client)
 
 
 def run_train(

@@ -1,0 +1,119 @@
+"""crossknow's checks of what the writer outputs, on the chat path and the completion path alike (issue 20:
+junk that passes silently is worse than no item). A check returns None, or why the output is rejected as
+'code: explanation', the code one of `records.RejectCode`, by which the run's summary counts rejections.
+
+- Grounding (`grounding_problem`): a cloze tests a fact of its own sentence, so its answer must occur in the
+  sentence and its text without the blank must share most of its words with it: at least `MIN_SHARED`
+  (0.6) of the cloze's words occur in the sentence (crossknow's threshold: the paper's cloze keeps the
+  sentence's wording and drops only what is unrelated to the fact, so a faithful cloze shares nearly all
+  of its words, while a cloze about something else shares only function words). Words are Latin words and
+  numbers (case folded); text in Japanese or Chinese script is compared by character bigrams instead,
+  since it has no spaces to split at.
+- Echoes (`echo_problem`): an output that is, as a whole, part of the prompt's own fixed text (its
+  instructions and worked examples, its inputs left out) repeats the prompt rather than answers it: the
+  issue's cloze "Blood sugar level can be controlled by [BLANK]." and distractors "Uranus, Neptune, Saturn"
+  were the prompts' examples. Such outputs are rejected in every parser (cloze, question, each distractor).
+- Duplicates: a cloze or question equal to the one kept for another fact (`duplicate_problem`).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+
+from crossknow.adaxeval.stages import MIN_MATCH_CHARS, normalise
+from crossknow.data.schemas import BLANK
+
+MIN_SHARED = 0.6
+"""Least share of a cloze's words (without the blank) that must occur in its sentence."""
+
+_WORD = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
+"""Kana and CJK ideographs: text written without spaces between words."""
+
+
+def _glued(left: str, right: str) -> bool:
+    """True when two adjacent characters are both ASCII letters or digits (one Latin word or number)."""
+    return all(c.isascii() and c.isalnum() for c in (left, right)) and bool(left and right)
+
+
+def occurs(needle: str, text: str) -> bool:
+    """True when `needle` occurs in `text` without starting or ending inside a Latin word or number ("sulin"
+    does not occur in "Insulin"; 血糖 occurs in 血糖値, since Japanese has no word boundaries to respect)."""
+    start = text.find(needle) if needle else -1
+    while start != -1:
+        end = start + len(needle)
+        if not (_glued(text[start - 1 : start], needle[0]) or _glued(needle[-1], text[end : end + 1])):
+            return True
+        start = text.find(needle, start + 1)
+    return False
+
+
+def units(text: str) -> list[str]:
+    """What overlap is counted in: the character bigrams of `text` (punctuation left out, none across a space)
+    when it holds Japanese or Chinese script, else its Latin words and numbers, case folded."""
+    folded = text.casefold()
+    if not _CJK.search(folded):
+        return _WORD.findall(folded)
+    found = []
+    for chunk in folded.split():
+        chars = [c for c in chunk if c.isalnum()]
+        found += ["".join(pair) for pair in zip(chars, chars[1:], strict=False)] or chars
+    return found
+
+
+def shared(text: str, sentence: str) -> float:
+    """Share of the units of `text` (see `units`) that occur in `sentence`; 0 for a text without any."""
+    mine = units(text)
+    theirs = set(units(sentence))
+    return sum(unit in theirs for unit in mine) / len(mine) if mine else 0.0
+
+
+def grounding_problem(cloze: str, answer: str, sentence: str) -> str | None:
+    """Why `cloze` with answer `answer` is not grounded in its `sentence`: the answer does not occur in it, or
+    the cloze without the blank shares less than MIN_SHARED of its words with it; None when grounded."""
+    if not occurs(normalise(answer), normalise(sentence)):
+        return f"ungrounded_answer: the answer {answer!r} does not occur in the sentence"
+    share = shared(cloze.replace(BLANK, " "), sentence)
+    if share < MIN_SHARED:
+        return f"ungrounded_cloze: the cloze shares {share:.2f} of its words with the sentence (at least {MIN_SHARED})"
+    return None
+
+
+def fixed_text(template: str) -> str:
+    """A prompt template's own text: its instructions and examples, every placeholder (an input) cut out."""
+    names = string.Template(template).get_identifiers()
+    return string.Template(template).safe_substitute(dict.fromkeys(names, "\n"))
+
+
+def echo_problem(output: str, template: str, what: str) -> str | None:
+    """Why `output` (a `what`: cloze, question, option) is an echo of the prompt `template`: it occurs as a
+    whole in the template's own text (see `fixed_text`); None when it does not."""
+    needle = normalise(output)
+    if len(needle) >= MIN_MATCH_CHARS and occurs(needle, normalise(fixed_text(template))):
+        return f"prompt_echo: the {what} repeats the prompt's own text"
+    return None
+
+
+def duplicate_problem(output: str, taken: Mapping[str, str], key: str, what: str) -> str | None:
+    """Why `output` may not be kept for input `key`: `taken` (normalised text -> key of the input that holds it)
+    holds it for another input; None when it does not."""
+    holder = taken.get(normalise(output))
+    if holder is not None and holder != key:
+        return f"duplicate: the same {what} was kept for another fact ({holder})"
+    return None
+
+
+def blank_object(sentence: str, obj: str) -> str | None:
+    """`sentence` with the first occurrence of `obj` (ignoring case, runs of spaces and a final period; never
+    starting or ending inside a Latin word or number) replaced by the blank; None when `obj` does not occur."""
+    words = obj.strip().rstrip("。.").split()
+    if not words:
+        return None
+    for found in re.finditer(r"\s+".join(re.escape(word) for word in words), sentence, re.IGNORECASE):
+        start, end = found.span()
+        before, after = sentence[start - 1 : start], sentence[end : end + 1]
+        if not (_glued(before, sentence[start]) or _glued(sentence[end - 1], after)):
+            return sentence[:start] + BLANK + sentence[end:]
+    return None

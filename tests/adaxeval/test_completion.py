@@ -1,0 +1,197 @@
+"""Issue 20: a base model (prompt format 'completion') is asked by crossknow's few-shot completion prompts, and
+what a weak writer outputs is caught by code on either path: the issue's junk items must be rejected, each with
+the right reason, and the run counts rejections by reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from crossknow.adaxeval.checks import MIN_SHARED, blank_object, grounding_problem, shared
+from crossknow.adaxeval.distractors import distractor_rows, screen_options
+from crossknow.adaxeval.prompts import PromptTable
+from crossknow.adaxeval.queries import cloze_problem, cloze_rows, paraphrase_rows, question_problem
+from crossknow.adaxeval.records import DistractorRecord, GenerateConfig
+from crossknow.adaxeval.stages import normalise
+from crossknow.adaxeval.triples import triple_rows
+from crossknow.generation.structured import StructuredClient
+from crossknow.models.generator import GenerateRequest, GenerateResult, Usage
+
+from .fake_llm import FakeLLM
+from .test_items import CALL, _cloze, fact, regenerated
+
+PROMPTS = PromptTable.load()
+KESTREL = "The Kestrel Bridge crosses the Arlen river near Dunmore and was opened in 1921."
+ISSUE_CLOZE = "Blood sugar level can be controlled by [BLANK]."  # the chat cloze prompt's own example
+ISSUE_QUESTION = "Which substance helps manage glycemic levels in the body?"  # the paraphrase prompt's example
+
+
+def test_the_issues_junk_cloze_is_rejected_with_the_right_reason():
+    template = PROMPTS.template("cloze", "en")
+    # the prompt's own example, for a fact of another sentence: an echo
+    assert cloze_problem(ISSUE_CLOZE, "Kestrel Bridge", KESTREL, template, {}, "k#0").startswith("prompt_echo:")
+    # the same cloze judged on grounding alone: its answer is in the sentence, its words are not
+    assert grounding_problem(ISSUE_CLOZE, "Kestrel Bridge", KESTREL).startswith("ungrounded_cloze:")
+    # an answer the sentence does not hold ("copper histidinate")
+    assert grounding_problem("The [BLANK] crosses the Arlen river near Dunmore.", "copper histidinate",
+                             KESTREL).startswith("ungrounded_answer:")
+    # a faithful cloze passes every check
+    faithful = "The [BLANK] crosses the Arlen river near Dunmore and was opened in 1921."
+    assert cloze_problem(faithful, "Kestrel Bridge", KESTREL, template, {}, "k#0") is None
+    assert shared(faithful.replace("[BLANK]", " "), KESTREL) == 1.0 > MIN_SHARED
+
+
+def test_japanese_grounding_counts_characters():
+    sentence = "インスリンは血糖値を低下させる。"
+    assert grounding_problem("インスリンは[BLANK]を低下させる。", "血糖値", sentence) is None
+    assert grounding_problem("オセル川の橋は[BLANK]で建設された。", "血糖値", sentence).startswith("ungrounded_cloze:")
+
+
+def test_the_issues_junk_question_and_distractors_are_rejected():
+    template = PROMPTS.template("paraphrase", "en")
+    assert question_problem(ISSUE_QUESTION, "Kestrel Bridge", template, {}, "k#0").startswith("prompt_echo:")
+    question = "Which structure spans the Arlen river near Dunmore?"
+    assert question_problem(question, "Kestrel Bridge", template, {}, "k#0") is None
+    # the same question for two different facts: the second is rejected
+    taken = {normalise(question): "other#3"}
+    assert question_problem(question, "Kestrel Bridge", template, taken, "k#0").startswith("duplicate:")
+    good, dropped = screen_options("Kestrel Bridge", ["Uranus", "Neptune", "Saturn", "Arlen Viaduct"], [], 0,
+                                   PROMPTS.template("distractors", "en"))
+    assert good == ["Arlen Viaduct"] and [d.reason for d in dropped] == ["prompt echo"] * 3
+
+
+def test_a_cloze_kept_for_one_fact_is_a_duplicate_for_another():
+    same = "Insulin lowers the blood glucose level."
+    facts = [regenerated(same, key="a-en#0"), regenerated(same, key="b-en#0")]
+    rows = cloze_rows(facts, ("w", StructuredClient(FakeLLM(), max_attempts=2)), PROMPTS)
+    assert [row.status for row in rows] == ["kept", "invalid"]
+    assert rows[1].note.startswith("rejected in 2 round(s): duplicate:")
+    assert [r.reason.partition(":")[0] for r in rows[1].record.rejected] == ["duplicate", "duplicate"]
+
+
+class BaseModel:
+    """A scripted base model: it continues completion prompts by `lines` (by the prompt's last line) and says
+    yes or no by `yes`; it has no scores, so yes/no is read from the word it writes."""
+
+    name = "base"
+    model_id = "base-1"
+    prompt_format = "completion"
+
+    def __init__(self, lines: dict[str, list[str]], yes: bool = True) -> None:
+        self.lines = {label: list(outputs) for label, outputs in lines.items()}
+        self.yes = yes
+        self.requests: list[GenerateRequest] = []
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        results = []
+        for request in requests:
+            self.requests.append(request)
+            assert request.prompt is not None and not request.messages
+            label = request.prompt.rsplit("\n", 1)[-1]
+            outputs = self.lines.get(label)
+            text = outputs.pop(0) if outputs else (" yes" if self.yes else " no")
+            results.append(GenerateResult(text=text, backend=self.name, model_id=self.model_id, usage=Usage(10, 2)))
+        return results
+
+
+def test_completion_prompts_ask_one_line_each_and_code_builds_the_item():
+    echo = "What material was used to construct the bridge at Varenne across the Ossel?"  # the completion example
+    base = BaseModel({"Question:": [f" {echo}", " Tell me about insulin.", " What does insulin reduce?"],
+                      "Wrong answers:": [" cast iron, blood pressure, heart rate", " body weight, heart rate\nmore"]})
+    client = StructuredClient(base, None, max_attempts=3)
+    # the triple is the detector's and the cloze is made by code: no call
+    [triple] = triple_rows([fact()], ("w", client), PROMPTS)
+    [cloze] = cloze_rows([triple.record], ("w", client), PROMPTS)
+    assert (cloze.status, cloze.record.cloze, cloze.record.answer) == (
+        "kept", "Insulin lowers [BLANK].", "the blood glucose level")
+    assert base.requests == [] and cloze.record.call.attempts == 0
+    [query] = paraphrase_rows([cloze.record], ("w", client), PROMPTS)
+    assert query.status == "kept" and query.record.question == "What does insulin reduce?"
+    assert [r.reason.partition(":")[0] for r in query.record.rejected] == ["prompt_echo", "not_a_question"]
+    assert query.record.rejected[0].text == echo  # the model's own text is kept
+    asked = base.requests[0]
+    assert asked.stop == ("\n",) and asked.temperature == 0.0 and base.requests[1].temperature == 0.7
+    assert asked.prompt.endswith("Statement: Insulin lowers [BLANK].\nAnswer: the blood glucose level\nQuestion:")
+    [options] = distractor_rows([query.record], ("w", client), PROMPTS)
+    assert options.status == "kept"
+    assert options.record.distractors == ["blood pressure", "heart rate", "body weight"]
+    assert [(d.text, d.reason) for d in options.record.dropped] == [
+        ("cast iron", "prompt echo"), (" heart rate", "duplicate")]
+
+
+def test_completion_quality_judgements_are_yes_no(tmp_path: Path):
+    from crossknow.adaxeval.filters import quality_rows
+    from crossknow.adaxeval.records import QueryRecord
+
+    query = QueryRecord(cloze_record=_cloze(), reasoning="", question="What does insulin reduce?", call=CALL)
+    item = DistractorRecord(query=query, distractors=["blood pressure", "heart rate", "body weight"],
+                            length_ratio=0.5, answer_longest=True, call=CALL)
+    for yes, status in ((True, "kept"), (False, "dropped")):
+        base = BaseModel({}, yes=yes)
+        [row] = quality_rows([item], ("w", StructuredClient(base, None)), PROMPTS, lambda p, lang: ("ja", "文書"), True)
+        assert row.status == status and len(base.requests) == 5
+        assert set(row.record.yes_probability.values()) == {1.0 if yes else 0.0}
+        assert row.record.support == (2 if yes else 0)
+        assert base.requests[0].prompt.endswith("Same fact:")
+
+
+LINES = {"Question:": " Which thing is it?", "質問:": " それは何か。",
+         "Wrong answers:": " cast iron, dressed stone, laminated timber", "誤答:": " 鋳鉄、切り石、集成材"}
+"""What CompletionFake writes after each label: one question for every fact, and the prompts' own options."""
+
+
+class CompletionFake(FakeLLM):
+    """The pipeline's FakeLLM asked by completion where a stage can: chat for fact detection, a scripted base
+    model's lines for the rest (one question the same for every fact, and junk options)."""
+
+    prompt_format = "completion"
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        chat = [r for r in requests if r.prompt is None]
+        answered = iter(super().generate(chat)) if chat else iter(())
+        results = []
+        for request in requests:
+            if request.prompt is None:
+                results.append(next(answered))
+                continue
+            label = request.prompt.rsplit("\n", 1)[-1]
+            text = LINES.get(label, " yes")
+            results.append(GenerateResult(text=text, backend=self.name, model_id=self.model_id, usage=Usage(10, 2)))
+        return results
+
+
+def test_a_completion_run_counts_its_rejections_by_reason(run_fake, tmp_path):
+    summary, _ = run_fake(fake=CompletionFake(), max_attempts=2)
+    assert json.loads((tmp_path / "run/models.json").read_text())["hf:w"] == "fake:fake-1#completion"
+    table = {row.stage: row for row in summary.counts}
+    # one question for every fact: only the first fact of each language keeps it, and every option is an echo
+    assert table["paraphrase"].counts == {"en": 1, "ja": 1}
+    assert table["distractors"].counts == {"en": 0, "ja": 0}
+    rejections = summary.rejections
+    assert rejections["paraphrase"]["duplicate"] > 0 and rejections["distractors"]["prompt_echo"] == 2 * 2 * 3
+    invalid = [json.loads(line) for line in (tmp_path / "run/invalid.jsonl").read_text().splitlines()]
+    echo = next(line for line in invalid if line["stage"] == "distractors")
+    assert echo["rejected"][0] == {"text": "cast iron", "reason": "prompt echo"}
+
+
+@pytest.mark.slow
+def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_path, mini_corpus):
+    """End to end with `default` (Gemma 3 270M, a base model: completion) everywhere on one pair of the mini corpus,
+    two sentences per language (the whole corpus ran past 10 minutes on 2 shared cores): every item
+    it produces has its answer in its source sentence, and the summary counts rejections by reason."""
+    from crossknow.adaxeval.pipeline import run_generate
+
+    config = GenerateConfig(corpus=str(mini_corpus), detectors=["default"], writer="default", docs=1, sample=2,
+                            max_tokens=128, cache=str(tmp_path / "cache.sqlite"), quality_filter=False)
+    summary = run_generate(config, tmp_path / "run")
+    assert summary.models["default"].endswith("#completion")
+    items = [json.loads(line) for path in (tmp_path / "run/dataset").rglob("*.jsonl")
+             for line in path.read_text(encoding="utf-8").splitlines()]
+    for item in items:
+        meta = item["metadata"]
+        assert blank_object(meta["sentence"], meta["correct_answer"]) is not None, item
+    assert isinstance(summary.rejections, dict)
+    print(f"items {len(items) // 2}, rejections {summary.rejections}, seconds {summary.seconds}")
