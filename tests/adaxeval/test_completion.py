@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from crossknow.adaxeval.checks import MIN_SHARED, blank_object, grounding_problem, shared
@@ -20,7 +21,7 @@ from crossknow.adaxeval.triples import triple_rows
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateRequest, GenerateResult, Usage
 
-from .fake_llm import FakeLLM
+from .fake_llm import FakeLLM, default_answer
 from .test_items import CALL, _cloze, fact, regenerated
 
 PROMPTS = PromptTable.load()
@@ -143,9 +144,15 @@ LINES = {"Question:": " Which thing is it?", "質問:": " それは何か。",
 """What CompletionFake writes after each label: one question for every fact, and the prompts' own options."""
 
 
+TRIPLE_LABELS = {"Subject:": "subject", "Relation:": "relation", "Object:": "object",
+                 "主語:": "subject", "関係:": "relation", "目的語:": "object"}
+"""The triple fields of the completion fact detection, by the label its prompt ends with."""
+
+
 class CompletionFake(FakeLLM):
-    """The pipeline's FakeLLM asked by completion where a stage can: chat for fact detection, a scripted base
-    model's lines for the rest (one question the same for every fact, and junk options)."""
+    """The pipeline's FakeLLM asked by completion: yes to every fact-detection and quality question, the triple
+    FakeLLM would give as JSON one field at a time, and a scripted base model's lines for the rest (one question
+    the same for every fact, and junk options)."""
 
     prompt_format = "completion"
 
@@ -159,12 +166,21 @@ class CompletionFake(FakeLLM):
                 continue
             label = request.prompt.rsplit("\n", 1)[-1]
             text = LINES.get(label, " yes")
+            if label in TRIPLE_LABELS:
+                text = " " + json.loads(default_answer("FactAnswer", request.prompt))["triple"][TRIPLE_LABELS[label]]
             results.append(GenerateResult(text=text, backend=self.name, model_id=self.model_id, usage=Usage(10, 2)))
         return results
 
 
 def test_a_completion_run_counts_its_rejections_by_reason(run_fake, tmp_path):
-    summary, _ = run_fake(fake=CompletionFake(), max_attempts=2)
+    summary, fake = run_fake(fake=CompletionFake(), max_attempts=2)
+    # fact detection asked field by field too: no chat request at all, and every fact kept with its triple
+    assert all(r.prompt is not None for r in fake.requests)
+    shards = (tmp_path / "run/stages/facts").glob("*.parquet")
+    facts = [row for path in shards for row in pq.read_table(path).to_pylist()]
+    assert facts and all(row["status"] == "kept" for row in facts)
+    votes = [vote for row in facts for vote in json.loads(row["record"])["votes"]]
+    assert all(v["triple"] and v["confidence"] == 1.0 and v["reasoning"].startswith("not asked") for v in votes)
     assert json.loads((tmp_path / "run/models.json").read_text())["hf:w"] == "fake:fake-1#completion"
     table = {row.stage: row for row in summary.counts}
     # one question for every fact: only the first fact of each language keeps it, and every option is an echo

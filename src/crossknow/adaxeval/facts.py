@@ -17,6 +17,9 @@ backend scores continuations, else from the top log-probabilities, else 1 or 0 f
 crossknow.generation.confidence; whatever the answer holds before the factuality value is part of the
 text the yes/no value is scored after).
 
+A base-model detector (completion form) answers the same fields one at a time, its P(yes) scored without JSON
+around it (`crossknow.adaxeval.facts_completion`, crossknow's form); `--fact-order` applies to chat detectors.
+
 Which sentences are kept: the paper states two rules, separately.
 - 'sum' (section 3.2): the summed confidence of the valid votes exceeds the threshold, 2 of a maximum
   of 3 (scaled to 2/3 of the detectors). This is the default. When every detector's label agrees with
@@ -45,6 +48,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from crossknow.adaxeval.facts_completion import completion_votes
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import (
     DetectorVote,
@@ -217,31 +221,40 @@ def fact_rows(
     rule: KeepRule,
     order: FactOrder = "paper",
 ) -> list[StageRow[FactRecord] | None]:
-    """Ask every detector about every sentence of the chunk, the answer's fields in `order`; one row per
-    sentence (None when some detector's request failed in transport, to be retried by a later run)."""
-    task, schema = ANSWERS[order]
-    chat = [prompts.render(task, s.lang, sentence=s.text) for s in sentences]
+    """Ask every detector about every sentence of the chunk, in the form its model takes: a chat detector answers
+    the fields as JSON in `order`, a base-model detector field by field (`crossknow.adaxeval.facts_completion`);
+    one row per sentence (None when some detector's request failed in transport, to be retried by a later run)."""
     per_detector = [
-        client.call_many(chat, schema, confidence_field=CONFIDENCE_FIELD) for _, client in detectors
+        completion_votes(sentences, spec, client, prompts) if client.prompt_format == "completion"
+        else _chat_votes(sentences, spec, client, prompts, order)
+        for spec, client in detectors
     ]
     rows: list[StageRow[FactRecord] | None] = []
     for k, sentence in enumerate(sentences):
-        outcomes = [outcomes_[k] for outcomes_ in per_detector]
-        if any(transport_failed(outcome) for outcome in outcomes):
-            rows.append(None)
-            continue
-        votes = []
-        for (spec, _), outcome in zip(detectors, outcomes, strict=True):
-            answer: FactAnswer | FactAnswerReasoningFirst | None = outcome.value
-            votes.append(
-                DetectorVote(
-                    detector=spec,
-                    factuality=answer.factuality if answer else None,
-                    confidence=outcome.yes_probability if answer else None,
-                    triple=answer.triple if answer and answer.factuality == "yes" else None,
-                    reasoning=answer.reasoning if answer else None,
-                    call=call_info(outcome, spec),
-                )
-            )
-        rows.append(decide(sentence, votes, rule))
+        votes = [votes_[k] for votes_ in per_detector]
+        rows.append(None if any(vote is None for vote in votes) else decide(sentence, votes, rule))  # type: ignore[arg-type]
     return rows
+
+
+def _chat_votes(
+    sentences: list[SentenceRecord], spec: str, client: StructuredClient, prompts: PromptTable, order: FactOrder
+) -> list[DetectorVote | None]:
+    """One vote per sentence from a chat detector: Appendix A.1's fields as one JSON answer in `order`, P(yes) of
+    its factuality value; None where the request failed in transport."""
+    task, schema = ANSWERS[order]
+    chat = [prompts.render(task, s.lang, sentence=s.text) for s in sentences]
+    votes: list[DetectorVote | None] = []
+    for outcome in client.call_many(chat, schema, confidence_field=CONFIDENCE_FIELD):
+        if transport_failed(outcome):
+            votes.append(None)
+            continue
+        answer: FactAnswer | FactAnswerReasoningFirst | None = outcome.value
+        votes.append(DetectorVote(
+            detector=spec,
+            factuality=answer.factuality if answer else None,
+            confidence=outcome.yes_probability if answer else None,
+            triple=answer.triple if answer and answer.factuality == "yes" else None,
+            reasoning=answer.reasoning if answer else None,
+            call=call_info(outcome, spec),
+        ))
+    return votes

@@ -7,9 +7,9 @@ A file `LANG.yaml` (packaged ones in `crossknow/adaxeval/prompts/`, more in a di
     names: {en: English, ja: Japanese}      # language names as this language writes them
     tasks: {ner: "...", facts: "...", ...}  # one template per task in TASKS
 
-The tasks ending in `_fields` and starting with `judge_` are crossknow's completion prompts for base models
-(`render_completion`): few-shot text the model continues by one short field, ended at the newline; the
-others are chat prompts (`render`).
+The tasks ending in `_fields`, and those starting with `judge_` or `facts_` but for `facts_reasoning_first`, are
+crossknow's completion prompts for base models (`render_completion`): few-shot text the model continues by one
+short field, ended at the newline; the others are chat prompts (`render`).
 
 Templates use `$name` placeholders (string.Template), so JSON examples need no escaping. Every
 lookup fails loudly: a language without a file, a task missing from a file, a placeholder the task
@@ -56,6 +56,10 @@ TASKS: dict[str, frozenset[str]] = {
     "judge_options_cloze": frozenset({"cloze", "answer", "distractors"}),
     "judge_options_question": frozenset({"question", "answer", "distractors"}),
     "judge_cross_language": frozenset({"other_language", "document", "question", "answer"}),
+    "facts_judge": frozenset({"sentence"}),
+    "facts_subject": frozenset({"sentence"}),
+    "facts_relation": frozenset({"sentence", "subject"}),
+    "facts_object": frozenset({"sentence", "subject", "relation"}),
 }
 """Task name -> the placeholders its template may use."""
 
