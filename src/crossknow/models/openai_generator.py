@@ -258,16 +258,7 @@ class OpenAIGenerator:
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         if self.fold_system:
             messages = _fold_system(messages)
-        body: dict[str, Any] = {
-            "model": self.model_id,
-            "messages": messages,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-        }
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.stop:
-            body["stop"] = list(request.stop)
+        body = self._settings_body(request) | {"messages": messages}
         if request.top_logprobs > 0:
             body["logprobs"] = True
             body["top_logprobs"] = request.top_logprobs
@@ -291,18 +282,20 @@ class OpenAIGenerator:
         if request.json_schema is not None:
             raise CrossknowError("openai: a completion request cannot carry a JSON schema (/v1/completions has no "
                                  "common form for it); ask a chat model, or build the structure from the prompt")
-        body: dict[str, Any] = {
-            "model": self.model_id,
-            "prompt": request.prompt,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-        }
+        body = self._settings_body(request) | {"prompt": request.prompt}
+        if request.top_logprobs > 0:
+            body["logprobs"] = request.top_logprobs
+        return body
+
+    def _settings_body(self, request: GenerateRequest) -> dict[str, Any]:
+        """What both endpoints' bodies hold alike: the model, the length limit, the temperature, the seed and the
+        stop strings (the last two only when given)."""
+        body: dict[str, Any] = {"model": self.model_id, "max_tokens": request.max_tokens,
+                                "temperature": request.temperature}
         if request.seed is not None:
             body["seed"] = request.seed
         if request.stop:
             body["stop"] = list(request.stop)
-        if request.top_logprobs > 0:
-            body["logprobs"] = request.top_logprobs
         return body
 
     # ---- response ---------------------------------------------------------------------------
