@@ -72,7 +72,7 @@ def test_the_cross_constraint_reads_the_pairs_two_sides(e5):
     good = root_node(source, MCQuestion("植物は光合成のためにどの気体を吸収しますか？", choices, 1, "ja"))
     bad = root_node(source, MCQuestion("今日は雨が降っているので、傘を持って出かけました。", choices, 1, "ja"))
     check = SemanticSimilarity(e5, THETA_CROSS, "cross", THETA_ROOT)
-    assert check.name == f"e5_cross>={THETA_CROSS:g} (depth 0: >={THETA_ROOT:g})"
+    assert check.name == f"e5_cross>={THETA_CROSS:g} (depth 0 >={THETA_ROOT:g})"
     reasons = check.check([good, bad], None)
     assert reasons[0] is None
     assert reasons[1] is not None and reasons[1].startswith(f"{check.name}: S = ")
@@ -113,5 +113,13 @@ def test_the_probe_config_chooses_the_similarities():
     assert PitfallsProbeConfig(**base, similarity="none").similarities() == (None, None, None)
     e5 = E5Similarity()
     names = [c.name for c in default_constraints(0.2, e5, 0.7, e5, 0.8, None, e5, 0.9, 0.6)]
-    assert names == ["english_accuracy>=0.8", "e5_original>=0.7", "e5_cross>=0.8 (depth 0: >=0.6)",
+    assert names == ["english_accuracy>=0.8", "e5_original>=0.7", "e5_cross>=0.8 (depth 0 >=0.6)",
                      "e5_choices>=0.9"]
+
+
+def test_a_rejection_by_the_cross_check_is_counted_under_its_whole_name():
+    """The search counts rejections by the text before the first colon: the check's name holds none."""
+    from crossknow.pitfalls.search import _kind
+
+    check = SemanticSimilarity(ChrF(), 0.8, "cross", root_threshold=0.6)
+    assert _kind(f"{check.name}: S = 0.51") == check.name == "chrf_cross>=0.8 (depth 0 >=0.6)"

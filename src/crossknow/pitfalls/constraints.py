@@ -102,7 +102,7 @@ class SemanticSimilarity:
         self.compare = compare
         self.name = f"{similarity.name}_{compare}>={threshold:g}"
         if self.root_threshold != threshold:
-            self.name += f" (depth 0: >={self.root_threshold:g})"
+            self.name += f" (depth 0 >={self.root_threshold:g})"
 
     def check(self, nodes: Sequence[PairNode], simulations: Sequence[Simulation] | None) -> list[str | None]:
         """Violated where S falls below the threshold."""
