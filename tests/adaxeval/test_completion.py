@@ -194,20 +194,23 @@ def test_a_completion_run_counts_its_rejections_by_reason(run_fake, tmp_path):
 
 
 @pytest.mark.slow
-def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_path, mini_corpus):
-    """End to end with `default` (Gemma 3 270M, a base model: completion) everywhere on one pair of the mini corpus,
-    two sentences per language (the whole corpus ran past 10 minutes on 2 shared cores): every item
-    it produces has its answer in its source sentence, and the summary counts rejections by reason."""
+def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_path):
+    """End to end with `default` (Gemma 3 270M, a base model: completion) as detector and writer on 4 document pairs
+    of the demo corpus: items come out, every one with its answer in its own sentence, and the summary counts the
+    writer's rejections by reason. The 270M model barely tells facts from other sentences (P(yes) 0.64-0.69 for
+    both kinds in English, about 0.3 in Japanese, where it then writes no triple), so the sum rule's threshold is
+    lowered to let its sentences through: this checks the machinery, not the model. About 4 minutes on 2 cores."""
     from crossknow.adaxeval.pipeline import run_generate
 
-    config = GenerateConfig(corpus=str(mini_corpus), detectors=["default"], writer="default", docs=1, sample=2,
+    corpus = Path(__file__).resolve().parents[2] / "src/crossknow/samples/demo/corpus.jsonl"
+    config = GenerateConfig(corpus=str(corpus), detectors=["default"], writer="default", docs=4, threshold=0.2,
                             max_tokens=128, cache=str(tmp_path / "cache.sqlite"), quality_filter=False)
     summary = run_generate(config, tmp_path / "run")
     assert summary.models["default"].endswith("#completion")
-    items = [json.loads(line) for path in (tmp_path / "run/dataset").rglob("*.jsonl")
+    items = [json.loads(line) for path in (tmp_path / "run/dataset").glob("*/*.jsonl")  # en/, ja/: the item sets
              for line in path.read_text(encoding="utf-8").splitlines()]
+    assert items, "the writer's stages made no item"
     for item in items:
         meta = item["metadata"]
         assert blank_object(meta["sentence"], meta["correct_answer"]) is not None, item
-    assert isinstance(summary.rejections, dict)
-    print(f"items {len(items) // 2}, rejections {summary.rejections}, seconds {summary.seconds}")
+    assert sum(summary.rejections.get("distractors", {}).values()) > 0  # the model's junk options were caught
