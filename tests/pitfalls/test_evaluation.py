@@ -169,6 +169,7 @@ def test_generative_run_records_invalid_answers_and_never_counts_them_wrong(tmp_
     metrics = run_pitfalls_eval(config, tmp_path / "run")
     rows = pq.read_table(tmp_path / "run" / "pairs.parquet").to_pylist()
     assert len(rows) == 2 and metrics.templates == {"en": "en", "fr": "fr"}
+    assert metrics.prompt_formats == {"openai:gemma": "chat"}  # a server model is asked by chat unless told
     invalid = [row for row in rows if row["en_choice"] is None or row["target_choice"] is None]
     for row in rows:
         for side in ("en", "target"):

@@ -116,7 +116,11 @@ class PitfallsEvalMetrics(Record):
     flaw_counts: dict[str, int] = Field(description="Pairs with each flaw (crossknow.pitfalls.flaws.FLAWS).")
     k: int = Field(description="The cap of pairs per original question.")
     cap_violations: dict[str, CapViolations] = Field(description="Per target language, the origins over the cap.")
-    templates: dict[str, str] = Field(description="Generative answering: the template language used per language.")
+    templates: dict[str, str] = Field(description="Generative answering: the template language used per language "
+                                      "(by chat models; a base model answers crossknow's few-shot letter form).")
+    prompt_formats: dict[str, str] = Field(
+        default_factory=dict, description="How each model was asked, by spec: 'chat' (the paper's templates), "
+        "'completion' (the few-shot letter form) or 'loss' (options scored); empty in runs before issue 20.")
     pending: int = Field(description="(pair, model) answers left for a later run: a request failed in transport.")
     calls: int = Field(description="Model calls this invocation sent (cache hits excluded).")
     cached_calls: int = Field(description="Model calls this invocation answered from the request cache.")

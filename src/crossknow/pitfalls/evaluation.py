@@ -211,6 +211,7 @@ def _metrics(config: PitfallsEvalConfig, pair_file: PairFile, rows: Sequence[Pai
         flaw_counts=pair_file.flaw_counts, k=config.k, cap_violations=caps,
         templates={lang: template_language(lang) for lang in ["en", *languages]} if config.answering == "generative"
         else {},
+        prompt_formats={s.name: str(getattr(s, "prompt_format", "loss")) for s in simulators},
         pending=pending, calls=meter.calls, cached_calls=meter.cached_calls,
         tokens=meter.prompt_tokens + meter.completion_tokens, cost_usd=round(meter.cost_usd, 6),
         seconds=round(seconds, 3),
