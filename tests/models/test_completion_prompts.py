@@ -13,6 +13,7 @@ from crossknow.generation.structured import CompletionPrompt, StructuredClient, 
 from crossknow.models.generator import ChatMessage, GenerateRequest
 from crossknow.models.protocol import ScoreRequest
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator, split_prompt_format
+from crossknow.store.request_cache import RequestCache
 
 FEW_SHOT = "English: water\nFrench: eau\n\nEnglish: bread\nFrench: pain\n\nEnglish: the red house\nFrench:"
 """A few-shot translation prompt that a base model continues with one line."""
@@ -66,10 +67,13 @@ def test_the_embedded_base_model_continues_the_plain_text(embedded_generator):
 
 
 @pytest.mark.slow
-def test_yes_no_after_a_completion_prompt_is_the_engines_exact_probability(embedded_generator, embedded_scorer):
+def test_yes_no_after_a_completion_prompt_is_the_engines_exact_probability(embedded_generator, embedded_scorer,
+                                                                         tmp_path):
     prompt = "Q: Is Paris in France?\nA: yes\n\nQ: Is Tokyo in Brazil?\nA: no\n\nQ: Is Rome in Italy?\nA:"
-    client = StructuredClient(embedded_generator)
+    client = StructuredClient(embedded_generator, RequestCache(tmp_path / "cache.sqlite"))
     outcome = client.yes_no_many([CompletionPrompt(prompt)])[0]
+    again = client.yes_no_many([CompletionPrompt(prompt)])[0]
+    assert not outcome.cached and again.cached and again.value == outcome.value
     yes, no = embedded_scorer.score([ScoreRequest(prompt, " yes"), ScoreRequest(prompt, " no")])
     p_yes = 1 / (1 + torch.exp(torch.tensor(no.logprob_sum - yes.logprob_sum)).item())
     assert outcome.valid and outcome.value == pytest.approx(p_yes, abs=1e-4)

@@ -395,7 +395,7 @@ class StructuredClient:
             asked.append((i, yes, no))
         if not asked:
             return result
-        logprobs = self._score_answers([c for _, yes, no in asked for c in (yes, no)])
+        logprobs, _ = self._score_answers([c for _, yes, no in asked for c in (yes, no)])
         for k, (i, _, _) in enumerate(asked):
             confidence = scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1])
             result[i] = dataclasses.replace(outcomes[i], yes_probability=confidence)  # type: ignore[arg-type]
@@ -414,17 +414,18 @@ class StructuredClient:
         started = time.monotonic()
         try:
             asked = [AnswerContinuation((), "", word, p.text) for p in prompts for word in YES_NO_WORDS]
-            logprobs = self._score_answers(asked)
+            logprobs, cached = self._score_answers(asked)
         finally:
             self.meter.seconds += time.monotonic() - started
         result = []
         for k in range(len(prompts)):
             p_yes = scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1])
-            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, True, Usage(), 0.0))
+            from_cache = cached[2 * k] and cached[2 * k + 1]
+            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, from_cache, Usage(), 0.0))
         return result
 
-    def _score_answers(self, requests: list[AnswerContinuation]) -> list[float]:
-        """The generator's `score_answers`, through the cache."""
+    def _score_answers(self, requests: list[AnswerContinuation]) -> tuple[list[float], list[bool]]:
+        """The generator's `score_answers`, through the cache: (log-probabilities, whether each came from the cache)."""
         backend, model_id = self.generator.name, self.generator.model_id
         identities = [
             {
@@ -444,7 +445,8 @@ class StructuredClient:
                 logprobs[k] = value
             if self.cache is not None:
                 self.cache.put_many([(keys[k], identities[k], {"logprob": logprobs[k]}) for k in missing])
-        return logprobs
+        fresh_keys = set(missing)
+        return logprobs, [k not in fresh_keys for k in range(len(requests))]
 
     def _answer(self, requests: list[GenerateRequest]) -> list[tuple[GenerateResult | None, bool, str | None]]:
         """(result, from cache, failure) per request: cache first, then one generate call for the rest
