@@ -82,16 +82,21 @@ def test_yes_no_after_a_completion_prompt_is_the_engines_exact_probability(embed
 
 @pytest.mark.slow
 def test_completion_requests_go_to_the_servers_completions_endpoint(llama_chat_server):
-    """The text equals what the same server's /v1/completions gives for the same body, posted directly; the
-    chat endpoint's markup never enters it."""
+    """The request is the same server's /v1/completions for the same body, posted directly: the same prompt tokens,
+    fewer than the chat endpoint counts for the same text as a user message (its turn markup), and one line of
+    output. (Not the same text word for word: the server reuses its KV cache across requests, and a greedy pick
+    between two near-tied tokens then differs, as seen once: ' le red-hous' against ' le red house'.)"""
     generator = load_generator("openai:gemma#completion", GeneratorOptions(base_url=llama_chat_server))
     client = StructuredClient(generator, max_tokens=12)
     outcome = client.call_many([CompletionPrompt(FEW_SHOT)], TextOutput(lambda t: (t.strip() or None, "empty")))[0]
     direct = httpx.post(f"{llama_chat_server}/completions", json={
         "model": "gemma", "prompt": FEW_SHOT, "max_tokens": 12, "temperature": 0.0, "seed": 0, "stop": ["\n"],
     }, timeout=120).json()
-    assert outcome.valid and outcome.raw_text == direct["choices"][0]["text"]
-    assert outcome.usage.prompt_tokens == direct["usage"]["prompt_tokens"]
+    chat = httpx.post(f"{llama_chat_server}/chat/completions", json={
+        "model": "gemma", "messages": [{"role": "user", "content": FEW_SHOT}], "max_tokens": 1,
+    }, timeout=120).json()
+    assert outcome.valid and "\n" not in outcome.raw_text
+    assert outcome.usage.prompt_tokens == direct["usage"]["prompt_tokens"] < chat["usage"]["prompt_tokens"]
     with pytest.raises(CrossknowError, match="cannot carry a JSON schema"):
         generator.payload(GenerateRequest(prompt="x", json_schema={"type": "object"}))
 
