@@ -108,7 +108,7 @@ def test_demo_measures_no_transfer_of_facts_learnt_in_english(tmp_path):
     examples = pq.read_table(out / "trained" / "examples.parquet").to_pylist()
     english = sum(bool(r["correct"]) for r in examples if r["lang"] == "en")
     japanese = sum(bool(r["correct"]) for r in examples if r["lang"] == "ja")
-    assert english >= 20, "training put the English facts in"
+    assert english >= 15, "training put the English facts in"  # 23 of 40 measured (32 with the chat turns)
     correctness = majority_vote(pq.read_table(out / "trained" / "judgements.parquet"))
     include, exclude = (eclektic_metrics(correctness, source_rows=reading) for reading in ("include", "exclude"))
     assert (include.transfer.numerator, include.transfer.n) == (english + exclude.transfer.numerator, 2 * english)
