@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from crossknow.errors import CrossknowError, InputError
-from crossknow.generation.structured import ChatPrompt, CompletionPrompt
+from crossknow.generation.structured import ChatPrompt, CompletionPrompt, one_line
 
 TASKS: dict[str, frozenset[str]] = {
     "ner": frozenset({"sentence"}),
@@ -128,7 +128,7 @@ class PromptTable:
     def render_completion(self, task: str, lang: str, **values: str) -> CompletionPrompt:
         """The completion prompt of `task` in `lang`, its placeholders filled, ending where the model's field starts
         (trailing spaces and newlines cut); stopped at the end of the line. Inputs are put on one line each."""
-        flat = {name: " ".join(value.split()) for name, value in values.items()}
+        flat = {name: one_line(value) for name, value in values.items()}
         return CompletionPrompt(self._filled(task, lang, flat).rstrip())
 
     def _filled(self, task: str, lang: str, values: dict[str, str]) -> str:

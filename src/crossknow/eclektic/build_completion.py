@@ -20,10 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from crossknow.eclektic.completion_prompts import one_line
 from crossknow.eclektic.prompts import language_name
 from crossknow.eclektic.shots import invented
-from crossknow.generation.structured import CompletionPrompt, TextParser
+from crossknow.generation.structured import CompletionPrompt, TextParser, one_line
 
 GENERATION_SHOTS: tuple[tuple[str, str, str], ...] = (
     ("The Great Barrier Reef is the world's largest coral reef system, composed of over 2,900 individual reefs and "

@@ -26,17 +26,12 @@ from collections.abc import Sequence
 from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import setting_preamble
 from crossknow.eclektic.shots import invented
-from crossknow.generation.structured import CompletionPrompt
+from crossknow.generation.structured import CompletionPrompt, one_line
 
 SHOTS = 3
 """Questions of the set shown before the asked one (crossknow's choice)."""
 YES_THRESHOLD = 0.5
 """P(yes) at or above which the completion judge says the answer is correct."""
-
-
-def one_line(text: str) -> str:
-    """`text` with every run of whitespace (newlines included) as one space: a field of a line-stopped prompt."""
-    return " ".join(text.split())
 
 
 def qa_block(question: str, answer: str | None = None) -> str:

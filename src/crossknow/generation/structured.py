@@ -108,6 +108,12 @@ class CompletionPrompt:
     """Strings that end the output where they first appear."""
 
 
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines included) as one space: an input of a completion prompt whose
+    fields end at the newline, so that the stop ends the model's field and never an input's text."""
+    return " ".join(text.split())
+
+
 Prompt = ChatPrompt | CompletionPrompt
 """Either form of prompt; `StructuredClient.prompt_format` says which one a client's model takes."""
 
