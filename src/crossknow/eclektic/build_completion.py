@@ -60,16 +60,19 @@ def answer_completion(context: str, question: str) -> CompletionPrompt:
     return CompletionPrompt("\n\n".join([*shots, asked]))
 
 
-def _field(text: str, shot_texts: set[str]) -> tuple[str | None, str | None]:
-    """The stripped output, or why it is no field: empty, a shot's text, or running on into a next marker."""
+def _field(
+    text: str, shot_texts: set[str], markers: re.Pattern[str] = _MARKERS, what: str = "output", place: str = "its field"
+) -> tuple[str | None, str | None]:
+    """The stripped output, or why it is no field: empty (named `what`), a shot's text, or running on into a next
+    marker of `markers` (past `place`)."""
     value = text.strip()
     if not value:
-        return None, "empty output"
+        return None, f"empty {what}"
     if value in shot_texts:
         return None, f"the output echoes an example of the prompt: {value[:80]!r}"
-    marker = _MARKERS.search(value)
+    marker = markers.search(value)
     if marker:
-        return None, f"the output goes on past its field ({marker.group(0)!r})"
+        return None, f"the output goes on past {place} ({marker.group(0)!r})"
     return value, None
 
 
@@ -113,14 +116,9 @@ def completion_translation_parser(in_lang: str, out_lang: str, text: str) -> Tex
     names = re.compile(rf"\b({re.escape(language_name(in_lang))}|{re.escape(language_name(out_lang))})\s*:")
 
     def parse(output: str) -> tuple[str | None, str | None]:
-        translation = output.strip()
-        if not translation:
-            return None, "empty translation"
-        if translation in echoes:
-            return None, f"the output echoes an example of the prompt: {translation[:80]!r}"
-        found = names.search(translation)
-        if found:
-            return None, f"the output goes on past the translation ({found.group(0)!r})"
+        translation, error = _field(output, echoes, names, "translation", "the translation")
+        if translation is None:
+            return None, error
         long = len(translation.split()) > 3 or len(translation) > 40
         if in_lang != out_lang and translation == one_line(text) and long:
             return None, "the output copies the text untranslated"
