@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.data.eclektic import read_eclektic
-from crossknow.eclektic.build import BuildConfig, build_set
+from crossknow.eclektic.build import build_set
 from crossknow.eclektic.build_documents import context_of, read_documents, select_documents
 from crossknow.eclektic.build_pivot import Texts, chrf, pivot_check
 from crossknow.eclektic.build_prompts import (
@@ -26,6 +26,7 @@ from crossknow.eclektic.build_prompts import (
     translation_parser,
     translation_prompt,
 )
+from crossknow.eclektic.build_records import BuildConfig
 from crossknow.eclektic.examples import load_eclektic_set
 from crossknow.eclektic.review_sheet import SHEET_COLUMNS, import_sheet
 from crossknow.errors import CrossknowError, InputError

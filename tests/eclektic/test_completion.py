@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from crossknow.eclektic.answer import answer_questions
-from crossknow.eclektic.build import BuildConfig, build_set
+from crossknow.eclektic.build import build_set
 from crossknow.eclektic.build_completion import (
     GENERATION_SHOTS,
     answer_parser,
@@ -22,6 +22,7 @@ from crossknow.eclektic.build_completion import (
     question_completion,
     translation_completion,
 )
+from crossknow.eclektic.build_records import BuildConfig
 from crossknow.eclektic.completion_prompts import (
     JUDGE_SHOTS,
     SHOTS,

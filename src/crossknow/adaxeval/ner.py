@@ -13,14 +13,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic import Field
 
+from crossknow.adaxeval.ner_found import Found
 from crossknow.adaxeval.ner_heuristic import distinct_entities, heuristic_entities
 from crossknow.adaxeval.prompts import PromptTable
-from crossknow.adaxeval.records import CallInfo, EntityRecord, SentenceRecord
+from crossknow.adaxeval.records import EntityRecord, SentenceRecord
 from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
@@ -34,16 +34,6 @@ class EntityList(Record):
     """The LLM's answer to the 'ner' prompt."""
 
     entities: list[str] = Field(description="Entities as written in the sentence.")
-
-
-@dataclass(frozen=True)
-class Found:
-    """Entities of one sentence, or None with the call's error (an llm: backend's invalid output)."""
-
-    entities: list[str] | None
-    call: CallInfo | None = None
-    retry: bool = False
-    """True when the request failed in transport: leave the sentence for a later run."""
 
 
 class NerBackend(Protocol):
@@ -157,4 +147,3 @@ def ner_rows(backend: NerBackend, sentences: list[SentenceRecord]) -> list[Stage
             status, note = ("kept" if count >= MIN_ENTITIES else "dropped"), f"{count} entities"
         rows.append(StageRow(sentence.id, sentence.lang, status, note, record))
     return rows
-

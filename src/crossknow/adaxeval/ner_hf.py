@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from crossknow.adaxeval.ner import Found
+from crossknow.adaxeval.ner_found import Found
 from crossknow.adaxeval.ner_heuristic import distinct_entities
 from crossknow.adaxeval.records import SentenceRecord
 from crossknow.errors import CrossknowError, MissingDependencyError

@@ -7,13 +7,15 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossknow.cli.app import app, console
+from crossknow.cli.consoles import console
 
 annotate_app = typer.Typer(
     help="Human evaluation of a generated set: export a CSV sheet with the paper's rubrics, then score it.",
     no_args_is_help=True,
 )
-app.add_typer(annotate_app, name="annotate")
+commands = typer.Typer()
+"""This module's group, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
+commands.add_typer(annotate_app, name="annotate")
 
 
 @annotate_app.command("export")

@@ -14,23 +14,39 @@ from pathlib import Path
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.crash import DEBUG_VARIABLE, crash_message, debug_requested, write_crash_report
+from crossknow.cli.lazy import lazy_group
 from crossknow.cli.options import config_command, describe_validation_error
 from crossknow.cli.progress import bar
 from crossknow.errors import CrossknowError
 from crossknow.evaluate.records import EvaluateConfig
 
+COMMANDS = {
+    "compare": "crossknow.cli.compare_cmd",
+    "demo": "crossknow.cli.demo_cmd",
+    "generate": "crossknow.cli.generate_cmd",
+    "perturb": "crossknow.cli.perturb_cmd",
+    "report": "crossknow.cli.report_cmd",
+    "trace": "crossknow.cli.trace_cmd",
+    "trace-sequences": "crossknow.cli.trace_sequences_cmd",
+    "train": "crossknow.cli.train_cmd",
+    "annotate": "crossknow.cli.annotate_cmd",
+    "eclektic": "crossknow.cli.eclektic_cmd",
+    "pitfalls": "crossknow.cli.pitfalls_cmd",
+}
+"""The commands defined in their own modules (after `evaluate`, defined here), in the order `--help` lists them;
+each module is imported only when its command runs or the help lists it (`crossknow.cli.lazy`)."""
+
 app = typer.Typer(
+    cls=lazy_group(COMMANDS),
     help="Measure how language models acquire knowledge in one language and carry it to others.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-errors = Console(stderr=True)
 
 
 @app.callback()
@@ -93,19 +109,3 @@ def main() -> None:
             report = None
         errors.print(f"[red]error:[/red] {escape(crash_message(error, report))}", highlight=False, soft_wrap=True)
         sys.exit(1)
-
-
-# Sub-commands defined in their own modules register themselves on `app` when imported.
-from crossknow.cli import (  # noqa: E402, F401
-    annotate_cmd,
-    compare_cmd,
-    demo_cmd,
-    eclektic_cmd,
-    generate_cmd,
-    perturb_cmd,
-    pitfalls_cmd,
-    report_cmd,
-    trace_cmd,
-    trace_sequences_cmd,
-    train_cmd,
-)

@@ -8,10 +8,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 
-@app.command()
+@commands.command()
 def compare(
     runs: list[Path] = typer.Argument(..., metavar="RUN_DIR", help="Run directories of `crossknow trace`, one per "
                                       "recipe; the first is the reference (put the baseline first)."),

@@ -15,8 +15,11 @@ from pathlib import Path
 
 import typer
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.progress import bar
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 DEMO_DIR = "samples/demo"
 
@@ -26,7 +29,7 @@ def demo_file(name: str) -> Path:
     return Path(str(resources.files("crossknow") / DEMO_DIR / name))
 
 
-@app.command()
+@commands.command()
 def demo(
     out: Path = typer.Option(Path("runs/demo"), help="Run directory (train/ and trace/ inside); run again to resume."),
     epochs: float = typer.Option(6.0, help="Passes over the 40 English abstracts."),

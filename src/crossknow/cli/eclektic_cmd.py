@@ -11,17 +11,21 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
+from crossknow.cli.lazy import lazy_group
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import spent, stage_bars
-from crossknow.eclektic.build import BuildConfig
+from crossknow.eclektic.build_records import BuildConfig
 from crossknow.eclektic.run_config import EclekticConfig, ScoreConfig
 
 eclektic_app = typer.Typer(
+    cls=lazy_group({"demo": "crossknow.cli.eclektic_demo"}),
     help="ECLEKTIC: closed-book questions on facts that live in one language, asked in every language.",
     no_args_is_help=True,
 )
-app.add_typer(eclektic_app, name="eclektic")
+commands = typer.Typer()
+"""This module's group, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
+commands.add_typer(eclektic_app, name="eclektic")
 
 FLAGS = {"judges": "--judge", "timeout_s": "--timeout"}
 """Config fields whose option is not `--field-name`."""
@@ -176,7 +180,3 @@ def import_review(
     console.print(f"{summary.questions} questions, {summary.rows} rows written to {summary.out}; dropped "
                   f"{len(summary.dropped)} questions" + (f" ({shown}{more})" if shown else ""),
                   highlight=False, soft_wrap=True)
-
-
-# The demo registers itself on `eclektic_app` when imported.
-from crossknow.cli import eclektic_demo  # noqa: E402, F401

@@ -21,11 +21,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossknow.cli.app import console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.demo_cmd import demo_file
-from crossknow.cli.eclektic_cmd import eclektic_app, execute
+from crossknow.cli.eclektic_cmd import execute
 from crossknow.cli.progress import bar
 from crossknow.store.atomic import atomic_write_text
+
+commands = typer.Typer()
+"""This module's sub-command, which `crossknow.cli.eclektic_cmd` imports when it is asked for."""
 
 ANSWER_TOKENS = 8
 """Most tokens of a demo answer: every answer is one invented word (crossknow's choice, to keep the demo short;
@@ -84,7 +87,7 @@ def readings_table(runs: dict[str, Path]) -> Table:
     return table
 
 
-@eclektic_app.command()
+@commands.command()
 def demo(
     out: Path = typer.Option(Path("runs/eclektic-demo"), help="Demo directory; run again to resume."),
     epochs: float = typer.Option(9.0, help="Passes over the 40 English question-answer pairs (5 steps each)."),

@@ -9,9 +9,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from crossknow.adaxeval.records import GenerateConfig
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.generation.structured import CostMeter
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 
 def _spent(meter: CostMeter) -> str:
@@ -49,7 +52,7 @@ def stage_table(summary) -> Table:
     return table
 
 
-@config_command(app, GenerateConfig, flags={"detectors": "--detector", "timeout_s": "--timeout"},
+@config_command(commands, GenerateConfig, flags={"detectors": "--detector", "timeout_s": "--timeout"},
                 comma_lists=("langs",), exclude=("ner",))
 def generate(
     config: GenerateConfig,

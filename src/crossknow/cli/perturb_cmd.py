@@ -7,10 +7,13 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import bar
 from crossknow.perturb.records import PerturbConfig, PerturbSummary
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 
 def summary_table(summary: PerturbSummary) -> Table:
@@ -25,7 +28,7 @@ def summary_table(summary: PerturbSummary) -> Table:
     return table
 
 
-@config_command(app, PerturbConfig, comma_lists=("methods", "x", "y", "sentence_x"))
+@config_command(commands, PerturbConfig, comma_lists=("methods", "x", "y", "sentence_x"))
 def perturb(
     config: PerturbConfig,
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume the rewrites."),

@@ -6,15 +6,18 @@ from pathlib import Path
 
 import typer
 
-from crossknow.cli.app import console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
-from crossknow.cli.pitfalls_cmd import FLAGS, pitfalls_app
+from crossknow.cli.pitfalls_cmd import FLAGS
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.affinity_run import AffinityConfig
 from crossknow.pitfalls.expansion_records import ExpandConfig
 
+commands = typer.Typer()
+"""This module's sub-commands, which `crossknow.cli.pitfalls_cmd` imports when they are asked for."""
 
-@config_command(pitfalls_app, ExpandConfig, flags={"seeds": "--seed-file", "timeout_s": "--timeout"}, name="expand")
+
+@config_command(commands, ExpandConfig, flags={"seeds": "--seed-file", "timeout_s": "--timeout"}, name="expand")
 def expand(
     config: ExpandConfig,
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),
@@ -40,7 +43,7 @@ def expand(
                   soft_wrap=True)
 
 
-@config_command(pitfalls_app, AffinityConfig, flags=FLAGS, name="affinity")
+@config_command(commands, AffinityConfig, flags=FLAGS, name="affinity")
 def affinity(
     config: AffinityConfig,
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),

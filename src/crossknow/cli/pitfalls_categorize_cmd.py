@@ -8,12 +8,14 @@ import typer
 from rich import box
 from rich.table import Table
 
-from crossknow.cli.app import console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
-from crossknow.cli.pitfalls_cmd import pitfalls_app
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.categories import ABBREVIATIONS, TABLE_COLUMNS, CategoryTable
 from crossknow.pitfalls.categories_run import CategorizeConfig
+
+commands = typer.Typer()
+"""This module's sub-command, which `crossknow.cli.pitfalls_cmd` imports when it is asked for."""
 
 
 def percent_text(value: float | None) -> str:
@@ -41,7 +43,7 @@ def table4(table: CategoryTable, title: str) -> Table:
     return rich
 
 
-@config_command(pitfalls_app, CategorizeConfig, flags={"timeout_s": "--timeout"}, name="categorize")
+@config_command(commands, CategorizeConfig, flags={"timeout_s": "--timeout"}, name="categorize")
 def categorize(
     config: CategorizeConfig,
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),

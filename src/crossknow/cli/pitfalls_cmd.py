@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
+from crossknow.cli.lazy import lazy_group
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.eval_records import PitfallsEvalConfig
@@ -18,11 +19,23 @@ if TYPE_CHECKING:
     from crossknow.pitfalls.probe import ProbeAccount
     from crossknow.pitfalls.sources import SourceSample
 
+COMMANDS = {
+    "expand": "crossknow.cli.pitfalls_affinity_cmd",
+    "affinity": "crossknow.cli.pitfalls_affinity_cmd",
+    "categorize": "crossknow.cli.pitfalls_categorize_cmd",
+    "demo": "crossknow.cli.pitfalls_demo",
+    "finetune": "crossknow.cli.pitfalls_finetune_cmd",
+}
+"""The sub-commands defined in their own modules (after eval and probe, defined here), imported when asked for."""
+
 pitfalls_app = typer.Typer(
+    cls=lazy_group(COMMANDS),
     help="Cross-Lingual Pitfalls: questions that models answer in English but not in a target language.",
     no_args_is_help=True,
 )
-app.add_typer(pitfalls_app, name="pitfalls")
+commands = typer.Typer()
+"""This module's group, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
+commands.add_typer(pitfalls_app, name="pitfalls")
 
 FLAGS = {"models": "--model", "timeout_s": "--timeout"}
 """Config fields whose option is not `--field-name`."""
@@ -84,11 +97,3 @@ def print_probe(account: ProbeAccount, sample: SourceSample, out: Path) -> None:
         console.print(f"{account.unfinished} batches unfinished (a translation request failed in transport): run "
                       "the same command again to finish them", style="yellow", highlight=False)
     console.print(f"report: {write_probe_report(out)}", highlight=False, soft_wrap=True)
-
-
-from crossknow.cli import (  # noqa: E402, F401  (register expand, affinity, categorize, demo, finetune)
-    pitfalls_affinity_cmd,
-    pitfalls_categorize_cmd,
-    pitfalls_demo,
-    pitfalls_finetune_cmd,
-)

@@ -30,11 +30,13 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossknow.cli.app import console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.demo_cmd import demo_file
-from crossknow.cli.pitfalls_cmd import pitfalls_app
 from crossknow.cli.progress import stage_bars
 from crossknow.store.atomic import atomic_write_json
+
+commands = typer.Typer()
+"""This module's sub-command, which `crossknow.cli.pitfalls_cmd` imports when it is asked for."""
 
 SOURCE_FILES = ("../pitfalls/science.jsonl", "../pitfalls/everyday.jsonl")
 """The demo's source files, relative to samples/demo/."""
@@ -44,7 +46,7 @@ BEAM = {"initial_batch": 1, "width": 3, "depth": 1, "extended_depth": 2}
 """The demo's reduced beam (the paper's: 4, 12, 4, 6)."""
 
 
-@pitfalls_app.command()
+@commands.command()
 def demo(
     out: Path = typer.Option(Path("runs/pitfalls-demo"), help="Directory of the three runs; run again to resume."),
     lang: str = typer.Option("ja", help="Target language code."),

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import typer
 
-from crossknow.cli.app import console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
-from crossknow.cli.pitfalls_cmd import pitfalls_app
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.finetune_records import PitfallsFinetuneConfig
 
+commands = typer.Typer()
+"""This module's sub-command, which `crossknow.cli.pitfalls_cmd` imports when it is asked for."""
 
-@config_command(pitfalls_app, PitfallsFinetuneConfig, name="finetune")
+
+@config_command(commands, PitfallsFinetuneConfig, name="finetune")
 def finetune(
     config: PitfallsFinetuneConfig,
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),

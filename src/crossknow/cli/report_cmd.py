@@ -6,10 +6,13 @@ from pathlib import Path
 
 import typer
 
-from crossknow.cli.app import app, console
+from crossknow.cli.consoles import console
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 
-@app.command()
+@commands.command()
 def report(
     run: Path = typer.Option(..., help="Run directory of `crossknow trace` (holds trace.parquet)."),
     first_step: int | None = typer.Option(None, help="First checkpoint step compared by transitions and shapes."),

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import typer
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import bar
 from crossknow.dynamics.trace_config import TraceConfig
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 
 def trace_with_progress(config: TraceConfig, out: Path, description: str = "tracing") -> Path:
@@ -26,7 +29,7 @@ def trace_with_progress(config: TraceConfig, out: Path, description: str = "trac
     return report
 
 
-@config_command(app, TraceConfig)
+@config_command(commands, TraceConfig)
 def trace(
     config: TraceConfig,
     out: Path = typer.Option(..., help="Run directory; run again on it to resume (and to add new checkpoints)."),

@@ -6,13 +6,16 @@ from pathlib import Path
 
 import typer
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import bar
 from crossknow.dynamics.sequence_inputs import SequenceLossConfig
 
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
-@config_command(app, SequenceLossConfig, name="trace-sequences")
+
+@config_command(commands, SequenceLossConfig, name="trace-sequences")
 def trace_sequences(
     config: SequenceLossConfig,
     out: Path = typer.Option(..., help="Run directory; run again on it to resume (and to add new checkpoints)."),

@@ -7,10 +7,13 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from crossknow.cli.app import app, console, errors
+from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import bar
 from crossknow.training.records import TrainConfig, TrainSummary
+
+commands = typer.Typer()
+"""This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""
 
 
 def stage_table(summary: TrainSummary) -> Table:
@@ -40,7 +43,7 @@ def stage_table(summary: TrainSummary) -> Table:
     return table
 
 
-@config_command(app, TrainConfig, comma_lists=("langs", "transfer_langs"))
+@config_command(commands, TrainConfig, comma_lists=("langs", "transfer_langs"))
 def train(
     config: TrainConfig,
     out: Path = typer.Option(..., help="Run directory; run again on it to resume from the newest checkpoint."),

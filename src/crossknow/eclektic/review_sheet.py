@@ -38,14 +38,12 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crossknow.data.eclektic import LANGUAGES
+from crossknow.eclektic.build_records import BuiltQuestion
 from crossknow.errors import InputError
 from crossknow.store.atomic import atomic_write, atomic_write_text
-
-if TYPE_CHECKING:
-    from crossknow.eclektic.build import BuiltQuestion
 
 SHEET_COLUMNS = (
     "q_id", "original_lang", "lang", "title", "url", "question", "answer", "context",
