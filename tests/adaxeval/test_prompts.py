@@ -22,6 +22,17 @@ def test_english_and_japanese_have_every_task():
     assert table.language_name("ja", "en") == "英語"
 
 
+def test_content_free_prompts_empty_every_input_but_the_kept_ones():
+    table = PromptTable.load()
+    prompts = table.render_content_free("judge_cross_language", "en", other_language="Japanese")
+    asked = [p.text.rsplit("\n\n", 1)[-1] for p in prompts]  # the asked block, after the shots
+    assert asked == [f"Japanese document: {e}\nQuestion: {e}\nAnswer: {e}\nStates the fact:"
+                     for e in ("N/A", "", "[MASK]")]
+    full = table.render_completion("judge_cross_language", "en", other_language="Japanese", document="D",
+                                   question="Q", answer="A")
+    assert prompts[0].text.rsplit("\n\n", 1)[0] == full.text.rsplit("\n\n", 1)[0]  # the same shots
+
+
 def test_every_task_renders_with_its_placeholders():
     table = PromptTable.load()
     for lang in ("en", "ja"):

@@ -9,6 +9,7 @@ import pytest
 
 from crossknow.generation.confidence import (
     answer_probability,
+    calibrated_yes_probability,
     classify,
     scored_yes_probability,
     value_prefix,
@@ -112,3 +113,14 @@ def test_scored_yes_probability_normalises_over_the_two_values():
     assert scored_yes_probability(ln(0.3), ln(0.1)) == pytest.approx(0.75)
     assert scored_yes_probability(-1.0, -1.0) == 0.5
     assert scored_yes_probability(-2000.0, -1.0) == 0.0 and scored_yes_probability(-1.0, -2000.0) == 1.0
+
+
+def test_calibration_divides_out_the_content_free_lean():
+    # Zhao et al.'s rule by hand: (0.3 / 0.2) / (0.3 / 0.2 + 0.7 / 0.8) = 1.5 / 2.375
+    assert calibrated_yes_probability(0.3, 0.2) == pytest.approx(1.5 / 2.375)
+    assert calibrated_yes_probability(0.65, 0.65) == pytest.approx(0.5)  # no more than the prompt's own lean
+    assert calibrated_yes_probability(0.3, 0.5) == pytest.approx(0.3)  # an even prompt changes nothing
+    # the order of two inputs is kept, whatever the lean
+    assert calibrated_yes_probability(0.2, 0.9) < calibrated_yes_probability(0.25, 0.9) < 0.5
+    # a certain answer, or a lean of 0 or 1, is left as it is
+    assert calibrated_yes_probability(1.0, 0.3) == 1.0 and calibrated_yes_probability(0.4, 0.0) == 0.4

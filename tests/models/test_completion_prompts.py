@@ -78,6 +78,18 @@ def test_yes_no_after_a_completion_prompt_is_the_engines_exact_probability(embed
     p_yes = 1 / (1 + torch.exp(torch.tensor(no.logprob_sum - yes.logprob_sum)).item())
     assert outcome.valid and outcome.value == pytest.approx(p_yes, abs=1e-4)
     assert outcome.value > 0.5  # the model, shown two examples, says yes to a true fact
+    # calibrated: the mean P(yes) with the question emptied is the lean, divided out by Zhao et al.'s rule
+    empty = [prompt.replace("Is Rome in Italy?", e) for e in ("N/A", "", "[MASK]")]
+    leans = []
+    for text in empty:
+        yes_e, no_e = embedded_scorer.score([ScoreRequest(text, " yes"), ScoreRequest(text, " no")])
+        leans.append(1 / (1 + torch.exp(torch.tensor(no_e.logprob_sum - yes_e.logprob_sum)).item()))
+    lean = sum(leans) / 3
+    baseline = client.yes_no_baseline([CompletionPrompt(text) for text in empty])
+    assert baseline == pytest.approx(lean, abs=1e-4)
+    [calibrated] = client.yes_no_many([CompletionPrompt(prompt)], [baseline])
+    by_hand = (p_yes / lean) / (p_yes / lean + (1 - p_yes) / (1 - lean))
+    assert calibrated.value == pytest.approx(by_hand, abs=1e-4) and calibrated.yes_probability == calibrated.value
 
 
 @pytest.mark.slow

@@ -4,6 +4,10 @@ form of Appendix A.1's fields, asked one at a time, structure by construction.
 1. `factuality`: the prompt `facts_judge` ends where " yes" or " no" follows; the confidence is P(yes) from
    `StructuredClient.yes_no_many` (exact from a local model: A.1's "probability of yes token", without JSON around
    it), and the detector says yes when P(yes) >= 0.5 (crossknow's choice: the more likely of the two words).
+   An exact P(yes) is calibrated (crossknow's choice, not the paper's: contextual calibration, Zhao et al., 2021):
+   divided by P(yes) of the same prompt with the sentence replaced by content-free inputs, per language, since a
+   base model's lean differs by language (Gemma 3 270M: about 0.65 in English, 0.21 in Japanese, so that no
+   Japanese sentence reached 0.5 uncalibrated). The vote records that baseline (`yes_baseline`).
 2. `triple`, for a yes only: its subject (`facts_subject`), then its relation (`facts_relation`, given the subject),
    then its object (`facts_object`, given both), each one line ended at the newline. The subject and the object must
    occur in the sentence (`checks.occurs`, case folded), the object differ from the subject, and no field start
@@ -23,10 +27,8 @@ from crossknow.adaxeval.checks import occurs
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import CallInfo, DetectorVote, SentenceRecord, Triple
 from crossknow.adaxeval.stages import ask_fields, call_info, merged_call, normalise, transport_failed
-from crossknow.generation.structured import StructuredClient, TextParser
+from crossknow.generation.structured import YES_THRESHOLD, StructuredClient, TextParser
 
-YES_THRESHOLD = 0.5
-"""P(yes) at or above which a completion-form detector says yes."""
 NOT_ASKED = "not asked: a base-model detector answers the fields only (crossknow.adaxeval.facts_completion)"
 """The `reasoning` of a completion-form vote."""
 LABEL = re.compile(r"^(?:Sentence|Subject|Relation|Object|States a fact|文|主語|関係|目的語|事実)\s*[:：]")
@@ -40,7 +42,10 @@ def completion_votes(
 ) -> list[DetectorVote | None]:
     """One vote per sentence from the base-model detector `spec` (see the module docstring); None where a request
     failed in transport (the sentence is left for a later run)."""
-    judged = client.yes_no_many([prompts.render_completion("facts_judge", s.lang, sentence=s.text) for s in sentences])
+    baselines = {lang: client.yes_no_baseline(prompts.render_content_free("facts_judge", lang))
+                 for lang in sorted({s.lang for s in sentences})}
+    judged = client.yes_no_many([prompts.render_completion("facts_judge", s.lang, sentence=s.text) for s in sentences],
+                                [baselines[s.lang] for s in sentences])
     said_yes = [k for k, outcome in enumerate(judged) if outcome.valid and outcome.value >= YES_THRESHOLD]
     triples = _triples([sentences[k] for k in said_yes], spec, client, prompts)
     extracted = dict(zip(said_yes, triples, strict=True))
@@ -59,6 +64,7 @@ def completion_votes(
             detector=spec,
             factuality=("yes" if outcome.value >= YES_THRESHOLD else "no") if valid else None,
             confidence=round(float(outcome.value), 6) if valid else None,
+            yes_baseline=None if baselines[sentences[k].lang] is None else round(baselines[sentences[k].lang], 6),
             triple=triple,
             reasoning=NOT_ASKED if valid else None,
             call=merged_call(calls, calls[-1].error if triple is None and k in extracted else outcome.error,

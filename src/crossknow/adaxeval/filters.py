@@ -17,7 +17,10 @@ each of the five judgements is one few-shot yes/no prompt (tasks 'judge_cloze', 
 'judge_options_cloze', 'judge_options_question', 'judge_cross_language'), asked through
 `StructuredClient.yes_no_many`, which gives P(yes) exactly from a local model. A judgement is Good (and the
 cross-language support 2) when P(yes) >= 0.5 (`YES_THRESHOLD`), else Poor (support 0: a yes/no prompt cannot
-say 1, 'inferable'). The P(yes) of each is recorded (`QualityRecord.yes_probability`).
+say 1, 'inferable'). An exact P(yes) is calibrated per judgement and language against the same prompt with
+content-free inputs (contextual calibration, as for fact detection: crossknow's choice; see
+crossknow.adaxeval.facts_completion). The P(yes) of each and its baseline are recorded
+(`QualityRecord.yes_probability`, `yes_baseline`).
 """
 
 from __future__ import annotations
@@ -31,11 +34,9 @@ from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import DistractorRecord, QualityRecord
 from crossknow.adaxeval.stages import StageRow, call_info, merged_call, transport_failed
 from crossknow.data.schemas import BLANK, Record
-from crossknow.generation.structured import StructuredClient
+from crossknow.generation.structured import YES_THRESHOLD, StructuredClient
 
 Grade = Literal["Good", "Poor"]
-YES_THRESHOLD = 0.5
-"""The completion path: a yes/no judgement is yes (Good; support 2) when P(yes) is at least this."""
 JUDGEMENTS = ("cloze", "paraphrase", "options_cloze", "options_question")
 """The in-language judgements, in the order of InLanguageJudgement's fields."""
 
@@ -135,11 +136,12 @@ def _judge_yes_no(
     apply_filter: bool,
 ) -> list[StageRow[QualityRecord] | None]:
     """The completion path: five yes/no prompts per item, P(yes) >= YES_THRESHOLD a yes (see the module docstring)."""
-    asked = []
+    asked, kinds = [], []
     for item in items:
         query, sentence = item.query, item.query.fact.sentence
         options = ", ".join(item.distractors)
         other_lang, document = partner(sentence.pair_id, sentence.lang)
+        other_language = prompts.language_name(sentence.lang, other_lang)
         statement = query.cloze.replace(BLANK, query.answer)
         asked += [
             prompts.render_completion("judge_cloze", sentence.lang, sentence=sentence.text, statement=statement),
@@ -149,12 +151,13 @@ def _judge_yes_no(
                                       distractors=options),
             prompts.render_completion("judge_options_question", sentence.lang, question=query.question,
                                       answer=query.answer, distractors=options),
-            prompts.render_completion(
-                "judge_cross_language", sentence.lang, other_language=prompts.language_name(sentence.lang, other_lang),
-                document=document, question=query.question, answer=query.answer,
-            ),
+            prompts.render_completion("judge_cross_language", sentence.lang, other_language=other_language,
+                                      document=document, question=query.question, answer=query.answer),
         ]
-    outcomes = client.yes_no_many(asked)
+        kinds += [(f"judge_{name}", sentence.lang, "") for name in JUDGEMENTS]
+        kinds.append(("judge_cross_language", sentence.lang, other_language))
+    baselines = {kind: _baseline(client, prompts, *kind) for kind in sorted(set(kinds))}
+    outcomes = client.yes_no_many(asked, [baselines[kind] for kind in kinds])
     rows: list[StageRow[QualityRecord] | None] = []
     for k, item in enumerate(items):
         mine = outcomes[5 * k : 5 * k + 5]
@@ -174,11 +177,21 @@ def _judge_yes_no(
         grades = {name: "Good" if p_yes[name] >= YES_THRESHOLD else "Poor" for name in JUDGEMENTS}
         judged = InLanguageJudgement(**grades)
         crossed = CrossLanguageJudgement(support=2 if p_yes["support"] >= YES_THRESHOLD else 0)
+        leans = [baselines[kind] for kind in kinds[5 * k : 5 * k + 5]]
         record = QualityRecord(
             item=item, **grades, support=crossed.support, in_language_call=merged_call(calls[:4], None, ""),
             cross_language_call=calls[4], yes_probability=p_yes,
+            yes_baseline={name: round(lean, 6) for name, lean in zip(p_yes, leans, strict=True) if lean is not None},
         )
         note = ", ".join(f"P(yes) {name} {value:.3f}" for name, value in p_yes.items())
         kept = passes(judged, crossed) or not apply_filter
         rows.append(StageRow(sentence.id, sentence.lang, "kept" if kept else "dropped", note, record))
     return rows
+
+
+def _baseline(
+    client: StructuredClient, prompts: PromptTable, task: str, lang: str, other_language: str
+) -> float | None:
+    """The content-free P(yes) of judgement `task` in `lang` (the cross-language one naming `other_language`)."""
+    kept = {"other_language": other_language} if other_language else {}
+    return client.yes_no_baseline(prompts.render_content_free(task, lang, **kept))

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from crossknow.errors import CrossknowError, InputError
+from crossknow.generation.confidence import CONTENT_FREE_INPUTS
 from crossknow.generation.structured import ChatPrompt, CompletionPrompt, one_line
 
 TASKS: dict[str, frozenset[str]] = {
@@ -130,6 +131,13 @@ class PromptTable:
         (trailing spaces and newlines cut); stopped at the end of the line. Inputs are put on one line each."""
         flat = {name: one_line(value) for name, value in values.items()}
         return CompletionPrompt(self._filled(task, lang, flat).rstrip())
+
+    def render_content_free(self, task: str, lang: str, **kept: str) -> list[CompletionPrompt]:
+        """The completion prompt of `task` in `lang` once per content-free input (`CONTENT_FREE_INPUTS`), every
+        placeholder but those in `kept` holding it: what `StructuredClient.yes_no_baseline` calibrates against."""
+        slots = TASKS.get(task, frozenset()) - kept.keys()
+        return [self.render_completion(task, lang, **kept, **dict.fromkeys(slots, empty))
+                for empty in CONTENT_FREE_INPUTS]
 
     def _filled(self, task: str, lang: str, values: dict[str, str]) -> str:
         missing = TASKS.get(task, frozenset()) - values.keys()

@@ -185,6 +185,11 @@ class DetectorVote(Record):
     detector: str = Field(description="Generator spec of the detector.")
     factuality: Literal["yes", "no"] | None = Field(description="Its answer; None when its output was invalid.")
     confidence: float | None = Field(description="P('yes') of the factuality answer; None when invalid.")
+    yes_baseline: float | None = Field(
+        default=None,
+        description="Completion form, exact P(yes) only: P('yes') of the fact prompt with content-free inputs, which "
+        "`confidence` is calibrated against (see crossknow.adaxeval.facts_completion); None where not calibrated.",
+    )
     triple: Triple | None = Field(description="The triple it extracted (None when it said no or was invalid).")
     reasoning: str | None = Field(
         description="Its reason: written after its answer under --fact-order paper, before it under reasoning_first; "
@@ -360,6 +365,11 @@ class QualityRecord(Record):
         default_factory=dict,
         description="Completion path only: P(yes) of each yes/no judgement (cloze, paraphrase, options_cloze, "
         "options_question, support), a grade Good (or support 2) when it is at least 0.5.",
+    )
+    yes_baseline: dict[str, float] = Field(
+        default_factory=dict,
+        description="Completion path, exact P(yes) only: each judgement's P(yes) with content-free inputs, which its "
+        "`yes_probability` is calibrated against (see crossknow.adaxeval.filters).",
     )
 
 

@@ -30,8 +30,6 @@ from crossknow.generation.structured import CompletionPrompt, one_line
 
 SHOTS = 3
 """Questions of the set shown before the asked one (crossknow's choice)."""
-YES_THRESHOLD = 0.5
-"""P(yes) at or above which the completion judge says the answer is correct."""
 
 
 def qa_block(question: str, answer: str | None = None) -> str:

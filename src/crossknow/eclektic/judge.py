@@ -36,11 +36,12 @@ from pydantic import Field
 
 from crossknow.data.schemas import Record
 from crossknow.eclektic.answer import Progress, rows_table
-from crossknow.eclektic.completion_prompts import YES_THRESHOLD, judge_completion
+from crossknow.eclektic.completion_prompts import judge_completion
 from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import judge_prompt
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import (
+    YES_THRESHOLD,
     ChatPrompt,
     StructuredClient,
     StructuredOutcome,

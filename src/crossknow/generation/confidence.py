@@ -138,3 +138,19 @@ def scored_yes_probability(yes_logprob: float, no_logprob: float) -> float:
     if difference > 700:  # exp would overflow; the answer is 0 to float precision
         return 0.0
     return 1.0 / (1.0 + math.exp(difference))
+
+
+CONTENT_FREE_INPUTS = ("N/A", "", "[MASK]")
+"""The content-free inputs of contextual calibration (Zhao et al., 2021, "Calibrate Before Use"): a yes/no prompt
+with every input slot holding one of them shows the answer the prompt alone leans to."""
+
+
+def calibrated_yes_probability(p_yes: float, baseline: float) -> float:
+    """P(yes) with the prompt's own lean divided out (contextual calibration, Zhao et al., 2021): the two
+    probabilities each divided by their content-free value (`baseline` is P(yes) there) and renormalised, i.e.
+    logit(p) - logit(baseline) through the sigmoid. A baseline of 0.5 leaves `p_yes` as it is; 0 or 1 (a lean that
+    cannot be divided out) leaves it too."""
+    if not 0.0 < baseline < 1.0 or p_yes in (0.0, 1.0):
+        return p_yes
+    shift = math.log(p_yes / (1.0 - p_yes)) - math.log(baseline / (1.0 - baseline))
+    return 1.0 / (1.0 + math.exp(-shift)) if shift > -700 else 0.0

@@ -31,7 +31,10 @@ backend, it is read from the top log-probabilities of the generated tokens.
 
 `yes_no_many` asks completion prompts that end where a yes or a no follows: P(yes) is exact from a
 generator that scores (the two values scored as continuations, as for a confidence field), else 1.0 or
-0.0 from the word the model writes.
+0.0 from the word the model writes. An exact P(yes) can be calibrated (`yes_no_baseline`): a base model's
+few-shot yes/no leans one way before it reads the input, and by how much depends on the prompt's language
+(Gemma 3 270M after AdaXEval's fact prompt: P(yes) about 0.65 in English, 0.21 in Japanese, with the
+sentence replaced by "N/A", "" or "[MASK]").
 
 Every successful model call is cached (see `crossknow.store.request_cache`) under the hash of
 (backend, server for a server backend, model id, messages or completion prompt, max_tokens, temperature, seed,
@@ -56,6 +59,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.confidence import (
     YES_NO_VALUES,
     answer_probability,
+    calibrated_yes_probability,
     scored_yes_probability,
     value_prefix,
     yes_probability,
@@ -86,6 +90,9 @@ RETRY_TEMPERATURE = 0.7
 """The sampling temperature of a completion prompt's retries (at least; the client's own when higher)."""
 YES_NO_WORDS = (" yes", " no")
 """The two continuations `yes_no_many` scores after a completion prompt that ends where the answer starts."""
+YES_THRESHOLD = 0.5
+"""P(yes) at or above which a stage reads a completion prompt's yes/no answer as yes (crossknow's choice: the more
+likely of the two words)."""
 
 
 @dataclass(frozen=True)
@@ -407,28 +414,47 @@ class StructuredClient:
             result[i] = dataclasses.replace(outcomes[i], yes_probability=confidence)  # type: ignore[arg-type]
         return result
 
-    def yes_no_many(self, prompts: Sequence[CompletionPrompt]) -> list[StructuredOutcome]:
+    def yes_no_many(
+        self, prompts: Sequence[CompletionPrompt], baselines: Sequence[float | None] | None = None
+    ) -> list[StructuredOutcome]:
         """P(yes) after each completion prompt (which ends where the answer starts), as the outcome's
         `value` and `yes_probability`. Exact from a generator that scores: p(" yes") / (p(" yes") + p(" no"))
-        over the two continuations scored after the prompt (`YES_NO_WORDS`; cached, never invalid). From
-        any other, 1.0 or 0.0 from the word the model writes, through `call_many` (an answer that is
-        neither yes nor no is invalid, retried, then recorded)."""
+        over the two continuations scored after the prompt (`YES_NO_WORDS`; cached, never invalid), each calibrated
+        against its baseline where `baselines` (one per prompt) gives one (`yes_no_baseline` of the same prompt with
+        content-free inputs; see `calibrated_yes_probability`). From any other, 1.0 or 0.0 from the word the model
+        writes, through `call_many` (an answer that is neither yes nor no is invalid, retried, then recorded)."""
         if not isinstance(self.generator, AnswerScorer):
             parse = TextOutput(_parse_yes_no)
             outcomes = self.call_many(prompts, parse)
             return [dataclasses.replace(o, yes_probability=o.value) for o in outcomes]
+        result = []
+        for k, (p_yes, from_cache) in enumerate(self._scored_yes_no(prompts)):
+            if baselines is not None and baselines[k] is not None:
+                p_yes = calibrated_yes_probability(p_yes, baselines[k])
+            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, from_cache, Usage(), 0.0))
+        return result
+
+    def yes_no_baseline(self, content_free: Sequence[CompletionPrompt]) -> float | None:
+        """The mean P(yes) after `content_free` (one yes/no prompt with its inputs replaced by
+        `CONTENT_FREE_INPUTS`): the lean of the prompt alone, which `yes_no_many(..., baselines)` divides out
+        (contextual calibration, Zhao et al., 2021; crossknow's choice for base models, whose few-shot yes/no
+        leans differ by language). None from a generator that does not score (its P(yes) is 0 or 1: nothing to
+        calibrate)."""
+        if not content_free or not isinstance(self.generator, AnswerScorer):
+            return None
+        values = [p_yes for p_yes, _ in self._scored_yes_no(content_free)]
+        return sum(values) / len(values)
+
+    def _scored_yes_no(self, prompts: Sequence[CompletionPrompt]) -> list[tuple[float, bool]]:
+        """(exact P(yes), whether both scores came from the cache) after each prompt."""
         started = time.monotonic()
         try:
             asked = [AnswerContinuation((), "", word, p.text) for p in prompts for word in YES_NO_WORDS]
             logprobs, cached = self._score_answers(asked)
         finally:
             self.meter.seconds += time.monotonic() - started
-        result = []
-        for k in range(len(prompts)):
-            p_yes = scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1])
-            from_cache = cached[2 * k] and cached[2 * k + 1]
-            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, from_cache, Usage(), 0.0))
-        return result
+        return [(scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1]), cached[2 * k] and cached[2 * k + 1])
+                for k in range(len(prompts))]
 
     def _score_answers(self, requests: list[AnswerContinuation]) -> tuple[list[float], list[bool]]:
         """The generator's `score_answers`, through the cache: (log-probabilities, whether each came from the cache)."""
