@@ -41,6 +41,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from crossknow.errors import CrossknowError, UnscorableRequest
 from crossknow.models.boundary import continuation_start, empty_continuation_error, move_trailing_spaces
@@ -155,6 +156,28 @@ class OpenAIScorer:
 
     def _parse(self, body: dict, context: str, prompt: str, keep: bool) -> ScoreResult:
         """The continuation's ScoreResult from one echoed completion."""
+        echo = self._echo(body, prompt)
+        start, end, shift = _prompt_tokens(echo, body, prompt)
+        offsets = [o - shift for o in echo.offsets[start:end]]
+        first = start + continuation_start(offsets, echo.tokens[start:end], context, prompt)
+        chosen = list(range(first, end))
+        _check_alignment(echo, chosen, shift, prompt)
+        if echo.values[first] is None and not context:
+            raise UnscorableRequest(
+                f"{self._url} reports no log-probability for a prompt's first token, so with an empty "
+                f"context the first token {echo.tokens[first]!r} of continuation {prompt[:40]!r} cannot be scored "
+                "(a server that echoes BOS, such as vLLM, or a local backend can)"
+            )
+        scored, greedy = self._continuation_logprobs(echo, chosen, context, prompt)
+        return ScoreResult(
+            logprob_sum=math.fsum(scored),
+            n_tokens=len(scored),
+            greedy=greedy,
+            token_logprobs=tuple(scored) if keep else None,
+        )
+
+    def _echo(self, body: dict, prompt: str) -> _Echo:
+        """The echoed tokens' lists of one completion, checked: all there, of one length, echoing `prompt`."""
         choices = body.get("choices")
         if not choices:
             raise CrossknowError(self._safe(f"openai: response without choices: {short(body)}"))
@@ -176,56 +199,26 @@ class OpenAIScorer:
         text = choices[0].get("text")
         if isinstance(text, str) and not text.startswith(prompt):
             raise CrossknowError("openai: the server echoed a different prompt than the one sent")
+        return _Echo(tokens, offsets, values, tops)
 
-        # Entries [start, end) are the echoed prompt tokens; `shift` maps their offsets to prompt
-        # characters. vLLM echoes BOS as text ('<bos>') that is not in the prompt, and counts it
-        # in every later offset.
-        start, shift = 0, 0
-        if (
-            len(tokens) >= 2
-            and values[0] is None
-            and offsets[0] == 0
-            and tokens[0]
-            and not prompt.startswith(tokens[0])
-            and offsets[1] == len(tokens[0])
-        ):
-            start, shift = 1, len(tokens[0])
-        generated = (body.get("usage") or {}).get("completion_tokens")
-        if isinstance(generated, int) and 0 <= generated <= len(tokens) - start:
-            end = len(tokens) - generated
-        else:
-            end = start
-            while end < len(tokens) and offsets[end] - shift < len(prompt):
-                end += 1
-
-        first = start + continuation_start([o - shift for o in offsets[start:end]], tokens[start:end], context, prompt)
-        chosen = list(range(first, end))
-        for i in chosen:
-            begin, piece = offsets[i] - shift, tokens[i]
-            if piece and "\ufffd" not in piece and prompt[begin : begin + len(piece)] != piece:
-                raise CrossknowError(
-                    f"openai: the server's token {piece!r} at character {begin} does not match the "
-                    "prompt text there; cannot locate the continuation's tokens"
-                )
-        if values[first] is None and not context:
-            raise UnscorableRequest(
-                f"{self._url} reports no log-probability for a prompt's first token, so with an empty "
-                f"context the first token {tokens[first]!r} of continuation {prompt[:40]!r} cannot be scored "
-                "(a server that echoes BOS, such as vLLM, or a local backend can)"
-            )
+    def _continuation_logprobs(
+        self, echo: _Echo, chosen: list[int], context: str, prompt: str
+    ) -> tuple[list[float], bool]:
+        """The log-probabilities of the continuation's tokens (entries `chosen`), and whether greedy decoding would
+        produce them all."""
         scored: list[float] = []
         greedy = True
         for i in chosen:
-            value = values[i]
+            value = echo.values[i]
             if value is None:
-                raise CrossknowError(f"openai: the server gave no log-probability for token {tokens[i]!r}")
+                raise CrossknowError(f"openai: the server gave no log-probability for token {echo.tokens[i]!r}")
             if not math.isfinite(float(value)):
                 raise UnscorableRequest(
-                    f"the log-probability of token {tokens[i]!r} of continuation {prompt[len(context):][:40]!r} "
+                    f"the log-probability of token {echo.tokens[i]!r} of continuation {prompt[len(context):][:40]!r} "
                     f"is {value}"
                 )
             scored.append(float(value))
-            top = tops[i]
+            top = echo.tops[i]
             if not top:
                 if not self._warned_no_top:
                     self._warned_no_top = True
@@ -233,9 +226,52 @@ class OpenAIScorer:
                 greedy = False
             elif float(value) < max(float(v) for v in top.values()) - GREEDY_TOLERANCE:
                 greedy = False
-        return ScoreResult(
-            logprob_sum=math.fsum(scored),
-            n_tokens=len(scored),
-            greedy=greedy,
-            token_logprobs=tuple(scored) if keep else None,
-        )
+        return scored, greedy
+
+
+@dataclass(frozen=True)
+class _Echo:
+    """One echoed completion's parallel lists, one entry per token: the tokens, their character offsets, their
+    log-probabilities (None where the server gives none) and their top alternatives (None where it gives none)."""
+
+    tokens: list[str]
+    offsets: list[int]
+    values: list[float | None]
+    tops: list[dict[str, float] | None]
+
+
+def _prompt_tokens(echo: _Echo, body: dict, prompt: str) -> tuple[int, int, int]:
+    """(start, end, shift): entries [start, end) of the completion `body` are the echoed prompt tokens (those after
+    are the generated ones); `shift` maps their offsets to prompt characters."""
+    tokens, offsets, values = echo.tokens, echo.offsets, echo.values
+    # vLLM echoes BOS as text ('<bos>') that is not in the prompt, and counts it in every later offset.
+    start, shift = 0, 0
+    if (
+        len(tokens) >= 2
+        and values[0] is None
+        and offsets[0] == 0
+        and tokens[0]
+        and not prompt.startswith(tokens[0])
+        and offsets[1] == len(tokens[0])
+    ):
+        start, shift = 1, len(tokens[0])
+    generated = (body.get("usage") or {}).get("completion_tokens")
+    if isinstance(generated, int) and 0 <= generated <= len(tokens) - start:
+        end = len(tokens) - generated
+    else:
+        end = start
+        while end < len(tokens) and offsets[end] - shift < len(prompt):
+            end += 1
+    return start, end, shift
+
+
+def _check_alignment(echo: _Echo, chosen: list[int], shift: int, prompt: str) -> None:
+    """Each of the continuation's tokens (entries `chosen`) must be the prompt's text at its offset (a token holding
+    a replacement character, part of a multi-byte character, is not compared)."""
+    for i in chosen:
+        begin, piece = echo.offsets[i] - shift, echo.tokens[i]
+        if piece and "\ufffd" not in piece and prompt[begin : begin + len(piece)] != piece:
+            raise CrossknowError(
+                f"openai: the server's token {piece!r} at character {begin} does not match the "
+                "prompt text there; cannot locate the continuation's tokens"
+            )

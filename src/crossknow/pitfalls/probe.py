@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
@@ -141,10 +142,7 @@ def run_probe(
     `crossknow pitfalls probe` (`probe_run`) passes the proxy as `judge` by default.
     `progress(batches done, batches)` is called after each batch."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
-    if lang not in LANGUAGE_NAMES:
-        raise CrossknowError(f"unknown target language {lang!r}; known: {', '.join(sorted(LANGUAGE_NAMES))}")
-    if len({s.id for s in sources}) != len(sources):
-        raise CrossknowError("source question ids must be unique")
+    _check_inputs(sources, lang)
     out = Path(out)
     constraints = default_constraints(epsilon, similarity, theta, cross_similarity, theta_cross, judge,
                                       choice_similarity, theta_choices, theta_root)
@@ -165,38 +163,78 @@ def run_probe(
         objective = SimulationObjective(simulators, samples=samples, max_resimulations=max_resimulations)
         search = BeamSearch(recipe.settings, recipe.transformation(proxy, LANGUAGE_NAMES[lang]), objective,
                             constraints, candidates, recipe.name)
-        sim_meters = _simulator_meters(simulators)
-        proxy_meters = [proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else [])]
-        size = recipe.settings.initial_batch
-        batches = [sources[i : i + size] for i in range(0, len(sources), size)]
-        records = _done_batches(out / "batches.jsonl")
-        unfinished = 0
-        for number, batch in enumerate(batches):
-            if number not in records:
-                mark = _Mark(proxy_meters, sim_meters, objective, search, len(candidates))
-                untranslated = 0
-                translated = proxy.translate_questions([s.question for s in batch], lang, LANGUAGE_NAMES[lang])
-                roots = []
-                for source, target in zip(batch, translated, strict=True):
-                    if isinstance(target, str):
-                        untranslated += 1
-                        search.stats.rejected[target.split(":", 1)[0]] += 1
-                    else:
-                        roots.append(root_node(source, target))
-                search.run_batch(roots)
-                if any(isinstance(t, str) and TRANSPORT_FAILURE in t for t in translated):
-                    unfinished += 1  # not recorded: the next run asks again (what was paid replays from the cache)
-                else:
-                    records[number] = mark.record(number, [s.id for s in batch], untranslated, len(candidates))
-                    append_json_line(out / "batches.jsonl", records[number].model_dump(mode="json"))
-            if progress is not None:
-                progress(number + 1, len(batches))
+        batches = _Batches(
+            out, lang, proxy, objective, search, candidates, sim_meters=_simulator_meters(simulators),
+            proxy_meters=[proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else [])],
+        )
+        records, unfinished = batches.run(sources, recipe.settings.initial_batch, progress)
         candidates.write_items(out / "candidate_items.jsonl")
         account = _account(recipe, lang, sources, candidates, before, list(records.values()), unfinished)
         atomic_write_json(out / "account.json", account.model_dump(mode="json"))
         return account
     finally:
         run.close()
+
+
+def _check_inputs(sources: Sequence[SourceQuestion], lang: str) -> None:
+    """Refuse an unknown target language and repeated source question ids."""
+    if lang not in LANGUAGE_NAMES:
+        raise CrossknowError(f"unknown target language {lang!r}; known: {', '.join(sorted(LANGUAGE_NAMES))}")
+    if len({s.id for s in sources}) != len(sources):
+        raise CrossknowError("source question ids must be unique")
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """One invocation's search, batch by batch, into the run directory `out`."""
+
+    out: Path
+    lang: str
+    proxy: ProxyLLM
+    objective: SimulationObjective
+    search: BeamSearch
+    candidates: CandidateList
+    sim_meters: list[CostMeter]
+    proxy_meters: list[CostMeter]
+    """The proxy's, and the judge's if any."""
+
+    def run(
+        self, sources: Sequence[SourceQuestion], size: int, progress: Callable[[int, int], None] | None
+    ) -> tuple[dict[int, BatchRecord], int]:
+        """Search every batch of `size` sources that no earlier invocation finished, appending each finished one to
+        batches.jsonl; (the records of all finished batches by number, the batches left unfinished)."""
+        batches = [sources[i : i + size] for i in range(0, len(sources), size)]
+        records = _done_batches(self.out / "batches.jsonl")
+        unfinished = 0
+        for number, batch in enumerate(batches):
+            if number not in records:
+                record = self.search_batch(number, batch)
+                if record is None:
+                    unfinished += 1  # not recorded: the next run asks again (what was paid replays from the cache)
+                else:
+                    records[number] = record
+                    append_json_line(self.out / "batches.jsonl", record.model_dump(mode="json"))
+            if progress is not None:
+                progress(number + 1, len(batches))
+        return records, unfinished
+
+    def search_batch(self, number: int, batch: Sequence[SourceQuestion]) -> BatchRecord | None:
+        """Translate the batch's questions and search from the pairs they make; the batch's record, or None when a
+        translation failed in transport."""
+        mark = _Mark(self.proxy_meters, self.sim_meters, self.objective, self.search, len(self.candidates))
+        untranslated = 0
+        translated = self.proxy.translate_questions([s.question for s in batch], self.lang, LANGUAGE_NAMES[self.lang])
+        roots = []
+        for source, target in zip(batch, translated, strict=True):
+            if isinstance(target, str):
+                untranslated += 1
+                self.search.stats.rejected[target.split(":", 1)[0]] += 1
+            else:
+                roots.append(root_node(source, target))
+        self.search.run_batch(roots)
+        if any(isinstance(t, str) and TRANSPORT_FAILURE in t for t in translated):
+            return None
+        return mark.record(number, [s.id for s in batch], untranslated, len(self.candidates))
 
 
 def prompt_formats(proxy: ProxyLLM, simulators: Sequence[Simulator], judge: JudgeSimilarity | None) -> dict:

@@ -24,13 +24,14 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crossknow.data.corpus import read_corpus
+from crossknow.data.corpus import Document, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.models.registry import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
@@ -52,7 +53,16 @@ from crossknow.training.layers import select_trainable
 from crossknow.training.packing import check_document_masking, sequences
 from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, summarise
 from crossknow.training.recipes import build_parts
-from crossknow.training.records import VOLATILE, QARecord, QASummary, TrainConfig, TrainSummary
+from crossknow.training.records import (
+    VOLATILE,
+    Part,
+    PartTokens,
+    QARecord,
+    QASummary,
+    TrainConfig,
+    TrainingExample,
+    TrainSummary,
+)
 from crossknow.training.templates import TemplateTable
 
 TRAIN_LOG_SCHEMA = pa.schema(
@@ -155,6 +165,26 @@ def _question_answer_pairs(
     return records, summarise(records, config.qa_pairs, client)
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What a run reads before anything else: C_K's documents, the recipe's parts, what --exclude-eval left out of
+    C_T (None without it) and the SHA-256 of every input file."""
+
+    knowledge: list[Document]
+    parts: dict[Part, list[TrainingExample]]
+    exclusion: TransferExclusion | None
+    hashes: dict[str, str]
+
+
+@dataclass(frozen=True)
+class _Mix:
+    """What the model trains on: the mix's texts, each part's counts and the sequences made of the texts."""
+
+    texts: list[TokenisedText]
+    part_tokens: dict[str, PartTokens]
+    rows: list[dict[str, list[int]]]
+
+
 def run_train(
     config: TrainConfig, out: Path, on_progress: Callable[[int, int], None] | None = None
 ) -> TrainSummary:
@@ -169,80 +199,123 @@ def run_train(
 
     from crossknow.models.hf_loading import load_causal_lm
 
+    inputs = _read_inputs(config)
+    out = Path(out)
+    checkpoints = complete_checkpoints(out / "checkpoints")
+    finished = _open_run_dir(config, out, inputs, has_results=bool(checkpoints))
+    if finished is not None:
+        return finished
+
+    args = hf_training_arguments(config, out)
+    qa, qa_summary = _question_answer_pairs(config, inputs.knowledge, args)
+    inputs.parts["knowledge"] += qa_examples(qa)
+    path, revision = model_source(config.model)
+    torch.manual_seed(config.seed)
+    # float32 master weights, on the CPU until the Trainer places them (and switches to train mode)
+    tokenizer, model = load_causal_lm(path, revision, config.model, "cpu", "float32")
+    mix = _mix(config, out, inputs.parts, tokenizer, qa)
+    collate = SequenceCollator(pad_token_id(tokenizer))
+    if config.packing == "masked":
+        check_document_masking(model, tokenizer, collate)
+    trainable, total = select_trainable(model, config.train_layers)
+
+    trainer = Trainer(
+        model=model, args=args, train_dataset=mix.rows, data_collator=collate, processing_class=tokenizer,
+        callbacks=_callbacks(config, out, on_progress),
+    )
+    trainer.remove_callback(PrinterCallback)  # the step log and the progress bar report instead
+    _train(trainer, checkpoints)
+
+    saved = complete_checkpoints(out / "checkpoints")
+    summary = TrainSummary(
+        steps=trainer.state.global_step,
+        tokens_seen=int(trainer.state.num_input_tokens_seen),
+        examples=_kinds(mix.texts),
+        parts=mix.part_tokens,
+        sequences=len(mix.rows),
+        qa=qa_summary,
+        transfer_excluded=len(inputs.exclusion.excluded) if inputs.exclusion is not None else None,
+        trainable_parameters=trainable,
+        total_parameters=total,
+        checkpoints=sorted(saved),
+        seconds=round(time.monotonic() - started, 3),
+    )
+    _write_results(out, summary, saved)
+    return summary
+
+
+def _read_inputs(config: TrainConfig) -> _Inputs:
+    """Read the corpora and build the recipe's parts: a recipe error, or a batch the processes cannot share, stops
+    the run here, before anything is written."""
     knowledge = read_corpus(Path(config.corpus))
     transfer: list[Any] = []
     exclusion: TransferExclusion | None = None
     if config.transfer_corpus:
         transfer, exclusion = transfer_documents(config, knowledge, read_corpus(Path(config.transfer_corpus)))
     parts = build_parts(config, knowledge, transfer, TemplateTable.load())  # a recipe error stops it here
-    inputs = {path: file_sha256(Path(path))
+    hashes = {path: file_sha256(Path(path))
               for path in (config.corpus, config.transfer_corpus, *(config.exclude_eval or [])) if path}
     gradient_accumulation(config, _world_size())  # a batch the processes cannot share fails before anything runs
+    return _Inputs(knowledge, parts, exclusion, hashes)
 
-    out = Path(out)
-    checkpoints = complete_checkpoints(out / "checkpoints")
+
+def _open_run_dir(config: TrainConfig, out: Path, inputs: _Inputs, has_results: bool) -> TrainSummary | None:
+    """Check the run directory against `config` and record it (the main process); the saved summary of a finished
+    run, else None."""
     if _is_main_process():
         with RunDir(out) as run:  # checked and recorded; the Trainer's own files are its resume state
-            run.open(config.model_dump(), inputs, volatile=VOLATILE, has_results=bool(checkpoints))
-            if exclusion is not None:
-                atomic_write_json(out / EXCLUDED_FILE, exclusion.model_dump())
+            run.open(config.model_dump(), inputs.hashes, volatile=VOLATILE, has_results=has_results)
+            if inputs.exclusion is not None:
+                atomic_write_json(out / EXCLUDED_FILE, inputs.exclusion.model_dump())
     if (out / SUMMARY_FILE).exists():
         return TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
+    return None
 
-    args = hf_training_arguments(config, out)
-    qa, qa_summary = _question_answer_pairs(config, knowledge, args)
-    parts["knowledge"] += qa_examples(qa)
-    path, revision = model_source(config.model)
-    torch.manual_seed(config.seed)
-    # float32 master weights, on the CPU until the Trainer places them (and switches to train mode)
-    tokenizer, model = load_causal_lm(path, revision, config.model, "cpu", "float32")
+
+def _mix(
+    config: TrainConfig, out: Path, parts: dict[Part, list[TrainingExample]], tokenizer: Any,
+    qa: list[QARecord],
+) -> _Mix:
+    """The parts tokenised into the budgeted mix and made into sequences; the main process writes train_data.jsonl
+    and, when the recipe asks for them, the question-answer pairs `qa` to qa_pairs.jsonl."""
     texts, part_tokens = budgeted_mix(config, parts, tokenizer)
     rows = sequences([text.ids for text in texts], config.max_length, config.packing)
     if _is_main_process():
-        if qa_summary is not None:
+        if config.asks_qa_pairs:
             _write_lines(out / QA_FILE, qa)
         _write_lines(out / "train_data.jsonl", [text.trained() for text in texts])
-    collate = SequenceCollator(pad_token_id(tokenizer))
-    if config.packing == "masked":
-        check_document_masking(model, tokenizer, collate)
-    trainable, total = select_trainable(model, config.train_layers)
+    return _Mix(texts, part_tokens, rows)
 
+
+def _callbacks(config: TrainConfig, out: Path, on_progress: Callable[[int, int], None] | None) -> list[Any]:
+    """The Trainer's callbacks: the step log, the pruning of old resume state and, with --save-every-tokens, the
+    token-interval saves."""
     callbacks: list[Any] = [StepLog(out / "train_log.jsonl", on_progress), PruneResumeState()]
     if config.save_every_tokens:
         callbacks.append(TokenIntervalSave(config.save_every_tokens))
-    trainer = Trainer(
-        model=model, args=args, train_dataset=rows, data_collator=collate, processing_class=tokenizer,
-        callbacks=callbacks,
-    )
-    trainer.remove_callback(PrinterCallback)  # the step log and the progress bar report instead
+    return callbacks
+
+
+def _train(trainer: Any, checkpoints: dict[int, Path]) -> None:
+    """Train, from the newest of `checkpoints` that can be resumed from, until every process is done."""
     resume = resume_point(checkpoints)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     # Under torchrun every process writes its own rng_state_RANK.pth into the final checkpoint, with no
     # barrier after it: wait for all of them before the main process cleans that checkpoint up.
     trainer.accelerator.wait_for_everyone()
 
-    saved = complete_checkpoints(out / "checkpoints")
-    final_step = trainer.state.global_step
-    summary = TrainSummary(
-        steps=final_step,
-        tokens_seen=int(trainer.state.num_input_tokens_seen),
-        examples=_kinds(texts),
-        parts=part_tokens,
-        sequences=len(rows),
-        qa=qa_summary,
-        transfer_excluded=len(exclusion.excluded) if exclusion is not None else None,
-        trainable_parameters=trainable,
-        total_parameters=total,
-        checkpoints=sorted(saved),
-        seconds=round(time.monotonic() - started, 3),
-    )
-    if _is_main_process():
-        log = pa.Table.from_pylist(read_step_log(out / "train_log.jsonl", final_step), schema=TRAIN_LOG_SCHEMA)
-        atomic_write(out / "train_log.parquet", lambda handle: pq.write_table(log, handle), binary=True)
-        atomic_write_json(out / SUMMARY_FILE, json.loads(summary.model_dump_json()))
-        if final_step in saved:  # the run is finished: nothing will resume from it
-            drop_resume_state(saved[final_step])
-    return summary
+
+def _write_results(out: Path, summary: TrainSummary, saved: dict[int, Path]) -> None:
+    """The main process writes train_log.parquet and train_summary.json and, the run being finished, drops the
+    final checkpoint's resume state."""
+    if not _is_main_process():
+        return
+    final_step = summary.steps
+    log = pa.Table.from_pylist(read_step_log(out / "train_log.jsonl", final_step), schema=TRAIN_LOG_SCHEMA)
+    atomic_write(out / "train_log.parquet", lambda handle: pq.write_table(log, handle), binary=True)
+    atomic_write_json(out / SUMMARY_FILE, json.loads(summary.model_dump_json()))
+    if final_step in saved:  # the run is finished: nothing will resume from it
+        drop_resume_state(saved[final_step])
 
 
 def _kinds(texts: list[TokenisedText]) -> dict[str, int]:
