@@ -106,3 +106,20 @@ def test_missing_columns_and_runs_without_items(sheet, tmp_path):
         score_sheet(sheet)
     with pytest.raises(CrossknowError, match="not a generation run directory"):
         export_sheet(tmp_path / "nowhere", 3, 0, tmp_path / "x.csv")
+
+
+def test_a_digit_that_is_no_whole_number_is_a_bad_score(sheet):
+    rows = _rows(sheet)
+    rows[0]["cloze_faithfulness"] = "²"  # str.isdigit() is true, int() refuses it
+    _save(sheet, rows)
+    with pytest.raises(InputError, match=r"row 1 .*column 'cloze_faithfulness': '²' is not a whole number"):
+        score_sheet(sheet)
+
+
+def test_a_cell_over_the_csv_field_limit_names_the_line(sheet):
+    rows = _rows(sheet)
+    rows[1]["notes"] = "x" * 200_000
+    _save(sheet, rows)
+    with pytest.raises(InputError, match="field larger than field limit") as caught:
+        score_sheet(sheet)
+    assert caught.value.path == str(sheet) and caught.value.line == 3

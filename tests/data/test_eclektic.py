@@ -91,6 +91,10 @@ def test_half_present_language_duplicate_and_empty_rows_are_reported(tmp_path):
         (row(q_id=2, en_q=["a list"]), "en_q"),
         (row(q_id=2, title=5), "title"),
         (row(q_id=None), "q_id"),
+        (row(q_id=2, original_lang="english"), "original_lang"),  # the QAItem's source_lang, named as the file does
+        (row(q_id="x" * 300), "q_id"),
+        (row(q_id=2, en_q="x" * 100_001), "en_q"),
+        (row(q_id=2, ja_a=" " + "y" * 100_000), "ja_a"),
     ],
 )
 def test_malformed_row_names_line_and_field(tmp_path, bad, field):
@@ -99,6 +103,14 @@ def test_malformed_row_names_line_and_field(tmp_path, bad, field):
         read_eclektic(path)
     assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, field)
     assert f"line 2: field '{field}'" in str(info.value)
+
+
+def test_a_lone_surrogate_is_refused_with_the_file_line_and_field(tmp_path):
+    path = tmp_path / "e.jsonl"
+    path.write_text(json.dumps(row()) + "\n" + json.dumps(row(q_id=2, de_q="\ud800?")) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="lone surrogate") as info:
+        read_eclektic(path)
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 2, "de_q")
 
 
 def test_limit(tmp_path):

@@ -187,6 +187,8 @@ def test_read_judgement_file_scores_like_the_table(tmp_path):
         (judgement("q1", "de", "de", True), "target_lang"),  # a second q1/de, sample 0
         (judgement("q1", "fr", "en", True), "source_lang"),  # q1's source was de
         (judgement("q1", "de", "en", True, sample=-1), "sample"),
+        (judgement("q1", "de", "en", True, sample=2**63), "sample"),
+        (judgement("\ud800", "de", "en", True), "q_id"),
     ],
 )
 def test_read_judgement_file_names_line_and_field(tmp_path, bad, field):

@@ -61,5 +61,5 @@ def test_bad_files_name_the_file_and_field(tmp_path, text, message):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(InputError, match="cannot read the price file"):
+    with pytest.raises(InputError, match="cannot read the file"):
         PriceTable.load(tmp_path / "nope.yaml")

@@ -100,6 +100,22 @@ def test_a_wordnet_file_without_its_tables_is_named(tmp_path: Path) -> None:
     assert caught.value.field == "sense"
 
 
+@pytest.mark.parametrize(("column", "value"), [("lemma", b"\xe9\x85"), ("lemma", 7), ("lang", 3)])
+def test_a_wordnet_word_that_is_not_text_is_named(tmp_path: Path, column: str, value: object) -> None:
+    path = tmp_path / "wnjpn.db"
+    connection = sqlite3.connect(path)
+    connection.executescript("CREATE TABLE word (wordid integer primary key, lang, lemma);"
+                             "CREATE TABLE sense (synset, wordid);")
+    word = {"lang": "jpn", "lemma": "酵素"} | {column: value}
+    connection.execute("INSERT INTO word VALUES (1, 'jpn', 'エンザイム'), (2, ?, ?)", (word["lang"], word["lemma"]))
+    connection.execute("INSERT INTO sense VALUES ('s', 1), ('s', 2)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(InputError, match="wordid 2: expected text") as caught:
+        load_synonyms(path)
+    assert caught.value.field == f"word.{column}"
+
+
 def test_tsv_dictionary_and_its_errors(tmp_path: Path) -> None:
     good = tmp_path / "syn.tsv"
     good.write_text("lemma_lang\tlemma\tsynonym_lang\tsynonym\n# comment\nja\t酵素\tja\tエンザイム\n"

@@ -10,6 +10,7 @@ range; an empty cell is not yet annotated) and averages per language, like the p
 from __future__ import annotations
 
 import csv
+import io
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import yaml
 from crossknow.adaxeval.records import QualityRecord
 from crossknow.adaxeval.stages import StageStore
 from crossknow.data.corpus import pair_documents, read_corpus
+from crossknow.data.guarded import read_text
 from crossknow.errors import CrossknowError, InputError
 from crossknow.store.atomic import atomic_write, atomic_write_text
 from crossknow.store.run_dir import CONFIG_FILE, RunDir
@@ -178,13 +180,11 @@ def score_sheet(sheet: Path) -> ScoreTable:
     Raises InputError naming the row (1-based, header not counted), the item and the column of every
     bad cell (the first ten), or a missing column.
     """
+    reader = csv.DictReader(io.StringIO(read_text(sheet, bom=True), newline=""))
     try:
-        with open(sheet, encoding="utf-8-sig", newline="") as handle:
-            table = list(csv.DictReader(handle))
-    except OSError as error:
-        raise InputError(sheet, f"cannot read the sheet: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(sheet, "not UTF-8 text (save the sheet as CSV UTF-8)") from None
+        table = list(reader)
+    except csv.Error as error:
+        raise InputError(sheet, f"not a CSV sheet: {error}", line=reader.reader.line_num) from None
     columns = score_columns()
     present = set(table[0]) if table else set()
     missing = [name for name in ("item_id", "lang", *(c for c, _ in columns)) if name not in present]
@@ -200,7 +200,7 @@ def score_sheet(sheet: Path) -> ScoreTable:
             cell = (row.get(column) or "").strip()
             if not cell:
                 continue
-            score = int(cell) if cell.isdigit() else None
+            score = int(cell) if cell.isdecimal() else None
             if score is None or score > rubric.maximum:
                 problems.append(
                     f"row {number} (item {row.get('item_id')}), column '{column}': {cell!r} is not a whole number "

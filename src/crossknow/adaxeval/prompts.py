@@ -28,8 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from crossknow.data.guarded import load_yaml
 from crossknow.errors import CrossknowError, InputError
 from crossknow.generation.confidence import CONTENT_FREE_INPUTS
 from crossknow.generation.structured import ChatPrompt, CompletionPrompt, one_line
@@ -165,10 +164,7 @@ class PromptTable:
 
 def _read(path: Path) -> dict[str, Any]:
     """One prompt file, checked: language, names, and tasks whose placeholders are known."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise InputError(path, f"cannot read the prompt file: {error}") from None
+    data = load_yaml(path)
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping with language, names and tasks")
     language = data.get("language")

@@ -14,8 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from crossknow.data.jsonl import iter_json_lines, require
+from pydantic import ValidationError
+
+from crossknow.data.jsonl import iter_json_lines, require, validation_problem
 from crossknow.data.schemas import InvalidRecord, ItemSet, QAItem
+from crossknow.errors import InputError
 
 FORMAT = "eclektic"
 
@@ -61,6 +64,18 @@ def read_eclektic(path: str | Path, limit: int | None = None, *, required: Requi
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items[:limit], invalid=invalid)
 
 
+def _qa_item(fields: dict[str, Any], path: str | Path, line: int) -> QAItem:
+    """The QAItem of one language of a row; InputError naming the field as the file spells it."""
+    try:
+        return QAItem(**fields)
+    except ValidationError as exc:
+        field, message = validation_problem(exc)
+        lang = fields["lang"]
+        in_file = {"id": "q_id", "pair_id": "q_id", "source_lang": "original_lang", "question": f"{lang}_q",
+                   "answer": f"{lang}_a", "context": f"{lang}_c"}
+        raise InputError(path, message, line=line, field=in_file.get(field or "", field)) from None
+
+
 def _row_items(
     record: dict[str, Any], path: str | Path, line: int, q_id: str, required: Required
 ) -> tuple[list[QAItem], list[InvalidRecord]]:
@@ -92,18 +107,10 @@ def _row_items(
                 )
             )
             continue
-        items.append(
-            QAItem(
-                id=f"{q_id}:{lang}",
-                lang=lang,
-                question=question,
-                answer=answer,
-                context=context or None,
-                source_lang=original_lang,
-                pair_id=q_id,
-                metadata=dict(metadata),
-            )
-        )
+        fields = {"id": f"{q_id}:{lang}", "lang": lang, "question": question, "answer": answer,
+                  "context": context or None, "source_lang": original_lang, "pair_id": q_id,
+                  "metadata": dict(metadata)}
+        items.append(_qa_item(fields, path, line))
     if not items and not invalid:
         reason = "no language has a question and an answer"
         invalid.append(

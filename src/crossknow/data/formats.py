@@ -10,12 +10,12 @@ Formats:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from crossknow.data.adaxeval import read_adaxeval
 from crossknow.data.eclektic import is_eclektic, read_eclektic
+from crossknow.data.guarded import load_json
 from crossknow.data.jsonl import iter_json_lines, read_jsonl
 from crossknow.data.parquet import read_parquet
 from crossknow.data.pitfalls import read_pitfalls
@@ -44,23 +44,17 @@ def detect_format(path: str | Path) -> str:
     path = Path(path)
     if path.suffix == ".parquet":
         return "parquet"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            head = handle.read(4096).lstrip()
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not a UTF-8 text file; {_KNOWN}") from exc
-    if head.startswith("["):
-        data = _load_json(path)
+    head = _first_byte(path)
+    if head == b"[":
+        data = load_json(path)
         if data and isinstance(data[0], dict) and "transquestion" in data[0]:
             return "pitfalls"
         raise InputError(path, f"a JSON list whose first element has no 'transquestion'; {_KNOWN}")
-    if head.startswith("{"):
+    if head == b"{":
         try:
             line, first = next(iter_json_lines(path))
-        except InputError:  # not JSON lines: perhaps one JSON object over several lines
-            line, first = None, _load_json(path)
+        except InputError as line_error:  # not JSON lines: perhaps one JSON object over several lines
+            line, first = None, _one_object(path, line_error)
         fmt = _jsonl_format(first)
         if fmt is None:
             keys = ", ".join(sorted(first)[:12])
@@ -113,11 +107,18 @@ def _jsonl_format(record: dict[str, Any]) -> str | None:
     return None
 
 
-def _load_json(path: Path) -> Any:
+def _one_object(path: Path, line_error: InputError) -> dict[str, Any]:
+    """The file read as one JSON object; when it is none, the first line's error stands."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno
-        ) from exc
+        return load_json(path)
+    except InputError:
+        raise line_error from None
+
+
+def _first_byte(path: Path) -> bytes:
+    """The first byte of the file that is not white space (b'' for none in its first 4 KB)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4096).lstrip()[:1]
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc

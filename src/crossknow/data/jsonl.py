@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from crossknow.data.guarded import iter_text_lines, parse_json
 from crossknow.data.schemas import BLANK, InvalidRecord, ItemSet, MCItem, QAItem
 from crossknow.errors import InputError
 from crossknow.store.atomic import atomic_write
@@ -39,27 +40,17 @@ _JSON_TYPE_NAMES: dict[type, str] = {
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line of a JSON-lines file.
 
-    Raises InputError for a line that is not valid JSON or not a JSON object, and for a file
-    that cannot be read or decoded as UTF-8.
+    Lines are read and parsed through `crossknow.data.guarded`: InputError for a file that cannot
+    be read, a line that is too long, not UTF-8, not valid JSON (within its limits) or not a JSON
+    object.
     """
-    line_no = 0
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield line_no, _json_object(line, path, line_no)
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(path, "the file is not UTF-8 text", line=line_no + 1) from exc
+    for line_no, line in iter_text_lines(path):
+        if line.strip():
+            yield line_no, _json_object(line, path, line_no)
 
 
 def _json_object(line: str, path: str | Path, line_no: int) -> dict[str, Any]:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        message = f"invalid JSON: {exc.msg} (column {exc.colno})"
-        raise InputError(path, message, line=line_no) from exc
+    record = parse_json(line, path, line_no)
     if not isinstance(record, dict):
         message = f"expected a JSON object, found {type(record).__name__}"
         raise InputError(path, message, line=line_no)

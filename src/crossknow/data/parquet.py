@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from crossknow.data.guarded import parse_json
 from crossknow.data.jsonl import Item, build_item
 from crossknow.data.schemas import ItemSet, MCItem, QAItem
 from crossknow.errors import InputError
@@ -82,9 +83,11 @@ def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(path, f"cannot read as Parquet: {exc}") from exc
-    type_name = (table.schema.metadata or {}).get(_TYPE_KEY, b"").decode()
-    if type_name not in _SCHEMAS:
-        raise InputError(path, "not a crossknow item table (no item type in its schema metadata)")
+    recorded = (table.schema.metadata or {}).get(_TYPE_KEY, b"")
+    type_name = next((name for name in _SCHEMAS if name.encode() == recorded), None)
+    if type_name is None:
+        found = f" (found {recorded[:40]!r})" if recorded else ""
+        raise InputError(path, f"not a crossknow item table: no item type in its schema metadata{found}")
     model, schema = _SCHEMAS[type_name]
     if table.schema.names != schema.names:
         raise InputError(path, f"expected columns {schema.names}, found {table.schema.names}")
@@ -92,12 +95,9 @@ def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
         table = table.slice(0, limit)
     items: list[Item] = []
     for row_no, row in enumerate(table.to_pylist(), start=1):
-        try:
-            row["metadata"] = json.loads(row["metadata"])
-        except (TypeError, json.JSONDecodeError) as exc:
-            raise InputError(
-                path, f"metadata is not JSON: {exc}", line=row_no, field="metadata"
-            ) from exc
+        if not isinstance(row["metadata"], str):
+            raise InputError(path, "expected JSON text", line=row_no, field="metadata")
+        row["metadata"] = parse_json(row["metadata"], path, row_no, "metadata")
         row = {key: value for key, value in row.items() if value is not None}
         items.append(build_item(row, path, row_no, model))
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items)

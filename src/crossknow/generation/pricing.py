@@ -13,15 +13,14 @@ warning per model id so that a paid model missing from the table does not go unn
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from crossknow.data.guarded import MAX_TABLE_BYTES, parse_json, parse_yaml, read_text
 from crossknow.errors import InputError
 from crossknow.models.generator import Usage
 
@@ -69,15 +68,8 @@ class PriceTable:
     def load(cls, path: str | Path) -> PriceTable:
         """The built-in table extended by a YAML or JSON file mapping model id -> {prompt, completion}."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise InputError(path, f"cannot read the price file: {error.strerror or error}") from None
-        is_json = path.suffix.lower() == ".json"
-        try:
-            data = json.loads(text) if is_json else yaml.safe_load(text)
-        except (ValueError, yaml.YAMLError) as error:
-            raise InputError(path, f"not valid {'JSON' if is_json else 'YAML'}: {error}") from None
+        text = read_text(path, MAX_TABLE_BYTES)
+        data = parse_json(text, path) if path.suffix.lower() == ".json" else parse_yaml(text, path)
         if not isinstance(data, dict):
             raise InputError(path, "expected a mapping of model id -> {prompt: USD, completion: USD} per 1M tokens")
         prices: dict[str, ModelPrice] = {}

@@ -20,6 +20,7 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
+from crossknow.data.guarded import iter_text_lines
 from crossknow.data.schemas import LANGUAGE_TAG
 from crossknow.errors import InputError
 
@@ -73,12 +74,9 @@ def load_synonyms(path: str | Path) -> SynonymDictionary:
 
 def _read_tsv(path: Path) -> SynonymDictionary:
     groups: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text (byte {error.start}): neither a TSV nor a WordNet file") from error
     seen_data = False
-    for number, line in enumerate(lines, start=1):
+    for number, text in iter_text_lines(path):
+        line = text.rstrip("\r\n")
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
@@ -118,7 +116,7 @@ def _read_wordnet(path: Path) -> SynonymDictionary:
         words = {
             wordid: (WORDNET_LANGS.get(lang, lang), lemma.replace("_", " ") if lang == "eng" else lemma)
             for wordid, lang, lemma in connection.execute("SELECT wordid, lang, lemma FROM word")
-            if lang is not None and lemma
+            if _text_word(path, wordid, lang, lemma)
         }
         index: dict[tuple[str, str], list[str]] = defaultdict(list)
         members: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -132,3 +130,14 @@ def _read_wordnet(path: Path) -> SynonymDictionary:
     finally:
         connection.close()
     return SynonymDictionary(str(path), dict(index), dict(members))
+
+
+def _text_word(path: Path, wordid: object, lang: object, lemma: object) -> bool:
+    """Whether a row of WordNet's `word` table holds a word (a NULL or empty one is skipped); InputError
+    naming the column when it holds something other than text (a BLOB, a number)."""
+    for column, value in (("lang", lang), ("lemma", lemma)):
+        if value is not None and not isinstance(value, str):
+            found = "a BLOB" if isinstance(value, bytes) else f"a number ({value})"
+            raise InputError(path, f"the row of wordid {wordid}: expected text, found {found}",
+                             field=f"word.{column}")
+    return lang is not None and bool(lemma)

@@ -26,8 +26,8 @@ import random
 import re
 from pathlib import Path
 
+from crossknow.data.guarded import iter_text_lines
 from crossknow.data.sudachi import Morpheme, morphemes
-from crossknow.errors import InputError
 from crossknow.perturb.edits import Edit
 from crossknow.perturb.sampling import Source
 from crossknow.perturb.synonym_dictionary import SynonymDictionary
@@ -61,11 +61,8 @@ def read_stop_words(path: str | Path | None) -> frozenset[str]:
     """The stop words of `path` (one a line, '#' comments), or crossknow's list when `path` is None."""
     if path is None:
         return STOP_WORDS_JA
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(path, f"cannot read the stop words as UTF-8 text: {error}") from error
-    return frozenset(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+    lines = (line.strip() for _, line in iter_text_lines(path))
+    return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
 def candidate_words(text: str, stop_words: frozenset[str]) -> list[Morpheme]:

@@ -1,0 +1,220 @@
+"""The one guarded way into a user's file: bounded size, strict UTF-8, bounded JSON and YAML.
+
+Every reader of a user file reads its text with `read_text` (a whole file) or `iter_text_lines` (a
+file a line at a time), and parses it with `parse_json` or `parse_yaml`. Each failure is an
+InputError naming the file, the line where it can be told and the field where it is known.
+
+The limits, each checked before any parsing, so that refusing a huge file costs no more than
+reading its first bytes:
+- a whole data file (a JSON list, a CSV sheet): MAX_FILE_BYTES;
+- one line of a file read a line at a time (JSON lines, a TSV dictionary): MAX_LINE_BYTES;
+- a hand-written table (YAML or JSON prices, prompts): MAX_TABLE_BYTES (a YAML parser in Python
+  takes seconds per ten megabytes);
+- lists and objects nested at most MAX_DEPTH deep (the standard parsers recurse, and fail with a
+  RecursionError about a thousand levels down);
+- integers of at most MAX_INT_DIGITS digits (Python's own limit on converting text to int);
+- no lone surrogate (a JSON escape such as "\\ud800" alone): it is no character, and no UTF-8
+  file or Parquet table can hold it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from crossknow.errors import InputError
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+"""The largest data file read whole (bytes): ten times the largest file of the Pitfalls release."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line of a JSON-lines file (bytes, without its newline)."""
+MAX_TABLE_BYTES = 1024 * 1024
+"""The largest hand-written YAML or JSON table: prices, prompts (bytes)."""
+MAX_DEPTH = 100
+"""The deepest nesting of lists and objects (mappings and sequences in YAML)."""
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+"""The most digits of an integer: Python's limit on converting text to int."""
+
+_QUOTE = ord('"')
+_BRACKET_STEPS = np.zeros(256, np.int8)
+_BRACKET_STEPS[[ord("["), ord("{")]] = 1
+_BRACKET_STEPS[[ord("]"), ord("}")]] = -1
+_SCAN_CHUNK = 1 << 20
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONG_INTEGER = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
+
+
+def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES, *, bom: bool = False) -> str:
+    """The whole text of a UTF-8 file, refused before decoding when it is over `max_bytes`.
+
+    A leading byte-order mark is dropped when `bom` (files that spreadsheet programs write).
+    Raises InputError for a file that cannot be read, is too large, or holds a byte that is not
+    UTF-8 (naming its offset and line).
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise InputError(path, f"the file is larger than {max_bytes:,} bytes, the most crossknow reads")
+    if bom:
+        data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc, data.count(b"\n", 0, exc.start) + 1, exc.start) from None
+
+
+def iter_text_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line with its newline) for each line of a UTF-8 file.
+
+    A line is refused before decoding when it is over `max_line_bytes`; only that much of it is
+    ever held. Raises InputError for a file that cannot be read, a line too long, or a byte that
+    is not UTF-8 (naming its offset in the file and its line).
+    """
+    try:
+        with open(path, "rb") as handle:
+            offset = 0
+            for number in count(1):
+                raw = handle.readline(max_line_bytes + 2)
+                if not raw:
+                    return
+                if len(raw.removesuffix(b"\n").removesuffix(b"\r")) > max_line_bytes:
+                    raise InputError(path, f"the line is longer than {max_line_bytes:,} bytes", line=number)
+                try:
+                    yield number, raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _not_utf8(path, exc, number, offset + exc.start) from None
+                offset += len(raw)
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
+
+
+def _not_utf8(path: str | Path, exc: UnicodeDecodeError, line: int, offset: int) -> InputError:
+    bad = exc.object[exc.start : exc.start + 1].hex()
+    return InputError(path, f"byte {offset} (0x{bad}) is not UTF-8 text: {exc.reason}", line=line)
+
+
+def parse_json(text: str, path: str | Path, line: int | None = None, field: str | None = None) -> Any:
+    """The value of a JSON document, within the limits of this module.
+
+    `line` is the document's line in its file (a JSON-lines record); without it, errors name the
+    line within `text`. `field` names a document held in one field of a record (a Parquet
+    column). Raises InputError naming `path`, the line, and the field where it is known.
+    """
+    if _too_deep(text):
+        message = f"a value nested more than {MAX_DEPTH} deep (lists and objects)"
+        raise InputError(path, message, line=line, field=field)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+        raise InputError(path, message, line=line or exc.lineno, field=field) from None
+    except ValueError:  # the only other: an integer over Python's digit limit
+        found = _LONG_INTEGER.search(text)
+        where = line or (text.count("\n", 0, found.start()) + 1 if found else None)
+        message = f"an integer of more than {MAX_INT_DIGITS} digits"
+        raise InputError(path, message, line=where, field=field) from None
+    if _SURROGATE_ESCAPE.search(text):
+        found = _surrogate_field(value, field or "")
+        if found is not None:
+            message = "a lone surrogate (a \\ud800-\\udfff escape without its pair) is no character"
+            raise InputError(path, message, line=line, field=found or None)
+    return value
+
+
+def _too_deep(text: str) -> bool:
+    """Whether lists and objects nest more than MAX_DEPTH deep, brackets inside strings not counted.
+
+    Escaped backslashes and quotes are dropped first, so every quote left opens or closes a string;
+    then brackets outside strings are counted with numpy a chunk at a time (a file of brackets is
+    refused at its first chunk).
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    codes = np.frombuffer(unescaped.encode("utf-8", "surrogatepass"), np.uint8)
+    depth, quotes = 0, 0
+    for start in range(0, len(codes), _SCAN_CHUNK):
+        chunk = codes[start : start + _SCAN_CHUNK]
+        seen = np.cumsum(chunk == _QUOTE, dtype=np.int64) + quotes
+        levels = np.cumsum(_BRACKET_STEPS[chunk] * (seen % 2 == 0), dtype=np.int64) + depth
+        if levels.max() > MAX_DEPTH:
+            return True
+        depth, quotes = int(levels[-1]), int(seen[-1])
+    return False
+
+
+def _surrogate_field(value: Any, field: str = "") -> str | None:
+    """The field path ('' for the whole value) of the first string or key holding a lone surrogate."""
+    if isinstance(value, str):
+        return field if _SURROGATE.search(value) else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        name = f"{field}[{key}]" if isinstance(key, int) else f"{field}.{key}" if field else key
+        if isinstance(key, str) and _SURROGATE.search(key):
+            return name
+        found = _surrogate_field(item, name)
+        if found is not None:
+            return found
+    return None
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses nesting past MAX_DEPTH and integers past MAX_INT_DIGITS."""
+
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        """Compose one node, counting how deep it lies."""
+        if self.depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, f"a value nested more than {MAX_DEPTH} deep", mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, refused when longer than MAX_INT_DIGITS."""
+        if len(node.value) > MAX_INT_DIGITS:
+            message = f"an integer of more than {MAX_INT_DIGITS} digits"
+            raise yaml.constructor.ConstructorError(None, None, message, node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+
+
+def parse_yaml(text: str, path: str | Path) -> Any:
+    """The value of a YAML document (safe types only), within the limits of this module.
+
+    Raises InputError naming `path` and the line of the problem.
+    """
+    try:
+        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(path, f"not valid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+
+
+def load_json(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """The value of the JSON file at `path` (`read_text`, then `parse_json`)."""
+    return parse_json(read_text(path, max_bytes), path)
+
+
+def load_yaml(path: str | Path, max_bytes: int = MAX_TABLE_BYTES) -> Any:
+    """The value of the YAML file at `path` (`read_text`, then `parse_yaml`)."""
+    return parse_yaml(read_text(path, max_bytes), path)
