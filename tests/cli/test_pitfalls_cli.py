@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from crossknow.cli.app import app
-from crossknow.pitfalls import probe_run
+from crossknow.pitfalls.probe import run as probe_run
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import SimAnswer
-from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.store.request_cache import RequestCache
 from tests.cli.test_cli import assert_user_error, crossknow
 from tests.pitfalls.test_judge_similarity import ProxyThatJudges

@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from crossknow.pitfalls.pairs import PairNode, Perturbation, SourceQuestion, child_node, root_node
+from crossknow.pitfalls.probe.transformation import Expansion
 from crossknow.pitfalls.simulate import MCQuestion, SimAnswer
-from crossknow.pitfalls.transformation import Expansion
 
 K = 100
 _WEIGHT = re.compile(r"<\d+:(\d+)>")

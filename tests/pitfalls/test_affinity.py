@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.affinity import accuracy_matrix, relative_affinity
+from crossknow.pitfalls.affinity.ras import accuracy_matrix, relative_affinity
 
 # A[x][y]: accuracy in language x on pairs expanded from seed language y
 ACCURACY = {

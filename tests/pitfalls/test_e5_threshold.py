@@ -1,5 +1,5 @@
 """The rule that sets the e5 check's thresholds, on hand-computed scores, and (slow) the constants of
-`crossknow.pitfalls.e5` held against French's released pairs with multilingual-e5-small. The whole
+`crossknow.pitfalls.probe.e5` held against French's released pairs with multilingual-e5-small. The whole
 measurement that set the constants (all 16 languages, 17 to 29 minutes on 2 cores) is
 `bench/e5_threshold.py`, too long for the suite."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from crossknow.pitfalls import e5
-from crossknow.pitfalls.e5_threshold import (
+from crossknow.pitfalls.probe import e5
+from crossknow.pitfalls.probe.e5_threshold import (
     KindScores,
     accept_rate,
     partners,

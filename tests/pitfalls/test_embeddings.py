@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.embeddings import language_distances, load_embedder, mean_pooled, tsne_projection
+from crossknow.pitfalls.affinity.embeddings import language_distances, load_embedder, mean_pooled, tsne_projection
 from crossknow.report.pitfalls_figures import distance_heatmap, tsne_figure
 
 SENTENCES = ["The capital of France is Paris.", "東京は日本の首都です。そして大きな都市です。"]

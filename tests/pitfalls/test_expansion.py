@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from crossknow.models.generator import GenerateResult, GenerationFailed, Usage
-from crossknow.pitfalls.expansion import run_expand
-from crossknow.pitfalls.expansion_records import EXPANDED_SCHEMA, ExpandConfig
+from crossknow.pitfalls.affinity.expansion import run_expand
+from crossknow.pitfalls.affinity.expansion_records import EXPANDED_SCHEMA, ExpandConfig
+from crossknow.pitfalls.affinity.seeds import read_seed_file, sample_seeds
 from crossknow.pitfalls.flaws import read_pair_file
 from crossknow.pitfalls.pair_translation import translated_pair_schema
-from crossknow.pitfalls.seeds import read_seed_file, sample_seeds
-from crossknow.pitfalls.transformation import ProxyLLM
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import ShardedTable
 

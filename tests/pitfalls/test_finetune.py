@@ -7,9 +7,9 @@ from pydantic import ValidationError
 
 from crossknow.errors import CrossknowError
 from crossknow.pitfalls.eval_records import PairRow
-from crossknow.pitfalls.finetune import preference_examples, sft_examples, validation_indices
-from crossknow.pitfalls.finetune_records import PitfallsFinetuneConfig
-from crossknow.pitfalls.finetune_run import language_row
+from crossknow.pitfalls.finetune.examples import preference_examples, sft_examples, validation_indices
+from crossknow.pitfalls.finetune.records import PitfallsFinetuneConfig
+from crossknow.pitfalls.finetune.run import language_row
 from crossknow.pitfalls.flaws import BilingualPair
 from crossknow.pitfalls.simulate import MCQuestion
 
@@ -113,7 +113,7 @@ def test_config_refuses_models_that_cannot_be_trained_and_unknown_fields():
 
 def test_training_arguments_carry_the_papers_schedule(tmp_path):
     pytest.importorskip("transformers")
-    from crossknow.pitfalls.finetune_train import training_arguments
+    from crossknow.pitfalls.finetune.train import training_arguments
 
     args = training_arguments(PitfallsFinetuneConfig(train_pairs="French.json", device="cpu"), tmp_path, True)
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.num_train_epochs) == (1, 8, 4)
@@ -124,7 +124,7 @@ def test_training_arguments_carry_the_papers_schedule(tmp_path):
 
 def test_prompt_tokens_are_out_of_the_sft_loss():
     torch = pytest.importorskip("torch")
-    from crossknow.pitfalls.finetune_train import PromptTargetCollator
+    from crossknow.pitfalls.finetune.train import PromptTargetCollator
 
     rows = [{"input_ids": [2, 10, 11, 12, 13, 1], "position_ids": list(range(6)), "prompt_length": 4},
             {"input_ids": [2, 20, 21, 1], "position_ids": list(range(4)), "prompt_length": 2}]

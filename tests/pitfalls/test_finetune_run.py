@@ -9,8 +9,8 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from crossknow.pitfalls.finetune_records import PitfallsFinetuneConfig
-from crossknow.pitfalls.finetune_run import run_pitfalls_finetune
+from crossknow.pitfalls.finetune.records import PitfallsFinetuneConfig
+from crossknow.pitfalls.finetune.run import run_pitfalls_finetune
 from crossknow.report.pitfalls_finetune_report import write_finetune_report
 
 from ..conftest import SHARED_DATA

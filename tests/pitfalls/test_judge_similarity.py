@@ -13,19 +13,19 @@ import yaml
 
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult
-from crossknow.pitfalls.constraints import SemanticSimilarity
-from crossknow.pitfalls.judge_similarity import (
+from crossknow.pitfalls.pairs import SourceQuestion, root_node
+from crossknow.pitfalls.probe.constraints import SemanticSimilarity
+from crossknow.pitfalls.probe.judge_similarity import (
     JUDGE_TEMPERATURE,
     JUDGE_THRESHOLD,
     JudgeSimilarity,
     completion_judge_prompt,
 )
-from crossknow.pitfalls.pairs import SourceQuestion, root_node
-from crossknow.pitfalls.probe import run_probe
-from crossknow.pitfalls.probe_run import PitfallsProbeConfig, probe_from_config
-from crossknow.pitfalls.recipes import default_constraints
+from crossknow.pitfalls.probe.probe import run_probe
+from crossknow.pitfalls.probe.recipes import default_constraints
+from crossknow.pitfalls.probe.run import PitfallsProbeConfig, probe_from_config
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion
-from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.store.request_cache import RequestCache
 
 from .scripted import source

@@ -7,7 +7,7 @@ import pytest
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult, Usage
-from crossknow.pitfalls.objective import SimulationObjective, simulation_score
+from crossknow.pitfalls.probe.objective import SimulationObjective, simulation_score
 from crossknow.pitfalls.simulate import GenerativeSimulator, SimAnswer, draw_index
 from crossknow.store.request_cache import RequestCache
 

@@ -12,10 +12,11 @@ import pytest
 from crossknow.data.formats import load_item_set
 from crossknow.models.generator import GenerationFailed
 from crossknow.pitfalls.pairs import SourceQuestion
-from crossknow.pitfalls.probe import run_probe
-from crossknow.pitfalls.recipes import RECIPES, get_recipe
+from crossknow.pitfalls.probe.probe import run_probe
+from crossknow.pitfalls.probe.recipes import RECIPES, get_recipe
+from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion, SimAnswer
-from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation
 from crossknow.report.pitfalls_probe_report import probe_lead
 from crossknow.store.request_cache import RequestCache
 

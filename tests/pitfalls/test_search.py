@@ -9,9 +9,9 @@ import json
 import pytest
 
 from crossknow.pitfalls.candidates import CandidateList
-from crossknow.pitfalls.constraints import EnglishAccuracy
-from crossknow.pitfalls.objective import SimulationObjective
-from crossknow.pitfalls.search import BeamSearch, BeamSettings
+from crossknow.pitfalls.probe.constraints import EnglishAccuracy
+from crossknow.pitfalls.probe.objective import SimulationObjective
+from crossknow.pitfalls.probe.search import BeamSearch, BeamSettings
 from crossknow.pitfalls.simulate import SimAnswer
 
 from .scripted import ScriptedTransformation, root, scripted_simulators

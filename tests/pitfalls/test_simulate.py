@@ -10,6 +10,7 @@ import pytest
 from crossknow.generation.structured import RETRY_TEMPERATURE, StructuredClient
 from crossknow.models.generator import GenerateRequest, GenerateResult, Usage
 from crossknow.models.protocol import ScoreRequest
+from crossknow.pitfalls.probe.sources import read_source_file
 from crossknow.pitfalls.simulate import (
     ANSWER_TEMPLATES,
     LETTER_MAX_TOKENS,
@@ -24,7 +25,6 @@ from crossknow.pitfalls.simulate import (
     extract_letter,
     template_language,
 )
-from crossknow.pitfalls.sources import read_source_file
 
 from ..conftest import SHARED_DATA
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from crossknow.errors import InputError
+from crossknow.pitfalls.probe.sources import prefilter, read_source_file, read_source_files, sample_sources, shares
 from crossknow.pitfalls.simulate import SimAnswer
-from crossknow.pitfalls.sources import prefilter, read_source_file, read_source_files, sample_sources, shares
 
 RELEASE = Path("/work/shared/data/cross-lingual-pitfalls/source")
 ADAXEVAL = Path("/work/shared/data/adaxeval-paper-examples.jsonl")

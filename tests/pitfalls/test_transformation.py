@@ -11,18 +11,18 @@ import pytest
 
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateResult, Usage
-from crossknow.pitfalls.candidates import candidate_record
-from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import Perturbation, child_node
-from crossknow.pitfalls.prompts import DIRECT_PERTURBATION_TEMPLATE, PERTURBATION_TEMPLATE
-from crossknow.pitfalls.simulate import MCQuestion
-from crossknow.pitfalls.transformation import (
+from crossknow.pitfalls.probe.objective import Simulation
+from crossknow.pitfalls.probe.search import candidate_record
+from crossknow.pitfalls.probe.transformation import (
     DirectPerturbation,
     ProxyLLM,
     ProxyPerturbation,
     parse_distraction,
     placement,
 )
+from crossknow.pitfalls.prompts import DIRECT_PERTURBATION_TEMPLATE, PERTURBATION_TEMPLATE
+from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.request_cache import RequestCache
 
 from .scripted import root

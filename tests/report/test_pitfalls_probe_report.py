@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from crossknow.pitfalls.probe import ProbeAccount, Spend
+from crossknow.pitfalls.probe.probe import ProbeAccount, Spend
 from crossknow.report.pitfalls_probe_report import (
     RECIPE_HEADERS,
     base_model_note,

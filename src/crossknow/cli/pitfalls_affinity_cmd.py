@@ -10,8 +10,8 @@ from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.pitfalls_cmd import FLAGS
 from crossknow.cli.progress import stage_bars
-from crossknow.pitfalls.affinity_run import AffinityConfig
-from crossknow.pitfalls.expansion_records import ExpandConfig
+from crossknow.pitfalls.affinity.expansion_records import ExpandConfig
+from crossknow.pitfalls.affinity.run import AffinityConfig
 
 commands = typer.Typer()
 """This module's sub-commands, which `crossknow.cli.pitfalls_cmd` imports when they are asked for."""
@@ -26,7 +26,7 @@ def expand(
     as one checked output, inserted text separately); write items.jsonl, metrics.json and report.html."""
     from crossknow.cli.progress import spent
     from crossknow.generation.structured import CostMeter
-    from crossknow.pitfalls.expansion import run_expand
+    from crossknow.pitfalls.affinity.expansion import run_expand
     from crossknow.report.pitfalls_affinity_report import write_expand_report
 
     with stage_bars(errors) as update:
@@ -50,7 +50,7 @@ def affinity(
 ) -> None:
     """Evaluate expanded pairs (--pairs: items.jsonl of `expand`), then the accuracy table A_{x,y}, the Relative
     Affinity Score heatmap and, with --embed-model, the embedding distances and t-SNE; write report.html."""
-    from crossknow.pitfalls.affinity_run import run_affinity
+    from crossknow.pitfalls.affinity.run import run_affinity
     from crossknow.report.pitfalls_affinity_report import write_affinity_report
 
     with stage_bars(errors) as update:

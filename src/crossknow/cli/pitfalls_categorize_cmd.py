@@ -12,7 +12,7 @@ from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.categories import ABBREVIATIONS, TABLE_COLUMNS, CategoryTable
-from crossknow.pitfalls.categories_run import CategorizeConfig
+from crossknow.pitfalls.categorize.run import CategorizeConfig
 
 commands = typer.Typer()
 """This module's sub-command, which `crossknow.cli.pitfalls_cmd` imports when it is asked for."""
@@ -52,7 +52,7 @@ def categorize(
     categories.jsonl, metrics.json and report.html."""
     from crossknow.cli.progress import spent
     from crossknow.generation.structured import CostMeter
-    from crossknow.pitfalls.categories_run import run_categorize
+    from crossknow.pitfalls.categorize.run import run_categorize
     from crossknow.report.pitfalls_categories_report import write_categories_report
 
     with stage_bars(errors) as update:

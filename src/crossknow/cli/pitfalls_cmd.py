@@ -13,11 +13,11 @@ from crossknow.cli.lazy import lazy_group
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import stage_bars
 from crossknow.pitfalls.eval_records import PitfallsEvalConfig
-from crossknow.pitfalls.probe_run import PitfallsProbeConfig
+from crossknow.pitfalls.probe.run import PitfallsProbeConfig
 
 if TYPE_CHECKING:
-    from crossknow.pitfalls.probe import ProbeAccount
-    from crossknow.pitfalls.sources import SourceSample
+    from crossknow.pitfalls.probe.probe import ProbeAccount
+    from crossknow.pitfalls.probe.sources import SourceSample
 
 COMMANDS = {
     "expand": "crossknow.cli.pitfalls_affinity_cmd",
@@ -75,7 +75,7 @@ def probe(
     """Draw English questions, keep those every simulator answers right, search them for bilingual pairs that
     the simulators answer in English but not in the target language; write candidates, account.json and
     report.html."""
-    from crossknow.pitfalls.probe_run import probe_from_config
+    from crossknow.pitfalls.probe.run import probe_from_config
 
     with stage_bars(errors) as update:
         account, sample = probe_from_config(config, out, update)

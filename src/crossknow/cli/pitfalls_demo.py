@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -34,6 +36,17 @@ from crossknow.cli.consoles import console, errors
 from crossknow.cli.demo_cmd import demo_file
 from crossknow.cli.progress import stage_bars
 from crossknow.store.atomic import atomic_write_json
+
+if TYPE_CHECKING:
+    from crossknow.models.generator import Generator
+    from crossknow.pitfalls.probe.probe import ProbeAccount
+    from crossknow.pitfalls.probe.run import PitfallsProbeConfig
+    from crossknow.pitfalls.probe.sources import SourceSample
+    from crossknow.pitfalls.proxy import ProxyLLM
+    from crossknow.pitfalls.simulate import LossSimulator
+
+Results = dict[str, tuple[tuple["ProbeAccount", "SourceSample"], float]]
+"""Each run's name -> (its account and source sample, its seconds)."""
 
 commands = typer.Typer()
 """This module's sub-command, which `crossknow.cli.pitfalls_cmd` imports when it is asked for."""
@@ -57,49 +70,78 @@ def demo(
 ) -> None:
     """Probe short English questions with the embedded model as proxy and as two loss simulators: np, dp and a
     reduced beam, with their conversion rates and spend."""
-    from crossknow.models.registry import GeneratorOptions, load_generator
-    from crossknow.pitfalls.probe_run import PitfallsProbeConfig, probe_from_config
-    from crossknow.pitfalls.simulate import LossSimulator
-    from crossknow.pitfalls.transformation import ProxyLLM
-    from crossknow.report.pitfalls_probe_report import (
-        base_model_note,
-        run_config,
-        write_probe_report,
-        write_recipes_report,
-    )
-    from crossknow.scoring.normalise import Normalisation
+    from crossknow.pitfalls.proxy import ProxyLLM
     from crossknow.store.request_cache import RequestCache
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    generator = load_generator("default", GeneratorOptions(device="cpu"))
-    scorer = generator.scorer()  # type: ignore[attr-defined]  # HFGenerator: the same weights, loaded once
-    simulators = [LossSimulator("default/loss-sum", scorer, "lm-eval", Normalisation.SUM),
-                  LossSimulator("default/loss-per-char", scorer, "lm-eval", Normalisation.PER_CHAR)]
+    generator, simulators = load_the_model()
     loaded = time.monotonic() - started
     sources = [str(demo_file(name).resolve()) for name in SOURCE_FILES]
     cache = RequestCache(out / "requests.sqlite")
     proxy = ProxyLLM.from_generator(generator, cache, max_tokens=proxy_max_tokens, max_attempts=2)
+    configs = three_probes(out, sources, lang, n, beam_sources, proxy_max_tokens, seed, simulators)
+    try:
+        results = run_the_probes(out, configs, proxy, simulators)
+    finally:
+        cache.close()
+    table, total = write_reports_and_summary(out, results, loaded, started)
+    print_the_outcome(out, lang, results, table, loaded, total)
+
+
+def load_the_model() -> tuple[Generator, list[LossSimulator]]:
+    """Load the embedded model once, on the CPU: its generator (the proxy) and the two loss simulators over its
+    weights (the lm-eval rule's summed log-probability and log-probability per character)."""
+    from crossknow.models.registry import GeneratorOptions, load_generator
+    from crossknow.pitfalls.simulate import LossSimulator
+    from crossknow.scoring.normalise import Normalisation
+
+    generator = load_generator("default", GeneratorOptions(device="cpu"))
+    scorer = generator.scorer()  # type: ignore[attr-defined]  # HFGenerator: the same weights, loaded once
+    simulators = [LossSimulator("default/loss-sum", scorer, "lm-eval", Normalisation.SUM),
+                  LossSimulator("default/loss-per-char", scorer, "lm-eval", Normalisation.PER_CHAR)]
+    return generator, simulators
+
+
+def three_probes(out: Path, sources: list[str], lang: str, n: int, beam_sources: int, proxy_max_tokens: int,
+                 seed: int, simulators: Sequence[LossSimulator]) -> dict[str, PitfallsProbeConfig]:
+    """The three runs' configs: the np and dp recipes, and the reduced beam (`paper` with `BEAM`) on the first
+    `beam_sources` prefiltered questions; e5's judge-free checks, no subject-domain stage, one request cache."""
+    from crossknow.pitfalls.probe.run import PitfallsProbeConfig
+
     base = dict(sources=sources, n=n, lang=lang, proxy="default", simulators=[s.name for s in simulators],
                 seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device="cpu", categorize=False,
                 similarity="e5", cache=str(out / "requests.sqlite"))
-    configs = {
+    return {
         "np": PitfallsProbeConfig(recipe="np", **base),
         "dp": PitfallsProbeConfig(recipe="dp", **base),
         "beam": PitfallsProbeConfig(recipe="paper", limit=beam_sources, **base, **BEAM),
     }
+
+
+def run_the_probes(out: Path, configs: dict[str, PitfallsProbeConfig], proxy: ProxyLLM,
+                   simulators: Sequence[LossSimulator]) -> Results:
+    """Run each probe into `out`/its name, one after another, with the models already loaded and progress bars;
+    each run resumes where a former demo stopped."""
+    from crossknow.pitfalls.probe.run import probe_from_config
+
     results = {}
-    try:
-        with stage_bars(errors) as update:
-            for name, config in configs.items():
-                begun = time.monotonic()
-                found = probe_from_config(
-                    config, out / name, lambda stage, done, total, meter, run=name: update(
-                        f"{run}: {stage}", done, total, meter),
-                    proxy=proxy, simulators=simulators, answering=ANSWERING)
-                results[name] = (found, time.monotonic() - begun)
-    finally:
-        cache.close()
+    with stage_bars(errors) as update:
+        for name, config in configs.items():
+            begun = time.monotonic()
+            found = probe_from_config(
+                config, out / name, lambda stage, done, total, meter, run=name: update(
+                    f"{run}: {stage}", done, total, meter),
+                proxy=proxy, simulators=simulators, answering=ANSWERING)
+            results[name] = (found, time.monotonic() - begun)
+    return results
+
+
+def write_reports_and_summary(out: Path, results: Results, loaded: float, started: float) -> tuple[Table, float]:
+    """Each run's report, the side-by-side report of the three (`out`/report.html) and demo.json (accounts,
+    seconds, draws); returns the table of conversion rates and spend, and the demo's seconds so far."""
+    from crossknow.report.pitfalls_probe_report import write_probe_report, write_recipes_report
+
     table = Table("recipe", "sources", "converted", "conversion rate", "pairs", "beyond depth 0", "calls / pair",
                   "s / pair", "seconds")
     summary = {"load_seconds": round(loaded, 1), "runs": {}}
@@ -115,6 +157,14 @@ def demo(
     total = time.monotonic() - started
     summary["seconds"] = round(total, 1)
     atomic_write_json(out / "demo.json", summary)
+    return table, total
+
+
+def print_the_outcome(out: Path, lang: str, results: Results, table: Table, loaded: float, total: float) -> None:
+    """Print the base-model note, the English prefilter's counts, the table, one pair of each run that found one,
+    and where the reports are."""
+    from crossknow.report.pitfalls_probe_report import base_model_note, run_config
+
     note = base_model_note({name: run_config(out / name) for name in results})
     if note:
         console.print(note, style="yellow", highlight=False, soft_wrap=True)

@@ -9,7 +9,7 @@ import typer
 from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
 from crossknow.cli.progress import stage_bars
-from crossknow.pitfalls.finetune_records import PitfallsFinetuneConfig
+from crossknow.pitfalls.finetune.records import PitfallsFinetuneConfig
 
 commands = typer.Typer()
 """This module's sub-command, which `crossknow.cli.pitfalls_cmd` imports when it is asked for."""
@@ -22,7 +22,7 @@ def finetune(
 ) -> None:
     """Evaluate the base model, fine-tune it on the pairs of one language (SFT or DPO, the paper's settings by
     default), evaluate the fine-tuned checkpoint; print Table 2 and write metrics.json and report.html."""
-    from crossknow.pitfalls.finetune_run import run_pitfalls_finetune
+    from crossknow.pitfalls.finetune.run import run_pitfalls_finetune
     from crossknow.report.pitfalls_finetune_report import table_text, write_finetune_report
 
     with stage_bars(errors) as update:

@@ -9,10 +9,10 @@ reported as one InvalidRecord and gives no item, so that its two halves stay com
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from crossknow.data.guarded import load_json
 from crossknow.data.jsonl import mc_item_or_problem, require, require_strings
 from crossknow.data.schemas import InvalidRecord, ItemSet, MCItem
 from crossknow.errors import InputError
@@ -77,14 +77,7 @@ def language_code(path: str | Path) -> str:
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """The list of pair objects in a pair file; a clear InputError for any other JSON file
     (the release's *_results.json counts and source/*.json questions included)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise InputError(path, f"not a JSON file: {exc}", line=line) from exc
+    data = load_json(path)
     if isinstance(data, dict):
         hint = (
             " (a *_results.json file holds per-model counts)" if "Total Questions" in data else ""

@@ -26,9 +26,6 @@ from pydantic import Field, ValidationError
 from crossknow.data.jsonl import iter_json_lines, validation_problem, write_jsonl
 from crossknow.data.schemas import MCItem, Record
 from crossknow.errors import InputError
-from crossknow.pitfalls.objective import Simulation
-from crossknow.pitfalls.pairs import PairNode
-from crossknow.pitfalls.simulate import MCQuestion
 
 R = TypeVar("R", bound=Record)
 
@@ -76,31 +73,6 @@ class CandidateRecord(Record):
     parent_id: str | None = Field(description="Id of the pair it was perturbed from; None for an original pair.")
     lineage: list[LineageStep] = Field(description="Every perturbation from the original pair, in order.")
     category: str | None = Field(default=None, description="Subject domain (Table 4), when classified.")
-
-
-def candidate_record(node: PairNode, simulation: Simulation, recipe: str) -> CandidateRecord:
-    """The record of a scored node (its simulation has a value)."""
-    if simulation.value is None:
-        raise ValueError(f"pair {node.id} is unscored: {simulation.error}")
-    steps = [*node.ancestry[1:], node] if node.depth else []
-    inserted = node.inserted
-    return CandidateRecord(
-        id=node.id, source_id=node.source_id, recipe=recipe,
-        english=_side(node.english, inserted.before_en, inserted.after_en),
-        target=_side(node.target, inserted.before_target, inserted.after_target),
-        value=simulation.value, beta_en=simulation.beta_en, beta_target=simulation.beta_target,
-        depth=node.depth, parent_id=node.parent_id, lineage=[_step(step) for step in steps],
-    )
-
-
-def _step(node: PairNode) -> LineageStep:
-    perturbation, parent_id = node.perturbation, node.parent_id
-    assert perturbation is not None and parent_id is not None  # a node below the root
-    return LineageStep(
-        node_id=node.id, parent_id=parent_id, depth=node.depth, perturbation_en=perturbation.text_en,
-        perturbation_target=" ".join(t for t in (perturbation.before_target, perturbation.after_target) if t),
-        wrong_option=perturbation.wrong_option, placement=perturbation.placement,
-    )
 
 
 class CandidateList:
@@ -207,8 +179,3 @@ def cut_torn_last_line(path: Path) -> bool:
         handle.flush()
         os.fsync(handle.fileno())
     return True
-
-
-def _side(question: MCQuestion, before: str, after: str) -> QuestionSide:
-    return QuestionSide(question=question.question, choices=list(question.choices), answer=question.answer,
-                        lang=question.lang, before=before, after=after)

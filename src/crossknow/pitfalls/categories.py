@@ -17,19 +17,28 @@ neither its classifier nor its prompt; crossknow's choices are:
   the release's own `category` labels (Science & Technology 3,045 of 6,713 = 45.36%), not the mean of the
   sixteen per-language percentages (43.33%). A cell is flagged when its percentage is strictly above the
   overall average of its domain.
+
+The stage, shared by `crossknow pitfalls categorize` (`crossknow.pitfalls.categorize.run`) and a probe run
+(`categorize_candidates`), is `categories.jsonl` in the run directory (`CategoryLog`): one `CategoryRow` a line,
+keyed by pair id, appended and synced per chunk, so that a killed run resumes and classifies only the pairs
+missing from the file (a torn last line is cut first).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from crossknow.data.jsonl import iter_json_lines, validation_problem
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.errors import InputError
+from crossknow.generation.structured import TRANSPORT_FAILURE, ChatPrompt, StructuredClient
+from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, read_appended_records
 
 CATEGORIES: tuple[str, ...] = (
     "Science & Technology",
@@ -191,3 +200,86 @@ def category_table(rows: Sequence[tuple[str, str | None]]) -> CategoryTable:
             counts={c: counts[c] for c in CATEGORIES}, percent=percent, above_average=above))
     return CategoryTable(languages=languages, n_classified=n_classified, n_invalid=len(rows) - n_classified,
                          counts={c: pooled[c] for c in CATEGORIES}, overall_percent=overall)
+
+
+# ---- the stage: categories.jsonl, shared by `crossknow pitfalls categorize` and a probe run ----------------
+
+
+CATEGORIES_FILE = "categories.jsonl"
+"""The stage: one CategoryRow a line, keyed by pair id."""
+CANDIDATES_FILE = "candidates.jsonl"
+"""The probe's candidate list (crossknow.pitfalls.candidates)."""
+
+
+def reference_label(value: object) -> str | None:
+    """`value` when it is one of the six domains (a pair's own label), else None."""
+    return value if isinstance(value, str) and value in CATEGORIES else None
+
+
+def candidate_pairs(path: Path, limit: int | None) -> list[CategoryPair]:
+    """The first `limit` pairs of a probe's candidates.jsonl (malformed input is an InputError naming the file, the
+    line and the field)."""
+    pairs = []
+    for line, data in iter_json_lines(path):
+        if limit is not None and len(pairs) >= limit:
+            break
+        try:
+            record = CandidateRecord.model_validate(data)
+        except ValidationError as error:
+            field, reason = validation_problem(error)
+            raise InputError(path, reason, line=line, field=field) from None
+        pairs.append(CategoryPair(record.id, record.target.lang, record.english.question,
+                                  tuple(record.english.choices), reference_label(record.category)))
+    return pairs
+
+
+class CategoryLog:
+    """categories.jsonl: the recorded rows by pair id, append-only."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.rows: dict[str, CategoryRow] = {}
+        for row in read_appended_records(self.path, CategoryRow):
+            self.rows.setdefault(row.pair_id, row)
+
+    def add(self, rows: Iterable[CategoryRow]) -> None:
+        """Append each row not yet recorded (synced line by line)."""
+        for row in rows:
+            if row.pair_id not in self.rows:
+                append_json_line(self.path, row.model_dump(mode="json"))
+                self.rows[row.pair_id] = row
+
+
+def classify_missing(
+    pairs: Sequence[CategoryPair], log: CategoryLog, client: Callable[[], StructuredClient], batch_size: int,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Classify the pairs missing from `log` in chunks of `batch_size` and record them; `client()` is asked for
+    the client only when a pair is missing. Returns how many failed in transport (left unrecorded)."""
+    todo = [pair for pair in pairs if pair.pair_id not in log.rows]
+    done, pending = len(pairs) - len(todo), 0
+    if on_progress:
+        on_progress(done, len(pairs))
+    for start in range(0, len(todo), batch_size):
+        rows = classify_pairs(todo[start : start + batch_size], client())
+        failed = [row.error is not None and row.error.startswith(TRANSPORT_FAILURE) for row in rows]
+        log.add(row for row, fail in zip(rows, failed, strict=True) if not fail)
+        pending += sum(failed)
+        done += len(rows)
+        if on_progress:
+            on_progress(done, len(pairs))
+    return pending
+
+
+def categorize_candidates(run_dir: str | Path, client: StructuredClient,
+                          on_progress: Callable[[int, int], None] | None = None) -> dict[str, CategoryRow]:
+    """Classify the pairs of a probe run's candidates.jsonl into its categories.jsonl (only those missing) and
+    return every candidate's row by candidate id (a candidate whose request failed in transport is absent).
+    The caller owns `run_dir` (the probe, which holds its lock); `client` is any structured client, e.g. the
+    proxy's `ProxyLLM.translator`."""
+    run_dir = Path(run_dir)
+    path = run_dir / CANDIDATES_FILE
+    pairs = candidate_pairs(path, None) if path.exists() else []
+    log = CategoryLog(run_dir / CATEGORIES_FILE)
+    classify_missing(pairs, log, lambda: client, 16, on_progress)
+    return {pair.pair_id: log.rows[pair.pair_id] for pair in pairs if pair.pair_id in log.rows}

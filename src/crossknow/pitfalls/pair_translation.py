@@ -27,7 +27,8 @@ is retried by the client (a new seed each attempt; a completion retry samples), 
 <error>' (`INVALID_OUTPUT` for one that none names), and the probe counts it by its code. The probe uses the stage for
 its root pairs (q^E, q^T) and `crossknow pitfalls expand` for the original part of a seed pair; the semantic check
 S(q^E', q^T') >= θ' then runs as a constraint of the probe (by default the LLM judge,
-`crossknow.pitfalls.judge_similarity`; judge-free, `crossknow.pitfalls.e5`, which also compares the choices).
+`crossknow.pitfalls.probe.judge_similarity`; judge-free, `crossknow.pitfalls.probe.e5`, which also compares the
+choices).
 `expand` uses the same templates whatever the source language (crossknow's choice: their instructions name the
 target language only).
 """

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from crossknow.pitfalls.affinity import AffinityMatrix
-from crossknow.pitfalls.affinity_run import AFFINITY_FILE, EMBEDDINGS_FILE, AffinityMetrics
+from crossknow.pitfalls.affinity.expansion_records import ExpandMetrics
+from crossknow.pitfalls.affinity.ras import AffinityMatrix
+from crossknow.pitfalls.affinity.run import AFFINITY_FILE, EMBEDDINGS_FILE, AffinityMetrics
 from crossknow.pitfalls.eval_records import PitfallsEvalMetrics
-from crossknow.pitfalls.expansion_records import ExpandMetrics
 from crossknow.report import html
 from crossknow.report.figures import save_figure
 from crossknow.report.pitfalls_figures import REPORT_FILE, affinity_heatmap, distance_heatmap, pair_table, tsne_figure

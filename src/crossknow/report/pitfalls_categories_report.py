@@ -12,8 +12,16 @@ import yaml
 from matplotlib.figure import Figure
 
 from crossknow.data.pitfalls import LANGUAGE_CODES
-from crossknow.pitfalls.categories import ABBREVIATIONS, CATEGORIES, CLASSIFY_TEMPLATE, TABLE_COLUMNS, CategoryTable
-from crossknow.pitfalls.categories_run import CATEGORIES_FILE, CategorizeMetrics, CategoryLog
+from crossknow.pitfalls.categories import (
+    ABBREVIATIONS,
+    CATEGORIES,
+    CATEGORIES_FILE,
+    CLASSIFY_TEMPLATE,
+    TABLE_COLUMNS,
+    CategoryLog,
+    CategoryTable,
+)
+from crossknow.pitfalls.categorize.run import CategorizeMetrics
 from crossknow.report import html
 from crossknow.report.figures import save_figure
 from crossknow.report.pitfalls_figures import REPORT_FILE

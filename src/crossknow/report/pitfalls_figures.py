@@ -17,7 +17,7 @@ import yaml
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from crossknow.pitfalls.affinity import AffinityMatrix
+from crossknow.pitfalls.affinity.ras import AffinityMatrix
 from crossknow.pitfalls.eval_records import CELLS, PitfallsEvalMetrics
 from crossknow.pitfalls.flaws import FLAWS
 from crossknow.report import html

@@ -12,7 +12,7 @@ import yaml
 from matplotlib.figure import Figure
 
 from crossknow.pitfalls.eval_records import PitfallsEvalMetrics
-from crossknow.pitfalls.finetune_records import LanguageRow, PitfallsFinetuneMetrics
+from crossknow.pitfalls.finetune.records import LanguageRow, PitfallsFinetuneMetrics
 from crossknow.report import html
 from crossknow.report.figures import save_figure
 from crossknow.report.pitfalls_figures import REPORT_FILE, pair_table

@@ -17,10 +17,9 @@ from typing import Any
 import yaml
 
 from crossknow.pitfalls.candidates import CandidateRecord, read_appended_records
-from crossknow.pitfalls.categories import CategoryRow, category_table
-from crossknow.pitfalls.categories_run import CATEGORIES_FILE
-from crossknow.pitfalls.probe import ProbeAccount
-from crossknow.pitfalls.sources import SourceSample
+from crossknow.pitfalls.categories import CATEGORIES_FILE, CategoryRow, category_table
+from crossknow.pitfalls.probe.probe import ProbeAccount
+from crossknow.pitfalls.probe.sources import SourceSample
 from crossknow.report.html import meta_table, paragraph, report_page, table
 from crossknow.report.pitfalls_categories_report import counts_html
 from crossknow.store.atomic import atomic_write_text

@@ -1,4 +1,5 @@
-"""`crossknow pitfalls categorize` as a library call, and the categories stage of a probe run.
+"""`crossknow pitfalls categorize` as a library call; its stage, which a probe run shares, is in
+`crossknow.pitfalls.categories`.
 
 Pairs are read from release `<Language>.json` files (every pair, flawed translations included: only the
 English side is classified, and the paper's Table 4 counts all 6,713 pairs), from crossknow item files whose
@@ -16,39 +17,37 @@ asks again. Every call goes through the structured client's request cache, so no
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from crossknow.data.formats import detect_format, load_item_set
-from crossknow.data.jsonl import iter_json_lines, require, require_strings, validation_problem, write_invalid
+from crossknow.data.jsonl import iter_json_lines, require, require_strings, write_invalid
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import CrossknowError, InputError
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient
+from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
-from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, read_appended_records
 from crossknow.pitfalls.categories import (
-    CATEGORIES,
+    CATEGORIES_FILE,
+    CategoryLog,
     CategoryPair,
     CategoryRow,
     CategoryTable,
+    candidate_pairs,
     category_table,
-    classify_pairs,
+    classify_missing,
+    reference_label,
 )
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import RunDir
 
-CATEGORIES_FILE = "categories.jsonl"
-"""The stage: one CategoryRow a line, keyed by pair id."""
-CANDIDATES_FILE = "candidates.jsonl"
-"""The probe's candidate list (crossknow.pitfalls.candidates)."""
 VOLATILE = ("batch_size", "concurrency", "timeout_s", "device", "cache", "prices", "base_url", "api_key_env")
 """Config keys that may change on resume: they cannot change a classification already recorded."""
 
@@ -114,14 +113,10 @@ def read_category_pairs(path: str | Path, limit: int | None = None) -> tuple[lis
     if not path.is_file():
         raise CrossknowError(f"pair file not found: {path}")
     if _is_candidate_file(path):
-        return _candidates(path, limit), []
+        return candidate_pairs(path, limit), []
     if detect_format(path) == "pitfalls":
         return _release(path, limit), []
     return _items(path, limit)
-
-
-def _reference(value: object) -> str | None:
-    return value if isinstance(value, str) and value in CATEGORIES else None
 
 
 def _is_candidate_file(path: Path) -> bool:
@@ -143,22 +138,7 @@ def _release(path: Path, limit: int | None) -> list[CategoryPair]:
         question = require(record, "question", str, path, line)
         choices = require_strings(record, "choices", path, line)
         category = require(record, "category", str, path, line, optional=True)
-        pairs.append(CategoryPair(f"{path.stem}:{index}", code, question, tuple(choices), _reference(category)))
-    return pairs
-
-
-def _candidates(path: Path, limit: int | None) -> list[CategoryPair]:
-    pairs = []
-    for line, data in iter_json_lines(path):
-        if limit is not None and len(pairs) >= limit:
-            break
-        try:
-            record = CandidateRecord.model_validate(data)
-        except ValidationError as error:
-            field, reason = validation_problem(error)
-            raise InputError(path, reason, line=line, field=field) from None
-        pairs.append(CategoryPair(record.id, record.target.lang, record.english.question,
-                                  tuple(record.english.choices), _reference(record.category)))
+        pairs.append(CategoryPair(f"{path.stem}:{index}", code, question, tuple(choices), reference_label(category)))
     return pairs
 
 
@@ -181,7 +161,7 @@ def _items(path: Path, limit: int | None) -> tuple[list[CategoryPair], list[Inva
             continue
         en = english[0]
         pairs.append(CategoryPair(pair_id, targets[0].lang, en.prompt, tuple(en.options),
-                                  _reference(en.metadata.get("category"))))
+                                  reference_label(en.metadata.get("category"))))
     return pairs, invalid
 
 
@@ -207,59 +187,7 @@ def read_all_pairs(paths: Sequence[str | Path], limit: int | None) -> tuple[list
     return pairs, invalid, duplicates
 
 
-# ---- the stage --------------------------------------------------------------------------------------------------
-
-
-class CategoryLog:
-    """categories.jsonl: the recorded rows by pair id, append-only."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.rows: dict[str, CategoryRow] = {}
-        for row in read_appended_records(self.path, CategoryRow):
-            self.rows.setdefault(row.pair_id, row)
-
-    def add(self, rows: Iterable[CategoryRow]) -> None:
-        """Append each row not yet recorded (synced line by line)."""
-        for row in rows:
-            if row.pair_id not in self.rows:
-                append_json_line(self.path, row.model_dump(mode="json"))
-                self.rows[row.pair_id] = row
-
-
-def classify_missing(
-    pairs: Sequence[CategoryPair], log: CategoryLog, client: Callable[[], StructuredClient], batch_size: int,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> int:
-    """Classify the pairs missing from `log` in chunks of `batch_size` and record them; `client()` is asked for
-    the client only when a pair is missing. Returns how many failed in transport (left unrecorded)."""
-    todo = [pair for pair in pairs if pair.pair_id not in log.rows]
-    done, pending = len(pairs) - len(todo), 0
-    if on_progress:
-        on_progress(done, len(pairs))
-    for start in range(0, len(todo), batch_size):
-        rows = classify_pairs(todo[start : start + batch_size], client())
-        failed = [row.error is not None and row.error.startswith(TRANSPORT_FAILURE) for row in rows]
-        log.add(row for row, fail in zip(rows, failed, strict=True) if not fail)
-        pending += sum(failed)
-        done += len(rows)
-        if on_progress:
-            on_progress(done, len(pairs))
-    return pending
-
-
-def categorize_candidates(run_dir: str | Path, client: StructuredClient,
-                          on_progress: Callable[[int, int], None] | None = None) -> dict[str, CategoryRow]:
-    """Classify the pairs of a probe run's candidates.jsonl into its categories.jsonl (only those missing) and
-    return every candidate's row by candidate id (a candidate whose request failed in transport is absent).
-    The caller owns `run_dir` (the probe, which holds its lock); `client` is any structured client, e.g. the
-    proxy's `ProxyLLM.translator`."""
-    run_dir = Path(run_dir)
-    path = run_dir / CANDIDATES_FILE
-    pairs = _candidates(path, None) if path.exists() else []
-    log = CategoryLog(run_dir / CATEGORIES_FILE)
-    classify_missing(pairs, log, lambda: client, 16, on_progress)
-    return {pair.pair_id: log.rows[pair.pair_id] for pair in pairs if pair.pair_id in log.rows}
+# ---- the run ----------------------------------------------------------------------------------------------------
 
 
 def classifier_client(config: CategorizeConfig, cache: RequestCache) -> StructuredClient:

@@ -5,8 +5,8 @@ Stages, each resumable (run the same command again on the run directory):
 
 1. eval/base/<file stem>/: `crossknow pitfalls eval` (`run_pitfalls_eval`) of the base model on the training
    file and on every --eval-pairs file. The training file's evaluation gives DPO its rejected answers.
-2. train/: examples.jsonl (`crossknow.pitfalls.finetune`: SFT examples or DPO triples with their validation
-   split), then training (`crossknow.pitfalls.finetune_train`): SFT through `crossknow train`'s machinery or
+2. train/: examples.jsonl (`crossknow.pitfalls.finetune.examples`: SFT examples or DPO triples with their validation
+   split), then training (`crossknow.pitfalls.finetune.train`): SFT through `crossknow train`'s machinery or
    DPO through trl, checkpoints, train_log.jsonl, validation_log.jsonl and finetune_summary.json, which names
    the fine-tuned checkpoint. An interrupted training resumes from its newest checkpoint.
 3. eval/finetuned/<file stem>/: the same evaluations of the fine-tuned checkpoint.
@@ -33,7 +33,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.pitfalls.eval_records import PairRow, PitfallsEvalConfig, PitfallsEvalMetrics
 from crossknow.pitfalls.evaluation import Progress, SimulatorFactory, run_pitfalls_eval
-from crossknow.pitfalls.finetune import (
+from crossknow.pitfalls.finetune.examples import (
     ChatRender,
     PreferenceCounts,
     PreferenceExample,
@@ -41,14 +41,14 @@ from crossknow.pitfalls.finetune import (
     preference_examples,
     sft_examples,
 )
-from crossknow.pitfalls.finetune_records import (
+from crossknow.pitfalls.finetune.records import (
     VOLATILE,
     FinetuneSummary,
     LanguageRow,
     PitfallsFinetuneConfig,
     PitfallsFinetuneMetrics,
 )
-from crossknow.pitfalls.finetune_train import run_training
+from crossknow.pitfalls.finetune.train import run_training
 from crossknow.pitfalls.flaws import BilingualPair, read_pair_file
 from crossknow.pitfalls.simulate import Simulator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.constraints import Constraint, EnglishAccuracy, SemanticSimilarity, Similarity
-from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
-from crossknow.pitfalls.judge_similarity import JUDGE_THRESHOLD
-from crossknow.pitfalls.search import BeamSettings
-from crossknow.pitfalls.transformation import DirectPerturbation, ProxyLLM, ProxyPerturbation, Transformation
+from crossknow.pitfalls.probe.constraints import Constraint, EnglishAccuracy, SemanticSimilarity, Similarity
+from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
+from crossknow.pitfalls.probe.judge_similarity import JUDGE_THRESHOLD
+from crossknow.pitfalls.probe.search import BeamSettings
+from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation, Transformation
+from crossknow.pitfalls.proxy import ProxyLLM
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,9 @@ def default_constraints(
     `E5Similarity`: chrF compares within one language only; `theta_root` in place of θ' for an
     unperturbed pair), and S(English choices, target choices) >= `theta_choices` when `choice_similarity`
     is (crossknow's addition). The defaults θ, `theta_root`, θ' and `theta_choices` are crossknow's
-    thresholds for e5, measured on the release (`crossknow.pitfalls.e5`); the paper prints none. `judge` (an LLM judge,
-    `crossknow.pitfalls.judge_similarity`: the paper's kind of check, section 4) checks θ and θ' with its
-    verdict at 0.5. A check without its similarity is off, and the run's config says so."""
+    thresholds for e5, measured on the release (`crossknow.pitfalls.probe.e5`); the paper prints none. `judge` (an
+    LLM judge, `crossknow.pitfalls.probe.judge_similarity`: the paper's kind of check, section 4) checks θ and θ'
+    with its verdict at 0.5. A check without its similarity is off, and the run's config says so."""
     constraints: list[Constraint] = [EnglishAccuracy(epsilon)]
     if similarity is not None:
         constraints.append(SemanticSimilarity(similarity, theta, "original"))

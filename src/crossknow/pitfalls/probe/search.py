@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.candidates import CandidateList, candidate_record
-from crossknow.pitfalls.constraints import Constraint, violations
-from crossknow.pitfalls.objective import Simulation, SimulationObjective
+from crossknow.pitfalls.candidates import CandidateList, CandidateRecord, LineageStep, QuestionSide
 from crossknow.pitfalls.pairs import PairNode
-from crossknow.pitfalls.transformation import Transformation
+from crossknow.pitfalls.probe.constraints import Constraint, violations
+from crossknow.pitfalls.probe.objective import Simulation, SimulationObjective
+from crossknow.pitfalls.probe.transformation import Transformation
+from crossknow.pitfalls.simulate import MCQuestion
 
 
 @dataclass(frozen=True)
@@ -191,3 +192,33 @@ class BeamSearch:
 def _kind(reason: str) -> str:
     """The kind of a rejection reason (the text before its first colon), for counting."""
     return reason.split(":", 1)[0].strip()
+
+
+def candidate_record(node: PairNode, simulation: Simulation, recipe: str) -> CandidateRecord:
+    """The record of a scored node (its simulation has a value)."""
+    if simulation.value is None:
+        raise ValueError(f"pair {node.id} is unscored: {simulation.error}")
+    steps = [*node.ancestry[1:], node] if node.depth else []
+    inserted = node.inserted
+    return CandidateRecord(
+        id=node.id, source_id=node.source_id, recipe=recipe,
+        english=_side(node.english, inserted.before_en, inserted.after_en),
+        target=_side(node.target, inserted.before_target, inserted.after_target),
+        value=simulation.value, beta_en=simulation.beta_en, beta_target=simulation.beta_target,
+        depth=node.depth, parent_id=node.parent_id, lineage=[_step(step) for step in steps],
+    )
+
+
+def _step(node: PairNode) -> LineageStep:
+    perturbation, parent_id = node.perturbation, node.parent_id
+    assert perturbation is not None and parent_id is not None  # a node below the root
+    return LineageStep(
+        node_id=node.id, parent_id=parent_id, depth=node.depth, perturbation_en=perturbation.text_en,
+        perturbation_target=" ".join(t for t in (perturbation.before_target, perturbation.after_target) if t),
+        wrong_option=perturbation.wrong_option, placement=perturbation.placement,
+    )
+
+
+def _side(question: MCQuestion, before: str, after: str) -> QuestionSide:
+    return QuestionSide(question=question.question, choices=list(question.choices), answer=question.answer,
+                        lang=question.lang, before=before, after=after)

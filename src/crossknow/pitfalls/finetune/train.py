@@ -33,8 +33,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from crossknow.models.boundary import encode_pair
-from crossknow.pitfalls.finetune import PreferenceExample, SFTExample
-from crossknow.pitfalls.finetune_records import FinetuneSummary, PitfallsFinetuneConfig
+from crossknow.pitfalls.finetune.examples import PreferenceExample, SFTExample
+from crossknow.pitfalls.finetune.records import FinetuneSummary, PitfallsFinetuneConfig
 from crossknow.store.atomic import atomic_write_json
 from crossknow.training.callbacks import PruneResumeState, StepLog, complete_checkpoints, drop_resume_state
 from crossknow.training.collate import IGNORED_LABEL, SequenceCollator, pad_token_id

@@ -29,25 +29,21 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crossknow.data.pitfalls import LANGUAGE_CODES
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.candidates import CandidateList, append_json_line, read_appended_records
-from crossknow.pitfalls.constraints import Similarity
-from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
-from crossknow.pitfalls.judge_similarity import JudgeSimilarity
-from crossknow.pitfalls.objective import SimulationObjective
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
-from crossknow.pitfalls.recipes import Recipe, default_constraints, get_recipe
-from crossknow.pitfalls.search import BeamSearch
+from crossknow.pitfalls.probe.constraints import Similarity
+from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
+from crossknow.pitfalls.probe.judge_similarity import JudgeSimilarity
+from crossknow.pitfalls.probe.objective import SimulationObjective
+from crossknow.pitfalls.probe.recipes import Recipe, default_constraints, get_recipe
+from crossknow.pitfalls.probe.search import BeamSearch
+from crossknow.pitfalls.proxy import LANGUAGE_NAMES, ProxyLLM
 from crossknow.pitfalls.simulate import Simulator
-from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.run_dir import RunDir
-
-LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
-"""Target language name by code (the release's 16 languages)."""
 
 
 class Spend(Record):
@@ -139,7 +135,7 @@ def run_probe(
 ) -> ProbeAccount:
     """Probe `sources` for pairs in target language `lang` with `recipe`; see the module docstring. The
     semantic checks are those given (`recipes.default_constraints`): the library turns none on by itself;
-    `crossknow pitfalls probe` (`probe_run`) passes the proxy as `judge` by default.
+    `crossknow pitfalls probe` (`run.py`) passes the proxy as `judge` by default.
     `progress(batches done, batches)` is called after each batch."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     _check_inputs(sources, lang)

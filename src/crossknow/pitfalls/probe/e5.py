@@ -2,7 +2,7 @@
 
 crossknow's judge-free semantic check (`--similarity e5`). The paper's check is an LLM's (section 4: "we
 employed LLMs for both initial translation and semantic verification"; Limitations: "LLM-based semantic
-checks"), which `crossknow.pitfalls.judge_similarity` implements and the probe uses by default; e5 is the
+checks"), which `crossknow.pitfalls.probe.judge_similarity` implements and the probe uses by default; e5 is the
 option for a run without a judge. `E5Similarity` is S as the cosine of the two texts' embeddings; both texts
 get the "query: " prefix, the model card's advice for symmetric tasks such as similarity. The check reads
 the question (S(q^E, q^E') >= θ, S(q^E', q^T') >= θ') and the choices: the English choices and the
@@ -11,7 +11,7 @@ over one cosine per choice: measured once on French, Japanese and Hindi, outside
 against another question's translated choice reached 0.85-0.87 at its 99th percentile, above the 5th
 percentile of choices against their own translations, 0.81-0.85).
 
-The paper prints no thresholds. crossknow's are measured on the release (`crossknow.pitfalls.e5_threshold`,
+The paper prints no thresholds. crossknow's are measured on the release (`crossknow.pitfalls.probe.e5_threshold`,
 `bench/e5_threshold.py`): a released pair passed the paper's LLM check, so it is a positive; its negative is
 the same English text against the text of a shuffled pair (seed 0) from another original question. Rule: the
 smallest multiple of 0.01 at which at most 1% of the negatives, pooled over the languages, reach it. Measured

@@ -21,7 +21,7 @@ Either way the pair passes when S >= `JUDGE_THRESHOLD` = 0.5 (a "yes", or P(yes)
 still unparseable after the client's retries gives S = NaN, which the constraint reports as an invalid
 judgement (the pair is rejected for it and counted under that reason, never judged "no"). Calls go through
 the one structured client and request cache at the paper's 0.001 (`JUDGE_TEMPERATURE`). The judge is the
-proxy unless the probe names another model (`crossknow.pitfalls.probe_run.build_judge`); `crossknow.pitfalls.e5`
+proxy unless the probe names another model (`crossknow.pitfalls.probe.run.build_judge`); `crossknow.pitfalls.probe.e5`
 is the judge-free option.
 """
 

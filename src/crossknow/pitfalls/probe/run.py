@@ -25,18 +25,18 @@ from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.pitfalls.candidates import CandidateList
-from crossknow.pitfalls.categories_run import categorize_candidates
-from crossknow.pitfalls.constraints import ChrF, Similarity
-from crossknow.pitfalls.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity
+from crossknow.pitfalls.categories import categorize_candidates
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import SimulatorFactory
-from crossknow.pitfalls.judge_similarity import JudgeSimilarity
 from crossknow.pitfalls.pairs import SourceQuestion
-from crossknow.pitfalls.probe import ProbeAccount, run_probe
-from crossknow.pitfalls.recipes import Recipe, get_recipe
+from crossknow.pitfalls.probe.constraints import ChrF, Similarity
+from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity
+from crossknow.pitfalls.probe.judge_similarity import JudgeSimilarity
+from crossknow.pitfalls.probe.probe import ProbeAccount, run_probe
+from crossknow.pitfalls.probe.recipes import Recipe, get_recipe
+from crossknow.pitfalls.probe.sources import SourceFile, SourceSample, prefilter, read_source_files
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, GenerativeSimulator, Simulator
-from crossknow.pitfalls.sources import SourceFile, SourceSample, prefilter, read_source_files
-from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.scoring.rules import Rule
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256

@@ -1,6 +1,6 @@
 """`crossknow pitfalls expand`: seed pairs translated into the other languages (section 3.3, Appendix B).
 
-Each sampled seed pair (`crossknow.pitfalls.seeds`) is expanded into every other seed language x: its
+Each sampled seed pair (`crossknow.pitfalls.affinity.seeds`) is expanded into every other seed language x: its
 original part is translated together with its choices and its correct answer as one structured output
 (the paper used GPT-4o for this part), and its inserted text before and after it is translated
 separately (the paper used Google Translate), through the proxy's translation client (`ProxyLLM`,
@@ -37,19 +37,18 @@ from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
-from crossknow.pitfalls.expansion_records import (
+from crossknow.pitfalls.affinity.expansion_records import (
     EXPAND_VOLATILE,
     EXPANDED_SCHEMA,
     ExpandConfig,
     ExpandedRow,
     ExpandMetrics,
 )
+from crossknow.pitfalls.affinity.seeds import SeedFile, SeedPair, read_seed_file, sample_seeds
 from crossknow.pitfalls.pair_translation import INVALID_OUTPUT, drop_reason
 from crossknow.pitfalls.pairs import Perturbation
-from crossknow.pitfalls.probe import LANGUAGE_NAMES
-from crossknow.pitfalls.seeds import SeedFile, SeedPair, read_seed_file, sample_seeds
+from crossknow.pitfalls.proxy import LANGUAGE_NAMES, ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion
-from crossknow.pitfalls.transformation import ProxyLLM
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.request_cache import RequestCache

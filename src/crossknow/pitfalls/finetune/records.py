@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.pitfalls.eval_records import Answering
-from crossknow.pitfalls.finetune import PreferenceCounts
+from crossknow.pitfalls.finetune.examples import PreferenceCounts
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
 from crossknow.training.layers import check_layer_spec

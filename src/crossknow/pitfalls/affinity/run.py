@@ -25,7 +25,7 @@ from pydantic import Field
 from crossknow.data.jsonl import read_jsonl
 from crossknow.data.schemas import MCItem, Record
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.affinity import RAS_CONSTANT, accuracy_matrix, relative_affinity
+from crossknow.pitfalls.affinity.ras import RAS_CONSTANT, accuracy_matrix, relative_affinity
 from crossknow.pitfalls.eval_records import PairRow, PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import Progress, run_pitfalls_eval
 from crossknow.store.atomic import atomic_write, atomic_write_json
@@ -51,7 +51,7 @@ class EmbeddingAnalysis(Record):
     languages: list[str] = Field(description="Rows and columns of `distances` ('en' = the English questions).")
     texts: dict[str, int] = Field(description="Questions embedded per language.")
     distances: list[list[float]] = Field(description="Cosine distance between the languages' mean normalised "
-                                         "embeddings (crossknow.pitfalls.embeddings.language_distances).")
+                                         "embeddings (crossknow.pitfalls.affinity.embeddings.language_distances).")
 
 
 class AffinityMetrics(Record):
@@ -137,7 +137,7 @@ def run_affinity(config: AffinityConfig, out: Path, on_progress: Progress | None
 
 def _embed(config: AffinityConfig, items: Sequence[MCItem], out: Path) -> EmbeddingAnalysis:
     """Embed the seed pairs (x = y) in their language and in English; write embeddings.npz."""
-    from crossknow.pitfalls.embeddings import language_distances, load_embedder, mean_pooled, tsne_projection
+    from crossknow.pitfalls.affinity.embeddings import language_distances, load_embedder, mean_pooled, tsne_projection
 
     texts: dict[str, list[str]] = defaultdict(list)
     for item in items:

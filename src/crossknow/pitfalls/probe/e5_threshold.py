@@ -1,4 +1,4 @@
-"""The e5 check's thresholds, measured on the release (`crossknow.pitfalls.e5` holds the constants it gives).
+"""The e5 check's thresholds, measured on the release (`crossknow.pitfalls.probe.e5` holds the constants it gives).
 
 The released pairs passed the paper's own LLM semantic check (section 4 and Limitations: "we employed LLMs
 for both initial translation and semantic verification"), so a released translation is a positive. For each
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crossknow.data.pitfalls import LANGUAGE_CODES, load_pairs
-from crossknow.pitfalls.e5 import E5Similarity, joined_choices
+from crossknow.pitfalls.probe.e5 import E5Similarity, joined_choices
 
 FALSE_ACCEPT_TARGET = 0.01
 """The most false accepts a threshold may let through, as a share of the negatives (crossknow's choice)."""
@@ -131,7 +131,7 @@ def pooled(by_language: dict[str, KindScores]) -> KindScores:
 
 
 THRESHOLD_OF = {"original": "theta", "root": "theta_root", "perturbed": "theta_cross", "choices": "theta_choices"}
-"""The constant of `crossknow.pitfalls.e5` that each kind of text pair sets."""
+"""The constant of `crossknow.pitfalls.probe.e5` that each kind of text pair sets."""
 
 
 def thresholds(scores: dict[str, dict[str, KindScores]]) -> dict[str, float]:

@@ -5,14 +5,14 @@
 - `SemanticSimilarity(similarity, threshold, compare)`: S(q^E, q^E') >= θ (`compare="original"`:
   the root's English question against the node's), S(q^E', q^T') >= θ' (`compare="cross"`), or the
   choices of the two sides (`compare="choices"`: the English choices against the translated ones, each
-  side joined into one text by `crossknow.pitfalls.e5.joined_choices`; crossknow's addition, since the
+  side joined into one text by `crossknow.pitfalls.probe.e5.joined_choices`; crossknow's addition, since the
   paper's check must also keep "the correct answer ... consistent across languages", section 1).
   S is any `Similarity`; one that sets `reads_choices` (the LLM judge) reads each question with its
   lettered choices (`crossknow.pitfalls.simulate.lettered`), the others the question alone. The paper does
   not define S as a function: it verifies semantics with an LLM
   (section 4: "we employed LLMs for both initial translation and semantic verification"; Limitations:
   "LLM-based semantic checks"; Appendix B.1: the semantic check runs at temperature 0.001).
-  `crossknow.pitfalls.judge_similarity` is that check (the probe's default); `crossknow.pitfalls.e5`
+  `crossknow.pitfalls.probe.judge_similarity` is that check (the probe's default); `crossknow.pitfalls.probe.e5`
   (multilingual-e5-small embeddings, thresholds measured on the release) is crossknow's judge-free
   option. `ChrF` is a surface alternative (character n-gram F-score, β = 2), meaningful only within one
   language, so it serves `compare="original"`; it bounds how much of q^E' is new text rather than
@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from crossknow.errors import CrossknowError
-from crossknow.pitfalls.e5 import joined_choices
-from crossknow.pitfalls.objective import Simulation
 from crossknow.pitfalls.pairs import PairNode
+from crossknow.pitfalls.probe.e5 import joined_choices
+from crossknow.pitfalls.probe.objective import Simulation
 from crossknow.pitfalls.simulate import MCQuestion, lettered
 from crossknow.scoring.chrf import chrf
 
@@ -88,7 +88,7 @@ class SemanticSimilarity:
     """S(q^E, q^E') >= θ (compare="original"), S(q^E', q^T') >= θ' (compare="cross") or S(English choices,
     target choices) >= the choices' threshold (compare="choices"). `root_threshold`, when given, replaces
     `threshold` for unperturbed pairs (depth 0): e5 scores a short question and its translation in another
-    range than a long perturbed pair (`crossknow.pitfalls.e5_threshold`)."""
+    range than a long perturbed pair (`crossknow.pitfalls.probe.e5_threshold`)."""
 
     after_simulation = False
 

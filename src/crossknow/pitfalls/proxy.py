@@ -1,0 +1,109 @@
+"""The proxy LLM (Appendix B.1): its two clients, perturbation and translation, and the translation of texts and
+pairs through it; shared by `crossknow pitfalls probe` (whose transformations write perturbations with the
+perturbation client, `crossknow.pitfalls.probe.transformation`) and `crossknow pitfalls expand` (which translates seed
+pairs with the translation client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from crossknow.data.pitfalls import LANGUAGE_CODES
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import (
+    ChatPrompt,
+    CompletionPrompt,
+    StructuredClient,
+    TextOutput,
+    TextParser,
+    parse_structured,
+)
+from crossknow.models.generator import Generator
+from crossknow.pitfalls.pair_translation import FIELD, coded, field_parser, translate_pairs
+from crossknow.pitfalls.prompts import TRANSLATE_TEXT_TEMPLATE, translation_completion
+from crossknow.pitfalls.simulate import MCQuestion
+from crossknow.store.request_cache import RequestCache
+
+LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
+"""Target language name by code (the release's 16 languages)."""
+
+
+class TranslatedText(BaseModel):
+    """The proxy's translation of inserted text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, description="The translation.")
+
+
+@dataclass
+class ProxyLLM:
+    """The proxy's two clients: perturbation at temperature 0.7, translation at 0.001 (Appendix B.1); both greedy
+    for a base model asked by completion (crossknow's choice: a 270M base model's sampled lines are mostly noise)."""
+
+    perturber: StructuredClient
+    translator: StructuredClient
+
+    @classmethod
+    def from_generator(
+        cls, generator: Generator, cache: RequestCache | None = None, *, prices: PriceTable | None = None,
+        max_tokens: int = 1024, max_attempts: int = 3,
+    ) -> ProxyLLM:
+        """Both clients over one Generator, sharing one request cache; max output 1,024 tokens."""
+        kwargs = dict(cache=cache, prices=prices, max_tokens=max_tokens, max_attempts=max_attempts)
+        greedy = getattr(generator, "prompt_format", "chat") == "completion"
+        return cls(
+            StructuredClient(generator, temperature=0.0 if greedy else 0.7, **kwargs),
+            StructuredClient(generator, temperature=0.0 if greedy else 0.001, **kwargs),
+        )
+
+    def translate(self, texts: Sequence[str], language: str) -> list[tuple[str | None, str | None]]:
+        """(translation, None) or (None, 'translation <reason code>: <why not>') per text; '' translates to ''.
+        Chat: crossknow's `TRANSLATE_TEXT_TEMPLATE` (JSON); completion: crossknow's few-shot
+        `translation_completion`, one line (the examples of `language`'s code, by `LANGUAGE_CODES`). Either way an
+        output that copies its text (completion: or mostly copies it) or echoes the prompt is rejected
+        (`field_problem`)."""
+        lang = LANGUAGE_CODES.get(language, language)
+        asked = [i for i, text in enumerate(texts) if text.strip()]
+        completion = self.translator.prompt_format == "completion"
+        parsers = [field_parser((texts[i],), lang, language, mostly=completion) for i in asked]
+        prompts: list[ChatPrompt | CompletionPrompt]
+        if completion:
+            prompts = [CompletionPrompt(translation_completion(texts[i], lang, language)) for i in asked]
+            schema: type[TranslatedText] | TextOutput = FIELD
+        else:
+            prompts = [ChatPrompt(None, TRANSLATE_TEXT_TEMPLATE.format(language=language, text=texts[i]))
+                       for i in asked]
+            schema, parsers = TranslatedText, [_translated_text_parser(parse) for parse in parsers]
+        outcomes = self.translator.call_many(prompts, schema, parsers=parsers) if prompts else []
+        result: list[tuple[str | None, str | None]] = [("", None)] * len(texts)
+        for i, outcome in zip(asked, outcomes, strict=True):
+            valid = outcome.valid
+            result[i] = (_text(outcome.value), None) if valid else (None, f"translation {coded(outcome.error or '')}")
+        return result
+
+    def translate_questions(self, questions: Sequence[MCQuestion], lang: str, language: str) -> list[MCQuestion | str]:
+        """Each question with its choices and answer translated and checked (the bilingual-pair stage,
+        `crossknow.pitfalls.pair_translation`), or '<reason code>: <why not>'."""
+        return translate_pairs(self.translator, questions, lang, language)
+
+
+def _translated_text_parser(check: TextParser) -> TextParser:
+    """The parser of a chat translation {"text": ...}: the JSON object, then `check` on its text."""
+
+    def parse(text: str) -> tuple[TranslatedText | None, str | None]:
+        value, error = parse_structured(text, TranslatedText)
+        if value is None:
+            return None, error
+        _, problem = check(value.text)
+        return (None, problem) if problem else (value, None)
+
+    return parse
+
+
+def _text(value: TranslatedText | str) -> str:
+    """The translated text of a chat (TranslatedText) or completion (str) outcome."""
+    return (value.text if isinstance(value, TranslatedText) else value).strip()
