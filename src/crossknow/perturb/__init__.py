@@ -10,5 +10,6 @@ perturbations as `SequenceVariant` lines of variants.jsonl (`crossknow.data.sequ
 - token_level: mask-X, random-X, delete-X, reorder-X@Y, monosyn-X, mltsyn-X (section 5.1.1);
 - synonyms, synonym_dictionary: Appendix A.3.1's Sudachi POS filter and the TSV / Japanese WordNet dictionaries;
 - sentence_level, rewrites, prompts: partial-a and the syntax/lexicon/semantic/translation rewrites (5.1.2);
+- completion_prompts: the rewrites asked of a base model (crossknow's few-shot form, English and Japanese);
 - pipeline: `run_perturb`, the command's run directory.
 """

@@ -3,7 +3,8 @@
 The run directory holds config.yaml and inputs.json (the corpus's and dictionaries' hashes), the rewrite
 stage's shards (stages/rewrites/, resumable: `crossknow.perturb.rewrites`), and, written atomically at the
 end, variants.jsonl (`SequenceVariant` a line: each sampled sequence's original, then its token-level and
-sentence-level variants), failures.jsonl (`PerturbationFailure` a line) and summary.json (`PerturbSummary`).
+sentence-level variants), failures.jsonl (`PerturbationFailure` a line) and summary.json (`PerturbSummary`, which
+records the rewrite generator as 'backend:model id' and the form it was asked in: 'chat' or 'completion').
 Token-level and partial variants are recomputed on every run: they are deterministic and quick. Run again on
 the same directory, only rewrites no shard holds are asked, and those the request cache has cost nothing.
 """
@@ -27,6 +28,7 @@ from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.generator import Generator
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.perturb.completion_prompts import COMPLETION_MAX_TOKENS, check_completion_languages
 from crossknow.perturb.prompts import language_name
 from crossknow.perturb.records import SYNONYM_METHODS, PerturbationFailure, PerturbConfig, PerturbSummary, SummaryRow
 from crossknow.perturb.rewrites import RewriteRequest, run_rewrites
@@ -83,9 +85,27 @@ def _token_settings(config: PerturbConfig, model: ModelTokens) -> TokenSettings:
     )
 
 
+def _rewrite_generator(config: PerturbConfig, make_generator: MakeGenerator) -> Generator:
+    """The rewrite generator, loaded before the run directory opens; CrossknowError now when it is a base model and
+    the completion form has no examples in a language of the run."""
+    assert config.generator is not None  # the config requires one for rewrites
+    options = GeneratorOptions(base_url=config.base_url, api_key_env=config.api_key_env,
+                               concurrency=config.concurrency, timeout_s=config.timeout_s)
+    generator = make_generator(config.generator, options)
+    if prompt_format(generator) == "completion":
+        check_completion_languages(config.lang, config.cross_lang if "translation" in config.methods else None)
+    return generator
+
+
+def prompt_format(generator: Generator) -> str:
+    """'chat' or 'completion': the form the rewrites are asked in (`StructuredClient.prompt_format`)."""
+    return getattr(generator, "prompt_format", "chat")
+
+
 def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, Segmented], run: RunDir,
-             make_generator: MakeGenerator, on_progress: Progress | None) -> tuple[dict, CostMeter]:
-    """The rewrite stage's outcomes (module docstring) and what this invocation spent."""
+             generator: Generator, on_progress: Progress | None) -> tuple[dict, CostMeter]:
+    """The rewrite stage's outcomes (module docstring) and what this invocation spent. A base model's one-line
+    rewrites stop at `COMPLETION_MAX_TOKENS` tokens, or the run's max_tokens when lower."""
     styles = [m for m in config.methods if m in REWRITE_METHODS]
     requests = []
     for source in sources:
@@ -94,13 +114,13 @@ def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, S
             for index in rewritten_sentences(source.doc.id, len(sentences), x, config.seed) or []:
                 requests += [RewriteRequest(source.doc.id, index, style, sentences[index], config.lang,
                                             config.cross_lang) for style in styles]
-    options = GeneratorOptions(base_url=config.base_url, api_key_env=config.api_key_env,
-                               concurrency=config.concurrency, timeout_s=config.timeout_s)
-    assert config.generator is not None  # the config requires one for rewrites
+    max_tokens = config.max_tokens
+    if prompt_format(generator) == "completion":
+        max_tokens = min(max_tokens, COMPLETION_MAX_TOKENS)
     cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
     try:
-        client = StructuredClient(make_generator(config.generator, options), cache, max_attempts=config.max_attempts,
-                                  max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
+        client = StructuredClient(generator, cache, max_attempts=config.max_attempts, max_tokens=max_tokens,
+                                  temperature=config.temperature, seed=config.seed)
         progress = (lambda done, total, _meter: on_progress("rewrites", done, total)) if on_progress else None
         results = run_rewrites(requests, client, run.stage("rewrites"), config.batch_size, progress)
     finally:
@@ -175,12 +195,13 @@ def run_perturb(
     sources = [Source(doc, model) for doc in sampled]
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
+    generator = _rewrite_generator(config, make_generator) if styles else None
     with RunDir(out) as run:
         run.open(config.model_dump(), inputs, volatile=VOLATILE, paths=PATHS)
         results: dict[tuple[str, int, str], RewriteResult] = {}
         meter = CostMeter()
-        if styles:
-            results, meter = _rewrite(config, sources, segments, run, make_generator, on_progress)
+        if generator is not None:
+            results, meter = _rewrite(config, sources, segments, run, generator, on_progress)
         tally = _Tally({s.doc.id: len(s.ids) for s in sources})
 
         def write(handle) -> None:
@@ -201,6 +222,8 @@ def run_perturb(
             random_vocabulary=settings.vocabulary.name if settings.vocabulary else None, synonyms=config.synonyms,
             variants=tally.variants, failures=len(tally.failures), rewrite_calls=meter.calls,
             rewrite_cached_calls=meter.cached_calls, rewrite_cost_usd=round(meter.cost_usd, 6),
+            rewrite_model=f"{generator.name}:{generator.model_id}" if generator is not None else None,
+            rewrite_prompt_format=prompt_format(generator) if generator is not None else None,
             seconds=round(time.monotonic() - started, 2), rows=tally.rows(),
         )
         atomic_write_json(out / "summary.json", json.loads(summary.model_dump_json()))

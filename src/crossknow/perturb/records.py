@@ -192,5 +192,13 @@ class PerturbSummary(Record):
     rewrite_calls: int = Field(description="Generator calls this invocation sent (cache hits not included).")
     rewrite_cached_calls: int = Field(description="Generator calls this invocation answered from the request cache.")
     rewrite_cost_usd: float = Field(description="Cost of the calls this invocation sent, at the run's prices.")
+    rewrite_model: str | None = Field(
+        default=None, description="The rewrite generator as 'backend:model id'; null when no rewrite was asked for."
+    )
+    rewrite_prompt_format: Literal["chat", "completion"] | None = Field(
+        default=None,
+        description="How the rewrites were asked: 'chat' (crossknow's chat prompts, JSON answers) or 'completion' "
+        "(crossknow's few-shot prompts for base models, one line a call); null when no rewrite was asked for.",
+    )
     seconds: float = Field(description="Wall-clock time of this invocation.")
     rows: list[SummaryRow] = Field(description="Counts and mean edit distance per setting (method, x, y, a).")

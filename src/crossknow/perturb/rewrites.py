@@ -5,9 +5,15 @@ The stage's shards (stages/rewrites/ of the run directory) hold one row per (seq
 its rewrite, or why there is none. A run killed at any point resumes with the requests no committed shard
 holds; the request cache replays those a killed chunk had already paid for. An answer that fails its JSON
 schema is retried by the client (`max_attempts`, seeds seed + k) and then committed as invalid, never
-dropped. A rewrite identical to its sentence is committed as invalid too, without a retry (at temperature 0
-another seed gives the same answer). A request that failed in transport is not committed: the run stops
+dropped. A rewrite identical to its sentence is committed as invalid too, in the chat form without a retry (at
+temperature 0 another seed gives the same answer). A request that failed in transport is not committed: the run stops
 with an error after the stage, writes no variants, and the next run asks it again.
+
+The stage asks in the form `client.prompt_format` names: 'chat', the JSON answer above (`crossknow.perturb.prompts`);
+'completion', for a base model, crossknow's few-shot prompts, one line per call, free text judged by
+`crossknow.perturb.completion_prompts.rewrite_parser` (an empty line, an echo of the prompt, the sentence unchanged,
+a translation in the wrong script: each retried by the client at its retry temperature, then committed as invalid
+with the model's own text). A language the completion form has no examples in stops the stage before any call.
 """
 
 from __future__ import annotations
@@ -18,7 +24,19 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, StructuredOutcome
+from crossknow.generation.structured import (
+    TRANSPORT_FAILURE,
+    CostMeter,
+    StructuredClient,
+    StructuredOutcome,
+    TextOutput,
+)
+from crossknow.perturb.completion_prompts import (
+    UNCHANGED,
+    check_completion_languages,
+    rewrite_completion,
+    rewrite_parser,
+)
 from crossknow.perturb.prompts import Rewrite, rewrite_prompt
 from crossknow.perturb.sentence_level import RewriteResult
 from crossknow.store.run_dir import ShardedTable
@@ -55,9 +73,10 @@ class RewriteRequest:
 
 
 def _row(request: RewriteRequest, outcome: StructuredOutcome) -> dict:
-    rewrite, error = (outcome.value.sentence, None) if outcome.valid else (None, outcome.error)
+    value = outcome.value.sentence if isinstance(outcome.value, Rewrite) else outcome.value
+    rewrite, error = (value, None) if outcome.valid else (None, outcome.error)
     if rewrite is not None and rewrite == request.sentence.strip():
-        rewrite, error = None, "the rewrite repeats the sentence unchanged"
+        rewrite, error = None, UNCHANGED
     return {
         "key": request.key, "source_id": request.source_id, "sentence_index": request.index, "style": request.style,
         "sentence": request.sentence, "rewrite": rewrite, "error": error, "raw_output": outcome.raw_text,
@@ -65,19 +84,31 @@ def _row(request: RewriteRequest, outcome: StructuredOutcome) -> dict:
     }
 
 
+def _ask(chunk: Sequence[RewriteRequest], client: StructuredClient) -> list[StructuredOutcome]:
+    """The outcomes of `chunk`, asked in the client's prompt format (module docstring)."""
+    if client.prompt_format != "completion":
+        return client.call_many([rewrite_prompt(r.style, r.sentence, r.lang, r.target_lang) for r in chunk], Rewrite)
+    asked = [rewrite_completion(r.style, r.sentence, r.lang, r.target_lang) for r in chunk]
+    parsers = [rewrite_parser(a, r.style, r.sentence, r.lang, r.target_lang) for a, r in zip(asked, chunk, strict=True)]
+    return client.call_many([a.prompt for a in asked], TextOutput(parsers[0]), parsers=parsers)
+
+
 def run_rewrites(
     requests: Sequence[RewriteRequest], client: StructuredClient, stage: ShardedTable, batch_size: int,
     on_progress: Progress | None = None,
 ) -> dict[tuple[str, int, str], RewriteResult]:
-    """Ask every request no committed shard holds, `batch_size` a shard; return every committed outcome keyed by
-    (source_id, sentence index, style). CrossknowError after the stage when a request failed in transport."""
+    """Ask every request no committed shard holds, `batch_size` a shard, in the client's prompt format; return every
+    committed outcome keyed by (source_id, sentence index, style). CrossknowError after the stage when a request
+    failed in transport, and before any call when the completion form has no examples in a request's language."""
     done = stage.done_keys()
     pending = list({r.key: r for r in requests if r.key not in done}.values())
+    if client.prompt_format == "completion":
+        for request in pending:
+            check_completion_languages(request.lang, request.target_lang if request.style == "translation" else None)
     total, finished, failed = len(pending), 0, []
     for start in range(0, len(pending), batch_size):
         chunk = pending[start:start + batch_size]
-        prompts = [rewrite_prompt(r.style, r.sentence, r.lang, r.target_lang) for r in chunk]
-        outcomes = client.call_many(prompts, Rewrite)
+        outcomes = _ask(chunk, client)
         rows = [_row(r, o) for r, o in zip(chunk, outcomes, strict=True)
                 if o.valid or not (o.error or "").startswith(TRANSPORT_FAILURE)]
         failed += [o.error for o in outcomes if not o.valid and (o.error or "").startswith(TRANSPORT_FAILURE)]
