@@ -121,6 +121,12 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def prompt_format_of(generator: Generator) -> str:
+    """'chat' or 'completion': the form `generator` is asked in where a stage can ask either way (chat for a
+    generator that does not say)."""
+    return getattr(generator, "prompt_format", "chat")
+
+
 Prompt = ChatPrompt | CompletionPrompt
 """Either form of prompt; `StructuredClient.prompt_format` says which one a client's model takes."""
 
@@ -239,7 +245,7 @@ class StructuredClient:
     @property
     def prompt_format(self) -> str:
         """'chat' or 'completion': the form this client's model is asked in where a stage can ask either way."""
-        return getattr(self.generator, "prompt_format", "chat")
+        return prompt_format_of(self.generator)
 
     def call_many(
         self,

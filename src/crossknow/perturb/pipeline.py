@@ -24,7 +24,7 @@ from crossknow.data.sequence_variants import (
     variant_label,
 )
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.generation.structured import CostMeter, StructuredClient, prompt_format_of
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.generator import Generator
 from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
@@ -92,14 +92,9 @@ def _rewrite_generator(config: PerturbConfig, make_generator: MakeGenerator) -> 
     options = GeneratorOptions(base_url=config.base_url, api_key_env=config.api_key_env,
                                concurrency=config.concurrency, timeout_s=config.timeout_s)
     generator = make_generator(config.generator, options)
-    if prompt_format(generator) == "completion":
+    if prompt_format_of(generator) == "completion":
         check_completion_languages(config.lang, config.cross_lang if "translation" in config.methods else None)
     return generator
-
-
-def prompt_format(generator: Generator) -> str:
-    """'chat' or 'completion': the form the rewrites are asked in (`StructuredClient.prompt_format`)."""
-    return getattr(generator, "prompt_format", "chat")
 
 
 def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, Segmented], run: RunDir,
@@ -115,7 +110,7 @@ def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, S
                 requests += [RewriteRequest(source.doc.id, index, style, sentences[index], config.lang,
                                             config.cross_lang) for style in styles]
     max_tokens = config.max_tokens
-    if prompt_format(generator) == "completion":
+    if prompt_format_of(generator) == "completion":
         max_tokens = min(max_tokens, COMPLETION_MAX_TOKENS)
     cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
     try:
@@ -223,7 +218,7 @@ def run_perturb(
             variants=tally.variants, failures=len(tally.failures), rewrite_calls=meter.calls,
             rewrite_cached_calls=meter.cached_calls, rewrite_cost_usd=round(meter.cost_usd, 6),
             rewrite_model=f"{generator.name}:{generator.model_id}" if generator is not None else None,
-            rewrite_prompt_format=prompt_format(generator) if generator is not None else None,
+            rewrite_prompt_format=prompt_format_of(generator) if generator is not None else None,
             seconds=round(time.monotonic() - started, 2), rows=tally.rows(),
         )
         atomic_write_json(out / "summary.json", json.loads(summary.model_dump_json()))
