@@ -46,7 +46,11 @@ def write(path, pairs):
 def test_japanese_pairs_all_usable_and_linked():
     item_set = read_pitfalls(RELEASE / "Japanese.json")
     pairs = json.loads((RELEASE / "Japanese.json").read_text(encoding="utf-8"))
-    assert len(pairs) == 314 and item_set.invalid == [] and len(item_set.items) == 628
+    # 7 pairs repeat a choice on the Japanese side (two English choices translated alike): no item, reported
+    assert len(pairs) == 314 and len(item_set.items) == 2 * 307
+    assert [(r.field, "repeats option" in r.reason) for r in item_set.invalid] == [("transchoices", True)] * 7
+    assert all(len(set(pairs[r.line - 1]["transchoices"])) < len(pairs[r.line - 1]["transchoices"])
+               for r in item_set.invalid)
     english, japanese = item_set.items[0], item_set.items[1]
     assert (english.id, english.lang, japanese.id, japanese.lang) == ("en:0", "en", "ja:0", "ja")
     assert english.pair_id == japanese.pair_id == "Japanese:0"
@@ -108,10 +112,12 @@ def test_yoruba_reports_135_pairs_whose_answer_is_not_a_choice():
     item_set = read_pitfalls(RELEASE / "Yoruba.json")
     pairs = json.loads((RELEASE / "Yoruba.json").read_text(encoding="utf-8"))
     assert len(pairs) == 813
-    assert len(item_set.invalid) == 135
-    assert len(item_set.items) == 2 * (813 - 135)
-    for record in item_set.invalid:
-        assert record.field == "transanswer" and record.path == str(RELEASE / "Yoruba.json")
+    missing = [record for record in item_set.invalid if record.field == "transanswer"]
+    repeated = [record for record in item_set.invalid if record.field == "transchoices"]
+    assert len(missing) == 135 and len(repeated) == 14  # and 14 pairs repeat a translated choice
+    assert len(item_set.items) == 2 * (813 - 135 - 14)
+    for record in missing:
+        assert record.path == str(RELEASE / "Yoruba.json")
         bad = pairs[record.line - 1]
         assert bad["transanswer"] not in bad["transchoices"]
         assert repr(bad["transanswer"]) in record.reason
@@ -122,13 +128,14 @@ def test_yoruba_reports_135_pairs_whose_answer_is_not_a_choice():
 
 @needs_shared
 def test_all_sixteen_languages():
-    answer_invalid, empty_choice, pairs_seen, by_language = 0, 0, 0, {}
+    answer_invalid, empty_choice, repeated_choice, pairs_seen, by_language = 0, 0, 0, 0, {}
     for language, code in LANGUAGE_CODES.items():
         item_set = read_pitfalls(RELEASE / f"{language}.json")
         fields = Counter(record.field for record in item_set.invalid)
-        assert set(fields) <= {"transanswer", "choices"}
+        assert set(fields) <= {"transanswer", "choices", "transchoices"}
         answer_invalid += fields["transanswer"]
-        empty_choice += fields["choices"]
+        empty_choice += sum("is empty" in record.reason for record in item_set.invalid)
+        repeated_choice += sum("repeats option" in record.reason for record in item_set.invalid)
         pairs_seen += len(item_set.items) // 2 + len(item_set.invalid)
         by_language[language] = fields
         assert {item.lang for item in item_set.items} == {"en", code}
@@ -141,6 +148,9 @@ def test_all_sixteen_languages():
     # Not in the README: 36 more pairs (Zulu 31, Swahili 5) have an empty choice on both sides.
     assert empty_choice == 36
     assert by_language["Zulu"]["choices"] == 31 and by_language["Swahili"]["choices"] == 5
+    # Nor this: 76 more pairs hold one choice twice on a side (12 English, in Chinese and Korean; 64 translated,
+    # two English choices translated alike), which no multiple-choice item may.
+    assert repeated_choice == 76
 
 
 @needs_shared

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from crossknow.data.sequence_variants import LEVELS
 from crossknow.dynamics.sequence_inputs import SequenceLossConfig, read_sequences
 from crossknow.dynamics.sequence_loss import run_sequence_loss
 from crossknow.dynamics.token_spans import token_spans
@@ -30,8 +31,8 @@ def write_lines(path: Path, records: list[dict[str, Any]]) -> Path:
 
 def variant(id_: str, method: str, text: str, **fields: Any) -> dict[str, Any]:
     """A variants.jsonl line as `crossknow perturb` writes it (a `SequenceVariant`)."""
-    return {"id": id_, "source_id": "s1", "lang": "en", "method": method, "level": "token" if "token_ids" in fields
-            else "none", "x": None, "y": None, "a": None, "text": text, "token_ids": None, "tokenizer": "default",
+    return {"id": id_, "source_id": "s1", "lang": "en", "method": method, "level": LEVELS.get(method, "sentence"),
+            "x": None, "y": None, "a": None, "text": text, "token_ids": None, "tokenizer": "default",
             "edit_distance": 0, "seed": 0} | fields
 
 
@@ -58,6 +59,11 @@ def test_a_corpus_file_is_read_as_originals_with_their_lines(tmp_path: Path) -> 
     ({"method": "shuffle"}, "line 2: field 'method': Input should be 'original', 'mask'"),
     ({"text": "  "}, "line 2: field 'text': the text is empty"),
     ({"id": "v1"}, "line 2: field 'id': duplicate variant id 'v1', first used on line 1"),
+    ({"method": "original", "level": "none", "x": 50}, "line 2: field 'x': method 'original' takes no x"),
+    ({"level": "sentence"}, "line 2: field 'level': level 'sentence' does not fit method 'mask'"),
+    ({"y": 3}, "line 2: field 'y': method 'mask' takes no y"),
+    ({"token_ids": []}, "line 2: field 'token_ids': token_ids: an empty token sequence"),
+    ({"lang": "english"}, "line 2: field 'lang': 'english' is not a language tag"),
 ])
 def test_a_malformed_variant_names_its_file_line_and_field(tmp_path: Path, change: dict, where: str) -> None:
     path = write_lines(tmp_path / "variants.jsonl", [variant("v1", "original", ORIGINAL),

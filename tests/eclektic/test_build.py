@@ -577,6 +577,21 @@ def test_a_source_row_whose_question_is_missing_is_an_error(tmp_path):
     assert (error.value.line, error.value.field) == (5, "lang")
 
 
+def test_a_q_id_that_read_eclektic_refuses_is_refused_before_writing(tmp_path):
+    rows = _reviewed(tmp_path)
+    long_id = "q" * 300  # its items' ids "q...q:ja" are longer than an item id may be
+    for row in rows:
+        if row["q_id"] == rows[-1]["q_id"]:
+            row["q_id"] = long_id
+    path = write_sheet(tmp_path / "reviewed.csv", rows)
+    with pytest.raises(InputError, match="at most 256 characters") as error:
+        import_sheet(path, tmp_path / "released.jsonl")
+    assert (error.value.path, error.value.field) == (str(path), "q_id")
+    assert error.value.line == next(n for n, row in enumerate(rows, start=2)
+                                    if row["q_id"] == long_id and row["lang"] == row["original_lang"])
+    assert not (tmp_path / "released.jsonl").exists()
+
+
 # ---- one real build against the llama.cpp chat server ------------------------------------------------------
 
 

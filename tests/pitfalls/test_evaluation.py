@@ -22,7 +22,7 @@ needs_release = pytest.mark.skipif(not RELEASE.exists(), reason=f"{RELEASE} is n
 
 
 def _independent_flaws(pair: dict) -> set[str]:
-    """Issue 10's four invalidities, written out again from the field names."""
+    """Issue 10's four invalidities and a repeated choice (issue 23), written out again from the field names."""
     en, tr = pair["choices"], pair["transchoices"]
     found = set()
     if len(en) != len(tr):
@@ -35,6 +35,8 @@ def _independent_flaws(pair: dict) -> set[str]:
             found.add("answer_index")
     if [c for c in en + tr if c.strip() == ""]:
         found.add("empty_choice")
+    if len(set(en)) < len(en) or len(set(tr)) < len(tr):
+        found.add("duplicate_choice")
     return found
 
 
@@ -64,7 +66,8 @@ def test_release_flaws_and_cap_violations_from_an_independent_count():
     assert issue == 274  # the issue's count: 238 + 36 (disjoint)
     assert totals["choice_count"] == 64  # every one of them also lacks its answer among the choices
     assert totals["answer_index"] == 27  # counted by neither: the translated answer at another (or a second) index
-    assert union == 301
+    assert totals["duplicate_choice"] == 76  # a side holding one choice twice: 53 pairs with no other flaw
+    assert union == 354
 
 
 def _row(model, lang, en, target, pair="p"):

@@ -29,8 +29,11 @@ def released_file(path: Path, count: int, start: int = 0) -> Path:
 def test_the_released_sciq_file_reads_every_question_with_its_answer_index():
     source = read_source_file(RELEASE / "sciq.json")
     raw = json.loads((RELEASE / "sciq.json").read_text(encoding="utf-8"))
-    # two SciQ records list their answer twice among the choices (positions 767 and 884): reported, not drawn
-    assert len(source.questions) == 995 and [r.line for r in source.invalid] == [767, 884]
+    # two SciQ records list their answer twice among the choices (positions 767 and 884), seven more another
+    # choice twice: reported, not drawn
+    repeated = [i + 1 for i, r in enumerate(raw) if len(set(r["choices"])) != len(r["choices"])]
+    assert len(repeated) == 9 and {767, 884} <= set(repeated)
+    assert len(source.questions) == 988 and [r.line for r in source.invalid] == repeated
     first = source.questions[5]
     assert first.id == "sciq:5" and first.question.question == raw[5]["question"]
     assert first.question.choices[first.question.answer] == raw[5]["answer"] and first.question.lang == "en"
@@ -39,9 +42,9 @@ def test_the_released_sciq_file_reads_every_question_with_its_answer_index():
 @pytest.mark.parametrize("name", ["commonsense_qa", "truthful_qa", "mmlu", "ai2_arc_easy"])
 def test_the_release_flaws_of_each_source_file_are_reported(name):
     raw = json.loads((RELEASE / f"{name}.json").read_text(encoding="utf-8"))
-    # an independent count: an answer not exactly once among the choices, or an empty choice
-    flawed = [i + 1 for i, r in enumerate(raw)
-              if r["choices"].count(r["answer"]) != 1 or any(not c.strip() for c in r["choices"])]
+    # an independent count: an answer not exactly once among the choices, an empty choice, a choice repeated
+    flawed = [i + 1 for i, r in enumerate(raw) if r["choices"].count(r["answer"]) != 1
+              or any(not c.strip() for c in r["choices"]) or len(set(r["choices"])) != len(r["choices"])]
     source = read_source_file(RELEASE / f"{name}.json")
     assert [r.line for r in source.invalid] == flawed
     assert len(source.questions) + len(flawed) == len(raw)

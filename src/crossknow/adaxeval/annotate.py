@@ -21,6 +21,7 @@ from crossknow.adaxeval.records import QualityRecord
 from crossknow.adaxeval.stages import StageStore
 from crossknow.data.corpus import pair_documents, read_corpus
 from crossknow.data.guarded import read_text
+from crossknow.data.schemas import language_tag
 from crossknow.errors import CrossknowError, InputError
 from crossknow.store.atomic import atomic_write, atomic_write_text
 from crossknow.store.run_dir import CONFIG_FILE, RunDir
@@ -178,7 +179,8 @@ def score_sheet(sheet: Path) -> ScoreTable:
     """Read a filled sheet, validate every score, and average per rubric and language.
 
     Raises InputError naming the row (1-based, header not counted), the item and the column of every
-    bad cell (the first ten), or a missing column.
+    bad cell (the first ten): a score out of range, an empty item id, a language that is no language tag,
+    an item listed twice; or a missing column.
     """
     reader = csv.DictReader(io.StringIO(read_text(sheet, bom=True), newline=""))
     try:
@@ -193,8 +195,13 @@ def score_sheet(sheet: Path) -> ScoreTable:
     problems: list[str] = []
     values: dict[str, dict[str, list[int]]] = {rubric.column: {} for rubric in RUBRICS}
     items: dict[str, int] = {}
+    first_row: dict[tuple[str, str], int] = {}
     for number, row in enumerate(table, start=1):
         lang = (row.get("lang") or "").strip()
+        problem = _row_problem(row, lang, number, first_row)
+        if problem:
+            problems.append(problem)
+            continue
         items[lang] = items.get(lang, 0) + 1
         for column, rubric in columns:
             cell = (row.get(column) or "").strip()
@@ -220,6 +227,22 @@ def score_sheet(sheet: Path) -> ScoreTable:
         counts={column: {lang: len(scores.get(lang, [])) for lang in langs} for column, scores in values.items()},
         items=items,
     )
+
+
+def _row_problem(row: dict[str, str | None], lang: str, number: int, first_row: dict[tuple[str, str], int]) -> str:
+    """Why a sheet row names no item of one language once ('' when it does); notes its (lang, item_id) in
+    `first_row`, so that an item repeated in the sheet is refused rather than counted twice."""
+    item_id = (row.get("item_id") or "").strip()
+    if not item_id:
+        return f"row {number}, column 'item_id': empty"
+    try:
+        language_tag(lang)
+    except ValueError as error:
+        return f"row {number} (item {item_id}), column 'lang': {error}"
+    if (lang, item_id) in first_row:
+        return f"row {number}, column 'item_id': item {item_id} ({lang}) repeats row {first_row[lang, item_id]}"
+    first_row[lang, item_id] = number
+    return ""
 
 
 def _mean(scores: list[int]) -> float | None:

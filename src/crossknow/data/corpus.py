@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 
 from crossknow.data.jsonl import iter_json_lines, validation_problem
-from crossknow.data.schemas import Record
+from crossknow.data.schemas import LanguageTag, Record
 from crossknow.errors import InputError
 
 _KNOWN_METADATA: dict[str, tuple[type, str]] = {
@@ -44,7 +44,7 @@ class Document(Record):
     """One corpus document."""
 
     id: str = Field(min_length=1, description="Document id, unique in the corpus.")
-    lang: str = Field(min_length=1, description="Language of `text` (ISO 639-1, e.g. 'en', 'ja').")
+    lang: LanguageTag = Field(description="Language of `text` (a language tag, e.g. 'en', 'ja').")
     text: str = Field(min_length=1, description="The document's text (e.g. an abstract).")
     metadata: dict[str, Any] = Field(
         default_factory=dict,

@@ -64,6 +64,15 @@ def read_eclektic(path: str | Path, limit: int | None = None, *, required: Requi
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items[:limit], invalid=invalid)
 
 
+def row_items(
+    record: dict[str, Any], path: str | Path, line: int, required: Required = "none"
+) -> tuple[list[QAItem], list[InvalidRecord]]:
+    """The items of one row and its problems, as `read_eclektic` reads them (for a writer to check a row
+    before writing it); InputError naming `path`, `line` and the field for a malformed row."""
+    q_id = str(require(record, "q_id", (str, int), path, line))
+    return _row_items(record, path, line, q_id, required)
+
+
 def _qa_item(fields: dict[str, Any], path: str | Path, line: int) -> QAItem:
     """The QAItem of one language of a row; InputError naming the field as the file spells it."""
     try:

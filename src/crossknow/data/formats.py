@@ -15,7 +15,7 @@ from typing import Any
 
 from crossknow.data.adaxeval import read_adaxeval
 from crossknow.data.eclektic import is_eclektic, read_eclektic
-from crossknow.data.guarded import load_json
+from crossknow.data.guarded import first_char, load_json
 from crossknow.data.jsonl import iter_json_lines, read_jsonl
 from crossknow.data.parquet import read_parquet
 from crossknow.data.pitfalls import read_pitfalls
@@ -44,13 +44,13 @@ def detect_format(path: str | Path) -> str:
     path = Path(path)
     if path.suffix == ".parquet":
         return "parquet"
-    head = _first_byte(path)
-    if head == b"[":
+    head = first_char(path)
+    if head == "[":
         data = load_json(path)
         if data and isinstance(data[0], dict) and "transquestion" in data[0]:
             return "pitfalls"
         raise InputError(path, f"a JSON list whose first element has no 'transquestion'; {_KNOWN}")
-    if head == b"{":
+    if head == "{":
         try:
             line, first = next(iter_json_lines(path))
         except InputError as line_error:  # not JSON lines: perhaps one JSON object over several lines
@@ -114,11 +114,3 @@ def _one_object(path: Path, line_error: InputError) -> dict[str, Any]:
     except InputError:
         raise line_error from None
 
-
-def _first_byte(path: Path) -> bytes:
-    """The first byte of the file that is not white space (b'' for none in its first 4 KB)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(4096).lstrip()[:1]
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file: {exc.strerror}") from exc

@@ -14,7 +14,9 @@ reading its first bytes:
   RecursionError about a thousand levels down);
 - integers of at most MAX_INT_DIGITS digits (Python's own limit on converting text to int);
 - no lone surrogate (a JSON escape such as "\\ud800" alone): it is no character, and no UTF-8
-  file or Parquet table can hold it.
+  file or Parquet table can hold it;
+- no NaN, Infinity or -Infinity: Python's json module accepts these constants, JSON has none, and
+  every number of crossknow's records is finite.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,9 @@ _SCAN_CHUNK = 1 << 20
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _LONG_INTEGER = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
+_NON_FINITE = object()
+"""What parse_json reads NaN, Infinity and -Infinity as, before refusing them."""
+_HEAD_BYTES = 4096
 
 
 def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES, *, bom: bool = False) -> str:
@@ -73,6 +78,16 @@ def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES, *, bom: bool = 
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc, data.count(b"\n", 0, exc.start) + 1, exc.start) from None
+
+
+def first_char(path: str | Path) -> str:
+    """The first character of a file that is not white space ('' when its first 4 KB hold none), telling a
+    JSON list ('[') from JSON lines or an object ('{') before the file is read whole."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_HEAD_BYTES).lstrip()[:1].decode("ascii", "replace")
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
 
 
 def iter_text_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
@@ -115,8 +130,9 @@ def parse_json(text: str, path: str | Path, line: int | None = None, field: str 
     if _too_deep(text):
         message = f"a value nested more than {MAX_DEPTH} deep (lists and objects)"
         raise InputError(path, message, line=line, field=field)
+    constants: list[str] = []
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=lambda name: constants.append(name) or _NON_FINITE)
     except json.JSONDecodeError as exc:
         message = f"invalid JSON: {exc.msg} (column {exc.colno})"
         raise InputError(path, message, line=line or exc.lineno, field=field) from None
@@ -125,8 +141,13 @@ def parse_json(text: str, path: str | Path, line: int | None = None, field: str 
         where = line or (text.count("\n", 0, found.start()) + 1 if found else None)
         message = f"an integer of more than {MAX_INT_DIGITS} digits"
         raise InputError(path, message, line=where, field=field) from None
+    if constants:
+        found = _field_of(value, lambda item: item is _NON_FINITE, field or "")
+        where = line or text.count("\n", 0, text.find(constants[0])) + 1
+        message = f"{constants[0]} is no JSON number: a finite number is expected"
+        raise InputError(path, message, line=where, field=found or None)
     if _SURROGATE_ESCAPE.search(text):
-        found = _surrogate_field(value, field or "")
+        found = _field_of(value, _holds_surrogate, field or "")
         if found is not None:
             message = "a lone surrogate (a \\ud800-\\udfff escape without its pair) is no character"
             raise InputError(path, message, line=line, field=found or None)
@@ -155,16 +176,20 @@ def _too_deep(text: str) -> bool:
     return False
 
 
-def _surrogate_field(value: Any, field: str = "") -> str | None:
-    """The field path ('' for the whole value) of the first string or key holding a lone surrogate."""
-    if isinstance(value, str):
-        return field if _SURROGATE.search(value) else None
+def _holds_surrogate(value: Any) -> bool:
+    return isinstance(value, str) and _SURROGATE.search(value) is not None
+
+
+def _field_of(value: Any, bad: Callable[[Any], bool], field: str = "") -> str | None:
+    """The field path ('' for the whole value) of the first value, or key, for which `bad` holds."""
+    if bad(value):
+        return field
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         name = f"{field}[{key}]" if isinstance(key, int) else f"{field}.{key}" if field else key
-        if isinstance(key, str) and _SURROGATE.search(key):
+        if isinstance(key, str) and bad(key):
             return name
-        found = _surrogate_field(item, name)
+        found = _field_of(item, bad, name)
         if found is not None:
             return found
     return None

@@ -11,12 +11,12 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from crossknow.data.guarded import iter_text_lines, parse_json
-from crossknow.data.schemas import BLANK, InvalidRecord, ItemSet, MCItem, QAItem
+from crossknow.data.guarded import MAX_FILE_BYTES, iter_text_lines, load_json, parse_json
+from crossknow.data.schemas import BLANK, InvalidRecord, ItemSet, MCItem, QAItem, Record
 from crossknow.errors import InputError
 from crossknow.store.atomic import atomic_write
 
@@ -24,9 +24,14 @@ Item = MCItem | QAItem
 """Any item crossknow scores or judges."""
 
 FORMAT = "jsonl"
+R = TypeVar("R", bound=Record)
 
 # Model-level validators of MCItem report no location; these words in their message name the field.
-_MESSAGE_FIELDS = (("answer index", "answer"), ("option", "options"), (BLANK, "prompt"))
+_MESSAGE_FIELDS = (
+    ("answer index", "answer"), ("option", "options"), ("choice", "choices"), (BLANK, "prompt"),
+    ("the text is empty", "text"), ("token_ids:", "token_ids"), ("level ", "level"), ("takes no x", "x"),
+    ("takes no y", "y"), ("takes no a", "a"), ("partner_lang", "partner_lang"),
+)
 _JSON_TYPE_NAMES: dict[type, str] = {
     str: "a string",
     int: "an integer",
@@ -64,8 +69,9 @@ def validation_problem(exc: ValidationError) -> tuple[str | None, str]:
     field = ""
     for part in error["loc"]:
         field += f"[{part}]" if isinstance(part, int) else (f".{part}" if field else str(part))
-    if not field:
-        field = next((name for words, name in _MESSAGE_FIELDS if words in message), "")
+    if error["type"] == "value_error" and isinstance(error.get("input"), dict):  # a model's own check
+        named = next((name for words, name in _MESSAGE_FIELDS if words in message), "")
+        field = f"{field}.{named}" if field and named else field or named
     return field or None, message
 
 
@@ -123,12 +129,6 @@ def mc_item_or_problem(
     """
     if not fields.get("prompt", "").strip():
         return renames.get("prompt", "prompt"), "the prompt is empty"
-    options = fields.get("options", [])
-    empty = [index for index, option in enumerate(options) if not option.strip()]
-    if empty:
-        return renames.get(
-            "options", "options"
-        ), f"option {empty[0]} is empty ({options[empty[0]]!r})"
     try:
         return MCItem(**fields)
     except ValidationError as exc:
@@ -161,6 +161,26 @@ def build_item(
         raise InputError(path, f"{message} (as {model.__name__})", line=line, field=field) from exc
 
 
+def note_unique_id(first_line: dict[str, int], item_id: str, path: str | Path, line: int) -> None:
+    """Record that `item_id` is on `line` in `first_line` (id -> line); InputError naming both lines when the
+    id was seen before (every reader of our item files refuses a repeated id the same way)."""
+    if item_id in first_line:
+        message = f"duplicate id {item_id!r}, first used on line {first_line[item_id]}"
+        raise InputError(path, message, line=line, field="id")
+    first_line[item_id] = line
+
+
+def read_json_record(path: str | Path, model: type[R], max_bytes: int = MAX_FILE_BYTES) -> R:
+    """A JSON file holding one record (a run's sources.json, a summary), validated as `model`; InputError
+    naming the file and the field for a file that cannot be read, is not JSON or is not such a record."""
+    data = load_json(path, max_bytes)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        field, message = validation_problem(exc)
+        raise InputError(path, f"{message} (as {model.__name__})", field=field) from None
+
+
 def read_jsonl(path: str | Path, limit: int | None = None) -> ItemSet:
     """Read our JSON-lines file of items; `limit` keeps the first N.
 
@@ -173,14 +193,7 @@ def read_jsonl(path: str | Path, limit: int | None = None) -> ItemSet:
         if limit is not None and len(items) >= limit:
             break
         item = build_item(record, path, line_no)
-        if item.id in first_line:
-            raise InputError(
-                path,
-                f"duplicate id {item.id!r}, first used on line {first_line[item.id]}",
-                line=line_no,
-                field="id",
-            )
-        first_line[item.id] = line_no
+        note_unique_id(first_line, item.id, path, line_no)
         items.append(item)
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items)
 

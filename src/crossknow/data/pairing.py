@@ -11,11 +11,12 @@ module, which is why the record lives here.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from crossknow.data.jsonl import iter_json_lines, validation_problem
-from crossknow.data.schemas import Record
+from crossknow.data.schemas import LanguageTag, Record
 from crossknow.errors import InputError
 
 INTERLINGUAL_FILE = "interlingual.jsonl"
@@ -29,12 +30,20 @@ class InterlingualLink(Record):
     """One line of interlingual.jsonl."""
 
     item_id: str = Field(description="Id of the item in its language's sets.")
-    lang: str = Field(description="Language X of the item (and of the document its fact was taken from).")
+    lang: LanguageTag = Field(description="Language X of the item (and of the document its fact was taken from).")
     doc_id: str = Field(description="The document in X the item was generated from.")
     pair_id: str = Field(description="The pair both documents belong to.")
-    partner_lang: str = Field(description="Language Y of the paired document.")
+    partner_lang: LanguageTag = Field(description="Language Y of the paired document (another language than X).")
     partner_doc_id: str = Field(description="The paired document in Y.")
-    support: int | None = Field(description="Cross-language judgement: 2 stated, 1 inferable, 0 not supported.")
+    support: Annotated[int, Field(ge=0, le=2, strict=True)] | None = Field(
+        description="Cross-language judgement: 2 stated, 1 inferable, 0 not supported."
+    )
+
+    @model_validator(mode="after")
+    def _two_languages(self) -> InterlingualLink:
+        if self.partner_lang == self.lang:
+            raise ValueError(f"partner_lang {self.partner_lang!r} is the item's own language: a link joins two")
+        return self
 
 
 def read_pairing(path: str | Path) -> dict[PairingKey, InterlingualLink]:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crossknow.data.guarded import parse_json
-from crossknow.data.jsonl import Item, build_item
+from crossknow.data.jsonl import Item, build_item, note_unique_id
 from crossknow.data.schemas import ItemSet, MCItem, QAItem
 from crossknow.errors import InputError
 from crossknow.store.atomic import atomic_write
@@ -77,11 +77,12 @@ def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
     """Read a Parquet file written by `write_parquet`; `limit` keeps the first N items.
 
     Raises InputError for a file that is not Parquet or not an item table, or a row that fails
-    validation (its 1-based row number is reported as the line).
+    validation or repeats an id (its 1-based row number is reported as the line).
     """
     try:
         table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
+        table.validate(full=True)  # a string column's bytes UTF-8, offsets in bounds: else to_pylist fails
+    except (OSError, pa.ArrowException) as exc:
         raise InputError(path, f"cannot read as Parquet: {exc}") from exc
     recorded = (table.schema.metadata or {}).get(_TYPE_KEY, b"")
     type_name = next((name for name in _SCHEMAS if name.encode() == recorded), None)
@@ -94,10 +95,13 @@ def read_parquet(path: str | Path, limit: int | None = None) -> ItemSet:
     if limit is not None:
         table = table.slice(0, limit)
     items: list[Item] = []
+    first_row: dict[str, int] = {}
     for row_no, row in enumerate(table.to_pylist(), start=1):
         if not isinstance(row["metadata"], str):
             raise InputError(path, "expected JSON text", line=row_no, field="metadata")
         row["metadata"] = parse_json(row["metadata"], path, row_no, "metadata")
         row = {key: value for key, value in row.items() if value is not None}
-        items.append(build_item(row, path, row_no, model))
+        item = build_item(row, path, row_no, model)
+        note_unique_id(first_row, item.id, path, row_no)
+        items.append(item)
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -25,14 +26,30 @@ MAX_OPTION_CHARS = 10_000
 """Longest option accepted."""
 
 
-def _language_tag(value: str) -> str:
+def language_tag(value: str) -> str:
+    """`value` when it is a language tag (LANGUAGE_TAG); ValueError saying so otherwise."""
     if not LANGUAGE_TAG.match(value):
-        shown = value if len(value) <= 40 else value[:40] + f"... ({len(value)} characters)"
-        raise ValueError(f"{shown!r} is not a language tag (like 'en', 'ja' or 'zh-Hant')")
+        raise ValueError(f"{_shown(value)} is not a language tag (like 'en', 'ja' or 'zh-Hant')")
     return value
 
 
-LanguageTag = Annotated[str, AfterValidator(_language_tag)]
+def check_choices(choices: Sequence[str], answer: int | None, noun: str) -> None:
+    """The one rule for the options of a multiple-choice question: none empty, no two the same, and the answer
+    (when given) an index among them; ValueError naming the first problem (`noun`: 'option' or 'choice')."""
+    if answer is not None and answer >= len(choices):
+        raise ValueError(f"answer index {answer} is out of range for {len(choices)} {noun}s")
+    for index, choice in enumerate(choices):
+        if not choice.strip():
+            raise ValueError(f"{noun} {index} is empty ({choice!r})")
+        if choice in choices[:index]:
+            raise ValueError(f"{noun} {index} ({_shown(choice)}) repeats {noun} {choices.index(choice)}")
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 40 else repr(value[:40]) + f"... ({len(value)} characters)"
+
+
+LanguageTag = Annotated[str, AfterValidator(language_tag)]
 """A language code, validated as a short BCP 47 tag."""
 ItemId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 """An item or pair id: non-empty, at most MAX_ID_CHARS characters."""
@@ -56,7 +73,8 @@ class MCItem(Record):
     options: list[Annotated[str, Field(max_length=MAX_OPTION_CHARS)]] = Field(
         min_length=2, max_length=MAX_OPTIONS, description="The candidate answers, in presentation order."
     )
-    answer: int = Field(ge=0, description="Index of the correct option in `options`.")
+    answer: int = Field(ge=0, strict=True, description="Index of the correct option in `options` (an integer: "
+                        "\"1\", 1.0 and true are refused, not read as 1).")
     source_lang: LanguageTag | None = Field(
         default=None, description="Language the item's knowledge was taken from, when known."
     )
@@ -67,10 +85,7 @@ class MCItem(Record):
 
     @model_validator(mode="after")
     def _check(self) -> MCItem:
-        if self.answer >= len(self.options):
-            raise ValueError(f"answer index {self.answer} is out of range for {len(self.options)} options")
-        if any(not option.strip() for option in self.options):
-            raise ValueError("an option is empty")
+        check_choices(self.options, self.answer, "option")
         if self.kind == "cloze" and self.prompt.count(BLANK) != 1:
             raise ValueError(f"a cloze prompt must hold exactly one {BLANK}, found {self.prompt.count(BLANK)}")
         return self

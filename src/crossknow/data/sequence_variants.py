@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from crossknow.data.jsonl import validation_problem
 from crossknow.data.schemas import LanguageTag, Record
@@ -29,6 +29,8 @@ REWRITE_METHODS: tuple[str, ...] = ("syntax", "lexicon", "semantic", "translatio
 """Sentence rewrites by a generator (section 5.1.2)."""
 METHOD_ORDER: tuple[str, ...] = ("original", *TOKEN_METHODS, "partial", *REWRITE_METHODS)
 """'original' and the perturbations in the paper's order (section 5.1), as tables and figures list them."""
+LEVELS: dict[str, str] = {"original": "none", **{method: "token" for method in TOKEN_METHODS}}
+"""The level of each method that is not a sentence-level one."""
 PARTIAL_SEGMENTS = 4
 """partial-a splits a sequence into this many segments (section 5.1.2)."""
 
@@ -78,6 +80,22 @@ class SequenceVariant(Record):
         "text's tokens after BOS), each insertion, deletion and substitution of one token counting 1.",
     )
     seed: int = Field(description="The run's seed; the variant's random draws are seeded by (seed, source_id, label).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SequenceVariant:
+        """The settings that `method` takes, and nothing empty to score."""
+        level = LEVELS.get(self.method, "sentence")
+        if self.level != level:
+            raise ValueError(f"level {self.level!r} does not fit method {self.method!r}, which is {level!r}")
+        for name, allowed in (("x", self.method not in ("original", "partial")), ("y", self.method == "reorder"),
+                              ("a", self.method == "partial")):
+            if getattr(self, name) is not None and not allowed:
+                raise ValueError(f"method {self.method!r} takes no {name} (found {getattr(self, name)})")
+        if not self.text.strip():
+            raise ValueError("the text is empty")
+        if self.token_ids == []:
+            raise ValueError("token_ids: an empty token sequence")
+        return self
 
 
 def variant_of_line(record: dict[str, Any], path: str | Path, line: int) -> SequenceVariant:

@@ -18,8 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from crossknow.data.guarded import load_yaml
 from crossknow.errors import CrossknowError
 from crossknow.models.weights import weights_hash
 
@@ -82,8 +81,9 @@ def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
         raise CrossknowError(f"--checkpoints {source}: not a directory, a default spec or an hf:ID@REVISION spec")
     config = path / "config.yaml"
     if config.exists() and (path / "checkpoints").is_dir():
-        base = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("model")
-        if not base:
+        resolved = load_yaml(config) or {}
+        base = resolved.get("model") if isinstance(resolved, dict) else None
+        if not isinstance(base, str) or not base:
             raise CrossknowError(f"{config}: no 'model' entry; is {path} a crossknow train run?")
         return [Checkpoint(0, base, f"base ({base})"), *_sub_checkpoints(path / "checkpoints")]
     if _is_model_dir(path):

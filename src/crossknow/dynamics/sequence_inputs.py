@@ -72,11 +72,7 @@ class TracedSequence:
 
 
 def _traced(variant: SequenceVariant, path: Path, line: int) -> TracedSequence:
-    """A validated variant as a sequence to score; InputError (file, line, field) for one with nothing to score."""
-    if not variant.text.strip():
-        raise InputError(path, "the text is empty", line=line, field="text")
-    if variant.token_ids == []:
-        raise InputError(path, "an empty token sequence", line=line, field="token_ids")
+    """A validated variant (its text and tokens checked non-empty by the record) as a sequence to score."""
     return TracedSequence(
         variant_id=variant.id, source_id=variant.source_id, lang=variant.lang, method=variant.method, x=variant.x,
         y=variant.y, a=variant.a, text=variant.text,

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crossknow.data.eclektic import LANGUAGES
+from crossknow.data.eclektic import LANGUAGES, row_items
+from crossknow.data.guarded import read_text
 from crossknow.eclektic.build_records import BuiltQuestion
 from crossknow.errors import InputError
 from crossknow.store.atomic import atomic_write, atomic_write_text
@@ -58,8 +59,6 @@ REQUIRED_COLUMNS = ("q_id", "original_lang", "lang", "title", "url", "question",
                     "approved", "fixed_question", "fixed_answer")
 """The columns `import_sheet` reads (the others are there for the reviewer and may be deleted)."""
 YES, NO = frozenset({"yes", "y", "true", "1"}), frozenset({"no", "n", "false", "0"})
-ENCODING = "utf-8-sig"
-"""How the sheet is read: UTF-8, with or without the byte-order mark the export writes."""
 BOM = "\ufeff"
 
 
@@ -111,6 +110,7 @@ def import_sheet(path: str | Path, out: str | Path) -> ImportSummary:
     records: dict[str, dict[str, Any]] = {}
     rows = list(_rows(path))
     sources = {row["q_id"]: (line, row) for line, row in rows if row["lang"] == row["original_lang"]}
+    source_lines = {q_id: line for q_id, (line, _) in sources.items()}
     for line, row in rows:
         q_id = row["q_id"]
         if q_id not in sources:
@@ -144,30 +144,38 @@ def import_sheet(path: str | Path, out: str | Path) -> ImportSummary:
         record.update({f"{lang}_q": question, f"{lang}_a": answer, f"{lang}_c": row["context"]})
         summary.rows += 1
     summary.questions = len(records)
+    for q_id, record in records.items():  # never write a set that read_eclektic refuses
+        _, problems = row_items(record, path, source_lines[q_id], required="source")
+        if problems:
+            raise InputError(path, problems[0].reason, line=source_lines[q_id], field=problems[0].field)
     lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in records.values()]
     atomic_write(out, lambda handle: handle.writelines(lines))
     return summary
 
 
 def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """(first line of the record, its cells) for every record of the sheet, checked for shape."""
+    """(first line of the record, its cells) for every record of the sheet (read through
+    `crossknow.data.guarded`), checked for shape."""
+    reader = csv.DictReader(io.StringIO(read_text(path, bom=True), newline=""))
     try:
-        with open(path, encoding=ENCODING, newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise InputError(path, "the header lacks this column", line=1, field=missing[0])
-            seen: dict[tuple[str, str], int] = {}
+        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise InputError(path, "the header lacks this column", line=1, field=missing[0])
+        seen: dict[tuple[str, str], int] = {}
+        start = reader.line_num + 1
+        for row in reader:
+            cells = {c: _cell(row.get(c)) for c in REQUIRED_COLUMNS}
+            _check_row(cells, path, start, seen)
+            yield start, cells
             start = reader.line_num + 1
-            for row in reader:
-                cells = {c: (row.get(c) or "").strip() for c in REQUIRED_COLUMNS}
-                _check_row(cells, path, start, seen)
-                yield start, cells
-                start = reader.line_num + 1
-    except OSError as error:
-        raise InputError(path, f"cannot read the sheet: {error.strerror}") from error
-    except (UnicodeDecodeError, csv.Error) as error:
-        raise InputError(path, f"not a readable UTF-8 CSV file: {error}") from error
+    except csv.Error as error:
+        raise InputError(path, f"not a readable CSV file: {error}", line=reader.line_num) from None
+
+
+def _cell(value: str | list[str] | None) -> str:
+    """A cell's text, stripped ('' for a missing one; the cells past the header of a row too long, which
+    csv gives as a list, are not read)."""
+    return value.strip() if isinstance(value, str) else ""
 
 
 def _check_row(cells: dict[str, str], path: str | Path, line: int, seen: dict[tuple[str, str], int]) -> None:

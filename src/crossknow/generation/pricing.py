@@ -35,9 +35,9 @@ class ModelPrice(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prompt: float = Field(ge=0)
+    prompt: float = Field(ge=0, strict=True, allow_inf_nan=False)
     """USD per 1,000,000 prompt (input) tokens."""
-    completion: float = Field(ge=0)
+    completion: float = Field(ge=0, strict=True, allow_inf_nan=False)
     """USD per 1,000,000 completion (output) tokens."""
 
     def cost(self, usage: Usage) -> float:

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from crossknow.data.jsonl import iter_json_lines, validation_problem, write_jsonl
-from crossknow.data.schemas import MCItem, Record
+from crossknow.data.schemas import LanguageTag, MCItem, Record, check_choices
 from crossknow.errors import InputError
 
 R = TypeVar("R", bound=Record)
@@ -34,13 +34,18 @@ class QuestionSide(Record):
     """One side of a saved pair."""
 
     question: str = Field(description="The (perturbed) question text.")
-    choices: list[str] = Field(description="The choices, in order.")
-    answer: int = Field(ge=0, description="Index of the correct choice.")
-    lang: str = Field(description="Language code of this side.")
+    choices: list[str] = Field(min_length=2, description="The choices, in order: none empty, no two the same.")
+    answer: int = Field(ge=0, strict=True, description="Index of the correct choice.")
+    lang: LanguageTag = Field(description="Language code of this side.")
     before: str = Field(default="", description="The text inserted before the original question by all the "
                         "perturbation steps ('' when none; the release's prequestion / transpre).")
     after: str = Field(default="", description="The text inserted after the original question by all the "
                        "perturbation steps ('' when none; the release's sufquestion / transsuf).")
+
+    @model_validator(mode="after")
+    def _check(self) -> QuestionSide:
+        check_choices(self.choices, self.answer, "choice")
+        return self
 
 
 class LineageStep(Record):

@@ -26,10 +26,12 @@ FLAWS: dict[str, str] = {
     "answer_missing": "an answer is not among its side's choices",
     "answer_index": "the answer's index is not the same on both sides",
     "empty_choice": "a choice is empty",
+    "duplicate_choice": "a side holds the same choice twice",
     "missing_side": "one side of the pair is missing from the file or unreadable (see the other invalid records)",
 }
-"""Every flaw that makes a pair unusable, by code; the first four are issue 10's list, `missing_side` occurs in
-item files only."""
+"""Every flaw that makes a pair unusable, by code; the first four are issue 10's list, `duplicate_choice` the rule
+of every multiple-choice record (`crossknow.data.schemas.check_choices`), `missing_side` occurs in item files
+only."""
 
 ORIGIN_KEYS = ("source_id", "oriquestion")
 """Item metadata naming a pair's original English question (the first present is used): `source_id` for
@@ -78,6 +80,8 @@ def pair_flaws(english: Sequence[str], english_answer: str, target: Sequence[str
         flaws.append("answer_index")
     if any(not choice.strip() for choice in (*english, *target)):
         flaws.append("empty_choice")
+    if len(set(english)) != len(english) or len(set(target)) != len(target):
+        flaws.append("duplicate_choice")
     return flaws
 
 
@@ -113,7 +117,8 @@ def _release(path: Path, limit: int | None, k: int) -> PairFile:
         question, target_question = (require(record, name, str, path, line) for name in ("question", "transquestion"))
         choices, target_choices = (require_strings(record, name, path, line) for name in ("choices", "transchoices"))
         answer, target_answer = (require(record, name, str, path, line) for name in ("answer", "transanswer"))
-        origin = record.get("oriquestion")
+        origin, source, category = (require(record, name, str, path, line, optional=True)
+                                    for name in ("oriquestion", "source", "category"))
         origins.append((code, origin))
         flaws = pair_flaws(choices, answer, target_choices, target_answer)
         counts.update(flaws)
@@ -124,8 +129,7 @@ def _release(path: Path, limit: int | None, k: int) -> PairFile:
         index_en = choices.index(answer)
         pairs.append(BilingualPair(
             pair_id, MCQuestion(question, tuple(choices), index_en, "en"),
-            MCQuestion(target_question, tuple(target_choices), index_en, code), origin,
-            record.get("source"), record.get("category")))
+            MCQuestion(target_question, tuple(target_choices), index_en, code), origin, source, category))
     return PairFile(path, pairs, invalid, {c: counts[c] for c in FLAWS}, cap_violations(origins, k), len(records))
 
 
@@ -159,6 +163,15 @@ def _item_pairs(path: Path, limit: int | None, k: int) -> PairFile:
         pairs.append(BilingualPair(
             pair_id, MCQuestion(en.prompt, tuple(en.options), en.answer, "en"),
             MCQuestion(target.prompt, tuple(target.options), target.answer, target.lang), origin,
-            en.metadata.get("source"), en.metadata.get("category")))
+            _metadata_text(en, "source", path), _metadata_text(en, "category", path)))
     n_read = min(len(grouped), limit) if limit is not None else len(grouped)
     return PairFile(path, pairs, invalid, {c: counts[c] for c in FLAWS}, cap_violations(origins, k), n_read)
+
+
+def _metadata_text(item: MCItem, key: str, path: Path) -> str | None:
+    """`item.metadata[key]` when it is a string, None when missing; InputError naming the field otherwise."""
+    value = item.metadata.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise InputError(path, f"expected a string, found {type(value).__name__} (item {item.id!r})",
+                     field=f"metadata.{key}")

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-import yaml
-
-from crossknow.errors import CrossknowError
+from crossknow.data.guarded import load_yaml, parse_yaml
+from crossknow.errors import CrossknowError, InputError
 
 TEMPLATE_FILE = "instruction_templates.yaml"
 
@@ -40,11 +40,12 @@ class TemplateTable:
 
     @classmethod
     def load(cls, path: Path | None = None) -> TemplateTable:
-        """The table in `path`, or the one shipped with crossknow."""
+        """The table in `path`, or the one shipped with crossknow; InputError naming the file, the line and the
+        field for a file that is not such a table (type -> language -> list of template strings)."""
         if path is None:
             text = (resources.files("crossknow.training") / TEMPLATE_FILE).read_text(encoding="utf-8")
-            return cls(yaml.safe_load(text), TEMPLATE_FILE)
-        return cls(yaml.safe_load(Path(path).read_text(encoding="utf-8")), str(path))
+            return cls(_checked(parse_yaml(text, TEMPLATE_FILE), TEMPLATE_FILE), TEMPLATE_FILE)
+        return cls(_checked(load_yaml(path), path), str(path))
 
     def templates(self, type_: str, lang: str) -> list[str]:
         """All templates of `type_` for documents in `lang`; an error when the table has none."""
@@ -63,6 +64,28 @@ class TemplateTable:
         options = self.templates(type_, lang)
         index = rng.randrange(len(options))
         return PickedTemplate(type_, index, options[index])
+
+
+def _checked(table: Any, path: str | Path) -> dict[str, dict[str, list[str]]]:
+    """`table` when it maps each instruction type to languages to lists of template strings."""
+    if not isinstance(table, dict):
+        raise InputError(path, f"expected a mapping of instruction types, found {type(table).__name__}")
+    for type_, by_lang in table.items():
+        if not isinstance(type_, str) or not isinstance(by_lang, dict):
+            raise InputError(path, "expected a mapping of languages to template lists", field=str(type_))
+        for lang, templates in by_lang.items():
+            field = f"{type_}.{lang}"
+            if not isinstance(lang, str) or not isinstance(templates, list):
+                raise InputError(path, "expected a list of templates", field=field)
+            for index, template in enumerate(templates):
+                if not isinstance(template, str):
+                    raise InputError(path, f"expected a string, found {type(template).__name__}",
+                                     field=f"{field}[{index}]")
+                try:
+                    placeholders(template)
+                except ValueError as exc:
+                    raise InputError(path, f"not a str.format template: {exc}", field=f"{field}[{index}]") from None
+    return table
 
 
 @lru_cache(maxsize=64)

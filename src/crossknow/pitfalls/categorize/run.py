@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import Field
 
 from crossknow.data.formats import detect_format, load_item_set
+from crossknow.data.guarded import first_char
 from crossknow.data.jsonl import iter_json_lines, require, require_strings, write_invalid
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
@@ -120,9 +121,8 @@ def read_category_pairs(path: str | Path, limit: int | None = None) -> tuple[lis
 
 
 def _is_candidate_file(path: Path) -> bool:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        if not handle.read(4096).lstrip().startswith("{"):
-            return False
+    if first_char(path) != "{":
+        return False
     try:
         _, first = next(iter_json_lines(path))
     except InputError:  # not JSON lines: detect_format tells what it is

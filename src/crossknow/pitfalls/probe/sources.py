@@ -25,7 +25,6 @@ likewise over the files that have more. Within a file the questions are drawn wi
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,8 @@ from pathlib import Path
 from pydantic import Field
 
 from crossknow.data.formats import load_item_set
-from crossknow.data.jsonl import mc_item_or_problem, require, require_strings
+from crossknow.data.guarded import first_char, load_json
+from crossknow.data.jsonl import mc_item_or_problem, read_json_record, require, require_strings
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import InputError
 from crossknow.pitfalls.pairs import SourceQuestion
@@ -53,20 +53,16 @@ class SourceFile:
     invalid: list[InvalidRecord] = field(default_factory=list)
 
 
-def is_released_source(path: Path) -> bool:
-    """Whether `path` is a JSON list whose first object has `choices` and no `transquestion` (the
-    release's `source/*.json` shape)."""
-    if path.suffix != ".json":
-        return False
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read(64).lstrip()[:1] != "[":
-                return False
-            handle.seek(0)
-            data = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return bool(data) and isinstance(data[0], dict) and "choices" in data[0] and "transquestion" not in data[0]
+def released_records(path: Path) -> list | None:
+    """The records of a released `source/*.json` file (a JSON list whose first object has `choices` and no
+    `transquestion`), read through `crossknow.data.guarded`; None for any other kind of file."""
+    if path.suffix != ".json" or first_char(path) != "[":
+        return None
+    data = load_json(path)
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "choices" in data[0] \
+            and "transquestion" not in data[0]:
+        return data
+    return None
 
 
 def read_source_file(path: str | Path, name: str | None = None) -> SourceFile:
@@ -75,8 +71,8 @@ def read_source_file(path: str | Path, name: str | None = None) -> SourceFile:
     path = Path(path)
     name = name or path.stem
     source = SourceFile(path, name)
-    if is_released_source(path):
-        records = json.loads(path.read_text(encoding="utf-8"))
+    records = released_records(path)
+    if records is not None:
         for position, record in enumerate(records, start=1):
             if not isinstance(record, dict):
                 raise InputError(path, f"expected a question object, found {type(record).__name__}", line=position)
@@ -212,3 +208,8 @@ def prefilter(
         kept_ids=[s.id for s in kept], dropped=dropped,
     )
     return kept, report
+
+
+def read_source_sample(path: Path) -> SourceSample:
+    """A run's sources.json, read back; InputError naming the file and the field when it is no SourceSample."""
+    return read_json_record(path, SourceSample)
