@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from crossknow.adaxeval.clients import split_server
 from crossknow.data.formats import load_item_set
 from crossknow.errors import CrossknowError
 
@@ -191,12 +190,6 @@ def test_costs_follow_the_price_file_and_survive_resume(run_fake, tmp_path):
     assert again.cost_usd == summary.cost_usd and again.calls_this_run == 0
 
 
-def test_server_urls_in_specs():
-    assert split_server("openai:qwen@http://10.0.0.2:8000/v1", None) == ("openai:qwen", "http://10.0.0.2:8000/v1")
-    assert split_server("openai:gpt-4.1", "https://api.openai.com/v1") == ("openai:gpt-4.1", "https://api.openai.com/v1")
-    assert split_server("hf:org/model@main", "http://x") == ("hf:org/model@main", "http://x")
-
-
 @pytest.mark.slow
 def test_generated_sets_are_scored_by_evaluate(run_fake, tmp_path, embedded_scorer):
     from crossknow.evaluate.pipeline import run_evaluate
@@ -212,7 +205,7 @@ def test_generated_sets_are_scored_by_evaluate(run_fake, tmp_path, embedded_scor
         assert metrics.n_items == {"all": 1, "lang=en": 1, f"kind={kind}": 1, f"lang=en,kind={kind}": 1}
 
 
-def test_each_server_gets_its_own_key_variable(tmp_path):
+def test_every_server_takes_the_key_of_api_key_env_unless_the_deprecated_option_says_otherwise(tmp_path):
     from crossknow.adaxeval.clients import Clients
     from crossknow.adaxeval.records import GenerateConfig
 
@@ -222,14 +215,17 @@ def test_each_server_gets_its_own_key_variable(tmp_path):
         seen[spec] = (options.base_url, options.api_key_env)
         return FakeLLM()
 
-    config = GenerateConfig(corpus="c", langs=["en", "ja"], detectors=["openai:qwen@http://gpu1:8000/v1"],
-                            writer="openai:gpt-4.1", base_url="https://api.openai.com/v1")
-    clients = Clients(config, tmp_path, tmp_path / "cache.sqlite", make)
-    clients.get("openai:qwen@http://gpu1:8000/v1")
-    clients.get("openai:gpt-4.1")
-    clients.close()
-    assert seen == {"openai:qwen": ("http://gpu1:8000/v1", "VLLM_API_KEY"),
-                    "openai:gpt-4.1": ("https://api.openai.com/v1", "OPENAI_API_KEY")}
+    base = dict(corpus="c", langs=["en", "ja"], detectors=["openai:qwen@http://gpu1:8000/v1"], writer="openai:gpt-4.1",
+                base_url="https://api.openai.com/v1")
+    for server_key, deprecations in ((None, 0), ("VLLM_API_KEY", 1)):
+        config = GenerateConfig(**base, api_key_env="RUN_KEY", server_api_key_env=server_key)
+        clients = Clients(config, tmp_path, tmp_path / "cache.sqlite", make)
+        clients.get("openai:qwen@http://gpu1:8000/v1")
+        clients.get("openai:gpt-4.1")
+        clients.close()
+        assert seen == {"openai:qwen": ("http://gpu1:8000/v1", server_key or "RUN_KEY"),
+                        "openai:gpt-4.1": ("https://api.openai.com/v1", "RUN_KEY")}
+        assert len(config.deprecations()) == deprecations
     # each model is recorded with the prompt format its stages asked it in (the fake names none: chat)
     assert json.loads((tmp_path / "models.json").read_text()) == {
         "openai:qwen@http://gpu1:8000/v1": "fake:fake-1#chat", "openai:gpt-4.1": "fake:fake-1#chat"}

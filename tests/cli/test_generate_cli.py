@@ -51,7 +51,7 @@ def test_bad_corpus_line_names_file_line_and_field(tmp_path):
         (("--langs", "en,de"), "no AdaXEval prompts for language 'de'"),
         (("--langs", "en"), "--langs"),
         (("--json-mode", "yaml"), "--json-mode"),
-        (("--detector", "openai:qwen"), "needs a server: pass --base-url"),
+        (("--detector", "openai:qwen"), "needs a server: write it in the spec, openai:qwen@URL"),
         (("--writer", "gemma-270m"), "hf:PATH_OR_ID[@REVISION]"),
         (("--ner", "ja=stanza"), "unknown NER backend 'stanza'"),
         (("--fact-order", "last"), "--fact-order: Input should be 'paper' or 'reasoning_first'"),

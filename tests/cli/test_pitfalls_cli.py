@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from crossknow.cli.app import app
+from crossknow.generation.clients import ClientPool
 from crossknow.pitfalls.probe import run as probe_run
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import SimAnswer
@@ -37,8 +38,9 @@ def scripted(monkeypatch, tmp_path):
     """The probe command's models replaced by scripted ones; returns (proxy generator, simulators)."""
     generator = ProxyThatJudges()  # also the LLM judge of the semantic checks, the probe's default
     simulators = [FooledByHints("sim-a"), FooledByHints("sim-b")]
-    monkeypatch.setattr(probe_run, "build_proxy", lambda config, cache: ProxyLLM.from_generator(generator, cache))
-    monkeypatch.setattr(probe_run, "build_simulators", lambda config: (simulators, None))
+    monkeypatch.setattr(probe_run, "build_proxy",
+                        lambda config, pool: ProxyLLM.from_generator(generator, pool.request_cache()))
+    monkeypatch.setattr(probe_run, "build_simulators", lambda config, pool: simulators)
     return generator, simulators
 
 
@@ -49,9 +51,9 @@ def write_sources(path: Path, count: int) -> Path:
 
 
 def probe_args(tmp_path: Path, *sources: Path, recipe: str = "dp", n: int = 4) -> list[str]:
-    args = ["pitfalls", "probe", "--recipe", recipe, "--n", str(n), "--lang", "fr", "--proxy", "openai:x",
-            "--proxy-base-url", "http://127.0.0.1:9/v1", "--simulator", "openai:a", "--simulator", "openai:b",
-            "--base-url", "http://127.0.0.1:9/v1", "--cache", str(tmp_path / "requests.sqlite"),
+    args = ["pitfalls", "probe", "--recipe", recipe, "--n", str(n), "--lang", "fr",
+            "--proxy", "openai:x@http://127.0.0.1:9/v1", "--simulator", "openai:a", "--simulator", "openai:b",
+            "--base-url", "http://127.0.0.1:8/v1", "--cache", str(tmp_path / "requests.sqlite"),
             "--out", str(tmp_path / "run")]
     for source in sources:
         args += ["--sources", str(source)]
@@ -118,14 +120,73 @@ def test_a_source_file_of_the_wrong_shape_is_one_error_naming_file_line_and_fiel
     assert f"{bad}, line 2: field 'choices'" in stderr.replace("\n", "")
 
 
-def test_base_urls_must_be_one_or_one_per_simulator(tmp_path):
+def test_base_url_is_given_once_or_deprecated_once_per_simulator(tmp_path):
     source = write_sources(tmp_path / "s.json", 2)
     args = ["pitfalls", "probe", "--recipe", "np", "--sources", str(source), "--n", "2", "--proxy", "default",
             "--simulator", "openai:a", "--simulator", "openai:b", "--simulator", "openai:c",
             "--base-url", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:8/v1",
             "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "run")]
     stderr = assert_user_error(crossknow(*args, cwd=tmp_path))
-    assert "once per --simulator (3), not 2 times" in stderr
+    assert "--base-url: give it once (the server of the specs that name none), not 2 times" in stderr
+
+
+@pytest.fixture()
+def recorded(monkeypatch, tmp_path):
+    """The probe's own builders over a pool whose factories record (spec, server, key variable) and hand out
+    scripted models (the simulators built are recorded, then replaced by `FooledByHints`)."""
+    seen: dict[str, list] = {"generators": [], "scorers": []}
+
+    def generator(spec, options):
+        seen["generators"].append((spec, options.base_url, options.api_key_env))
+        return ProxyThatJudges()
+
+    def scorer(spec, options):
+        seen["scorers"].append((spec, options.base_url, options.api_key_env))
+        return object()
+
+    build_simulators = probe_run.build_simulators
+    monkeypatch.setattr(probe_run, "probe_pool", lambda config: ClientPool(
+        cache_path=tmp_path / "requests.sqlite", make_generator=generator, make_scorer=scorer))
+    monkeypatch.setattr(probe_run, "build_simulators", lambda config, pool: (
+        build_simulators(config, pool), [FooledByHints("sim-a"), FooledByHints("sim-b")])[1])
+    return seen
+
+
+def test_the_old_server_options_still_work_once_more_and_say_the_new_way(recorded, tmp_path):
+    source = write_sources(tmp_path / "s.json", 2)
+    old = ["pitfalls", "probe", "--recipe", "dp", "--n", "2", "--lang", "fr", "--sources", str(source),
+           "--proxy", "openai:x", "--proxy-base-url", "http://127.0.0.1:9/v1", "--proxy-api-key-env", "PROXY_KEY",
+           "--simulator", "openai:a", "--simulator", "openai:b",
+           "--base-url", "http://127.0.0.1:7/v1", "--base-url", "http://127.0.0.1:8/v1",
+           "--out", str(tmp_path / "old")]
+    result = CliRunner().invoke(app, old)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stderr.split())
+    soon = "is deprecated and will be removed in the next release"
+    assert said.count(soon) == 2
+    assert f"--proxy-base-url {soon}: write the proxy's server in its spec, --proxy openai:x@http://127.0.0.1:9/v1" \
+        in said
+    assert (f"--base-url once per --simulator {soon}: write each simulator's server in its spec, --simulator "
+            "openai:a@http://127.0.0.1:7/v1 --simulator openai:b@http://127.0.0.1:8/v1") in said
+    # the values were used: the proxy on its server with its key, each simulator on its own server
+    assert recorded["generators"] == [("openai:x", "http://127.0.0.1:9/v1", "PROXY_KEY")]
+    assert recorded["scorers"] == [("openai:a", "http://127.0.0.1:7/v1", "OPENAI_API_KEY"),
+                                   ("openai:b", "http://127.0.0.1:8/v1", "OPENAI_API_KEY")]
+
+
+def test_the_new_way_names_each_server_in_its_spec_and_says_nothing_of_deprecation(recorded, tmp_path):
+    source = write_sources(tmp_path / "s.json", 2)
+    new = ["pitfalls", "probe", "--recipe", "dp", "--n", "2", "--lang", "fr", "--sources", str(source),
+           "--proxy", "openai:x", "--proxy-api-key-env", "PROXY_KEY", "--api-key-env", "RUN_KEY",
+           "--simulator", "openai:a@http://127.0.0.1:7/v1", "--simulator", "openai:b",
+           "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "new")]
+    result = CliRunner().invoke(app, new)
+    assert result.exit_code == 0, result.output
+    assert "deprecated" not in result.output
+    # --base-url is the default of the proxy and of every simulator whose spec names no server
+    assert recorded["generators"] == [("openai:x", "http://127.0.0.1:9/v1", "PROXY_KEY")]
+    assert recorded["scorers"] == [("openai:a", "http://127.0.0.1:7/v1", "RUN_KEY"),
+                                   ("openai:b", "http://127.0.0.1:9/v1", "RUN_KEY")]
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import crossknow
 from crossknow.adaxeval.assemble import write_dataset
-from crossknow.adaxeval.clients import Clients, MakeGenerator, check_spec
+from crossknow.adaxeval.clients import Clients, generator_role
 from crossknow.adaxeval.distractors import distractor_rows
 from crossknow.adaxeval.facts import ANSWERS, KeepRule, default_threshold, fact_rows
 from crossknow.adaxeval.filters import quality_rows
@@ -50,6 +50,7 @@ from crossknow.adaxeval.triples import triple_rows
 from crossknow.data.corpus import CorpusPairs, Document, pair_documents, read_corpus
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
+from crossknow.generation.clients import MakeGenerator
 from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import load_generator
@@ -212,7 +213,7 @@ def _check_models(config: GenerateConfig, resolved: dict, prompts: PromptTable) 
     if llm_ner:
         prompts.check(config.langs, ["ner"])
     for spec in dict.fromkeys([*config.detectors, config.writer, *llm_ner]):
-        check_spec(spec, config.base_url)
+        generator_role(config, spec).parse(spec)
 
 
 def _local_ner_backends(resolved: dict, clients: Clients, prompts: PromptTable) -> dict[str, NerBackend]:

@@ -92,13 +92,16 @@ class GenerateConfig(Record):
         "llama-cpp-python server (asked at /v1/models), 'yes' always, 'no' never.",
     )
     prompts: str | None = Field(default=None, description="Directory of extra or replacing prompt files (LANG.yaml).")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server for openai: specs without @URL.")
+    base_url: str | None = Field(default=None, description="Server of the openai: specs that name none "
+                                 "(openai:MODEL@URL).")
     api_key_env: str = Field(
-        default="OPENAI_API_KEY", description="Environment variable that holds the API key of `base_url`."
+        default="OPENAI_API_KEY", description="Environment variable that holds the API key of the servers, named in "
+        "a spec or by --base-url."
     )
-    server_api_key_env: str = Field(
-        default="VLLM_API_KEY",
-        description="Environment variable with the key of the servers named in specs (openai:MODEL@URL); unset: none.",
+    server_api_key_env: str | None = Field(
+        default=None,
+        description="Deprecated: the key variable of the servers named in specs (now --api-key-env, for every "
+        "server).",
     )
     cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
     prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
@@ -109,6 +112,14 @@ class GenerateConfig(Record):
         "change the output.",
     )
     timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
+
+    def deprecations(self) -> list[str]:
+        """What this config sets through options that are no longer the way, each with the new way."""
+        if self.server_api_key_env is None:
+            return []
+        return [f"--server-api-key-env is deprecated and will be removed in the next release (used this time: "
+                f"{self.server_api_key_env} holds the key of the servers named in specs); --api-key-env names the "
+                "key variable of every server, whether a spec names it (openai:MODEL@URL) or --base-url does"]
 
     @field_validator("langs")
     @classmethod

@@ -132,10 +132,10 @@ def report(
 def build(
     config: BuildConfig,
     model: str = typer.Option(..., help="Generator spec that writes, translates and back-translates (the paper: "
-                              "Gemini), e.g. openai:gpt-4o with --base-url."),
+                              "Gemini), e.g. openai:gpt-4o@https://api.openai.com/v1."),
     out: Path = typer.Option(..., help="Output directory; run the same command again on it to resume."),
-    base_url: str | None = typer.Option(None, help="OpenAI-compatible server of an openai: --model."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key of --base-url."),
+    base_url: str | None = typer.Option(None, help="Server of an openai: --model that names none (openai:MODEL@URL)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key of --model's server."),
     cache: Path | None = typer.Option(None, help="SQLite request cache (unset: the user's cache directory)."),
     prices: Path | None = typer.Option(None, help="YAML/JSON file of model prices (USD per 1M tokens)."),
     concurrency: int = typer.Option(8, help="Requests in flight per server; does not change the output."),

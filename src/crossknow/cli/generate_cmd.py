@@ -66,6 +66,8 @@ def generate(
     from crossknow.adaxeval.pipeline import run_generate
 
     config = GenerateConfig.model_validate(config.model_dump() | {"ner": _ner_specs(ner, config.langs)})
+    for note in config.deprecations():
+        errors.print(note, highlight=False, soft_wrap=True)
     columns = (
         TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[spent]}"),

@@ -77,6 +77,8 @@ def probe(
     report.html."""
     from crossknow.pitfalls.probe.run import probe_from_config
 
+    for note in config.deprecations():
+        errors.print(note, highlight=False, soft_wrap=True)
     with stage_bars(errors) as update:
         account, sample = probe_from_config(config, out, update)
     print_probe(account, sample, out)

@@ -32,7 +32,7 @@ from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, judge_answers, majority_v
 from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, judge_by_gold_loss, judge_by_recall
 from crossknow.eclektic.metrics import EclekticMetrics, eclektic_metrics, read_judgement_file
 from crossknow.eclektic.run_config import VOLATILE, EclekticConfig, ScoreConfig
-from crossknow.eclektic.run_models import MakeGenerator, MakeScorer, RunModels, check_specs
+from crossknow.eclektic.run_models import RunModels, check_specs
 from crossknow.eclektic.run_outputs import (
     ANSWERS_FILE,
     JUDGEMENTS_FILE,
@@ -42,6 +42,7 @@ from crossknow.eclektic.run_outputs import (
     write_table,
 )
 from crossknow.errors import CrossknowError
+from crossknow.generation.clients import MakeGenerator, MakeScorer
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.models.registry import load_generator, load_scorer
 from crossknow.store.hashing import file_sha256

@@ -50,7 +50,7 @@ class EclekticConfig(ScoreConfig):
     data: str = Field(description="The set: ECLEKTIC's released JSON lines, or crossknow's QA/MC item file with "
                       "pair_id and source_lang (see crossknow.eclektic.examples).")
     model: str = Field(description="Generator spec of the model under test: default, hf:PATH, gguf:FILE or "
-                       "openai:MODEL (with --base-url).")
+                       "openai:MODEL@URL (openai:MODEL: on --base-url).")
     variant: Variant = Field(default="main", description="'main': every question in every language of the set; "
                              "'popular': each question only in the languages it has (section 5).")
     limit: int | None = Field(default=None, ge=1, description="Keep the first N questions (unset: all).")
@@ -61,7 +61,8 @@ class EclekticConfig(ScoreConfig):
     seed: int = Field(default=0, description="Base seed of the answers' sampling.")
     max_tokens: int = Field(default=ANSWER_MAX_TOKENS, ge=1, description="Most tokens of one answer.")
     judges: list[str] = Field(default_factory=list, description="Generator spec of an LLM judge (the paper's "
-                              "prompt, Appendix A.2), e.g. openai:gpt-4o with --judge-base-url.")
+                              "prompt, Appendix A.2), e.g. openai:gpt-4o@https://api.openai.com/v1, or "
+                              "openai:gpt-4o with --judge-base-url.")
     judge_free: list[str] = Field(default_factory=list, description="A judge-free judge, crossknow's own: 'recall' "
                                   "(gold-answer word recall) or 'gold-loss' (greedy check of the gold answer's "
                                   "tokens through the engine; a model that can score).")
@@ -71,12 +72,14 @@ class EclekticConfig(ScoreConfig):
     max_attempts: int = Field(default=3, ge=1, description="Calls per prompt before its output counts as invalid.")
     params: float | None = Field(default=None, gt=0, description="Parameter count of the model under test, for "
                                  "the leaderboard's size plot (e.g. 7.6e9).")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: --model.")
+    base_url: str | None = Field(default=None, description="Server of an openai: --model that names none "
+                                 "(openai:MODEL@URL).")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of "
-                             "--base-url.")
-    judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of openai: judges.")
+                             "the --model's server.")
+    judge_base_url: str | None = Field(default=None, description="Server of the openai: judges that name none "
+                                       "(openai:MODEL@URL).")
     judge_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key "
-                                   "of --judge-base-url.")
+                                   "of the judges' servers.")
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per server; does not change the "
                              "output.")
     timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")

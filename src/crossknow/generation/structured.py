@@ -193,9 +193,10 @@ class CostMeter:
 
 
 def sum_meters(meters: Iterable[CostMeter]) -> CostMeter:
-    """One meter holding the totals of several (the clients of several models)."""
+    """One meter holding the totals of several (the clients of several models); a meter given twice (one client
+    in two roles, `crossknow.generation.clients`) counts once."""
     total = CostMeter()
-    for meter in meters:
+    for meter in {id(meter): meter for meter in meters}.values():
         for name, value in dataclasses.asdict(meter).items():
             setattr(total, name, getattr(total, name) + value)
     return total

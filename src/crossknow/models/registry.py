@@ -6,6 +6,11 @@ either way (see `crossknow.models.generator`). Without it the backend decides: l
 tokenizer's chat template (none, as for `default`: completion), servers chat. It is the one way, in every
 command and role, to name a base model behind a server (`openai:MODEL#completion`) or to ask a local model
 with a template as a base model. Scorer specs take no suffix.
+
+An `openai:` spec names its server in the spec, `openai:MODEL@URL` (URL starting with http:// or https://,
+before any format suffix: `openai:MODEL@URL#completion`); a spec without one takes the server a flag gives
+as the default of its role (`--base-url`, `--judge-base-url`, ...). `parse_spec` is the one reader of that
+form; `hf:ID@REVISION` keeps its own `@`, a revision, since only `openai:` specs name a server.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ SPEC_FORMS = (
     "default                  the embedded Gemma 3 270M (works offline)",
     "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
     "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
-    "openai:MODEL             an OpenAI-compatible server (needs --base-url)",
+    "openai:MODEL[@URL]       an OpenAI-compatible server at URL (without @URL: the role's --base-url)",
 )
 """The valid forms of a model spec, as shown in errors and help."""
 
@@ -38,7 +43,7 @@ class ScorerOptions:
     batch_size: int = 8
     """Items (contexts) per forward pass for local models."""
     base_url: str | None = None
-    """Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."""
+    """Server of an openai: spec that names none (openai:MODEL@URL wins), e.g. http://127.0.0.1:8000/v1."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the API key (never the key itself)."""
     concurrency: int = 8
@@ -49,7 +54,7 @@ GENERATOR_SPEC_FORMS = (
     "default                  the embedded Gemma 3 270M (works offline)",
     "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
     "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
-    "openai:MODEL             an OpenAI-compatible server's /v1/chat/completions (needs --base-url)",
+    "openai:MODEL[@URL]       an OpenAI-compatible server's /v1/chat/completions (without @URL: --base-url)",
     "any of these + #chat or #completion   ask the model with chat messages or plain completion prompts",
 )
 """The valid forms of a generator spec, as shown in errors and help."""
@@ -68,29 +73,83 @@ def split_prompt_format(spec: str) -> tuple[str, str]:
     return base, form
 
 
-SERVER_HINT = "needs --base-url (e.g. http://127.0.0.1:8000/v1)"
-"""What an openai: spec without a server lacks, as errors say it after the spec."""
+SERVER_SCHEMES = ("http://", "https://")
+"""How the URL of an `openai:MODEL@URL` spec starts; an `@` followed by anything else is part of the model name."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model spec as `parse_spec` read it."""
+
+    backend: str
+    """default, hf, gguf or openai."""
+    model: str
+    """The spec without its server and format suffix: 'default', 'hf:ID@REVISION', 'gguf:FILE', 'openai:MODEL'."""
+    base_url: str | None
+    """The server of an openai: spec (its own @URL, else the role's default); None for a local model."""
+    prompt_format: str
+    """'chat' or 'completion' from a #suffix, 'auto' without one."""
+
+    @property
+    def bare(self) -> str:
+        """The spec a backend is built from, its server left to the options: model and format suffix."""
+        suffix = "" if self.prompt_format == "auto" else FORMAT_SEPARATOR + self.prompt_format
+        return self.model + suffix
+
+    @property
+    def written(self) -> str:
+        """The spec written out with its server: 'openai:MODEL@URL[#format]' (a local spec: `bare`)."""
+        if self.base_url is None:
+            return self.bare
+        suffix = "" if self.prompt_format == "auto" else FORMAT_SEPARATOR + self.prompt_format
+        return f"{self.model}@{self.base_url}{suffix}"
+
+
+def _split_server(model: str) -> tuple[str, str | None]:
+    """(model name, the URL after its first '@http://' or '@https://', or None)."""
+    cuts = [model.find("@" + scheme) for scheme in SERVER_SCHEMES if "@" + scheme in model]
+    if not cuts:
+        return model, None
+    cut = min(cuts)
+    return model[:cut], model[cut + 1:]
+
+
+def parse_spec(
+    spec: str, base_url: str | None = None, form: Literal["model", "generator"] = "model",
+    server_flag: str = "--base-url",
+) -> ModelSpec:
+    """Read `spec`, failing now, before any work or model load, on a spec no backend takes (the error lists
+    the valid forms of a `form` spec: only a generator spec takes a format suffix) or an openai: spec without a
+    server: neither its own `@URL` nor `base_url`, the default of its role, which the flag `server_flag` gives
+    (the error says both ways)."""
+    model, prompt_format = spec, "auto"
+    if FORMAT_SEPARATOR in spec:
+        if form != "generator":
+            raise ModelSpecError(f"{spec!r}: only a generator spec takes a #chat or #completion suffix")
+        model, prompt_format = split_prompt_format(spec)
+    if model == "default":
+        return ModelSpec("default", model, None, prompt_format)
+    kind, _, rest = model.partition(":")
+    if kind == "openai":
+        rest, own_server = _split_server(rest)
+        model, base_url = f"openai:{rest}", own_server or base_url
+    if kind not in ("hf", "gguf", "openai") or not rest:
+        forms = GENERATOR_SPEC_FORMS if form == "generator" else SPEC_FORMS
+        raise ModelSpecError(f"unknown {form} spec {spec!r}. Valid forms:\n  " + "\n  ".join(forms))
+    if kind != "openai":
+        return ModelSpec(kind, model, None, prompt_format)
+    if not base_url:
+        scheme = " (its URL starts with http:// or https://)" if "@" in rest else ""
+        raise CrossknowError(f"{spec!r} needs a server{scheme}: write it in the spec, {model}@URL (e.g. "
+                             f"{model}@http://127.0.0.1:8000/v1), or pass {server_flag} URL")
+    return ModelSpec("openai", model, base_url, prompt_format)
 
 
 def check_spec(
-    spec: str, base_url: str | None, role: Literal["model", "generator"] = "model", server_hint: str = SERVER_HINT
+    spec: str, base_url: str | None, form: Literal["model", "generator"] = "model", server_flag: str = "--base-url"
 ) -> str:
-    """Fail now, before any work or model load, on a spec no backend takes (the error lists the valid forms
-    of a `role` spec) or an openai: spec without a server (the error: the spec, then `server_hint`); return
-    the spec's backend: default, hf, gguf or openai. A generator spec may end in a format suffix."""
-    if FORMAT_SEPARATOR in spec:
-        if role != "generator":
-            raise ModelSpecError(f"{spec!r}: only a generator spec takes a #chat or #completion suffix")
-        spec = split_prompt_format(spec)[0]
-    kind, _, rest = spec.partition(":")
-    if spec == "default":
-        return "default"
-    if kind not in ("hf", "gguf", "openai") or not rest:
-        forms = GENERATOR_SPEC_FORMS if role == "generator" else SPEC_FORMS
-        raise ModelSpecError(f"unknown {role} spec {spec!r}. Valid forms:\n  " + "\n  ".join(forms))
-    if kind == "openai" and not base_url:
-        raise CrossknowError(f"{spec!r} {server_hint}")
-    return kind
+    """The backend of `spec` (default, hf, gguf or openai), after `parse_spec`'s checks."""
+    return parse_spec(spec, base_url, form, server_flag).backend
 
 
 @dataclass(frozen=True)
@@ -132,15 +191,16 @@ def resolve_local(spec: str) -> LocalModel | None:
 
 
 def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
-    """Build the Scorer that `spec` names."""
-    if check_spec(spec, options.base_url) == "openai":
+    """Build the Scorer that `spec` names (an openai: spec without @URL: on `options.base_url`)."""
+    parsed = parse_spec(spec, options.base_url)
+    if parsed.backend == "openai":
         from crossknow.models.openai_scorer import OpenAIScorer
 
         return OpenAIScorer(
-            spec.partition(":")[2], base_url=options.base_url, api_key_env=options.api_key_env,
+            parsed.model.partition(":")[2], base_url=parsed.base_url, api_key_env=options.api_key_env,
             concurrency=options.concurrency,
         )
-    local = resolve_local(spec)
+    local = resolve_local(parsed.model)
     assert local is not None  # check_spec accepted a local spec
     from crossknow.models.hf_scorer import HFScorer
 
@@ -159,7 +219,7 @@ class GeneratorOptions:
     dtype: str = "float32"
     """Compute dtype of local models."""
     base_url: str | None = None
-    """Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."""
+    """Server of an openai: spec that names none (openai:MODEL@URL wins), e.g. http://127.0.0.1:8000/v1."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the API key (never the key itself)."""
     concurrency: int = 8
@@ -178,19 +238,20 @@ class GeneratorOptions:
 
 
 def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:
-    """Build the Generator that `spec` names, asked in the form its suffix names (or its backend decides)."""
-    backend = check_spec(spec, options.base_url, "generator")
-    spec, prompt_format = split_prompt_format(spec)
-    if backend == "openai":
+    """Build the Generator that `spec` names, asked in the form its suffix names (or its backend decides); an
+    openai: spec without @URL on `options.base_url`."""
+    parsed = parse_spec(spec, options.base_url, "generator")
+    prompt_format = parsed.prompt_format
+    if parsed.backend == "openai":
         from crossknow.models.openai_generator import OpenAIGenerator
 
         return OpenAIGenerator(
-            spec.partition(":")[2], base_url=options.base_url, api_key_env=options.api_key_env,
+            parsed.model.partition(":")[2], base_url=parsed.base_url, api_key_env=options.api_key_env,
             concurrency=options.concurrency, timeout_s=options.timeout_s, max_retries=options.max_retries,
             json_mode=options.json_mode, fold_system=options.fold_system,  # type: ignore[arg-type]
             prompt_format=prompt_format,
         )
-    local = resolve_local(spec)
+    local = resolve_local(parsed.model)
     assert local is not None  # check_spec accepted a local spec
     from crossknow.models.hf_generator import HFGenerator
 

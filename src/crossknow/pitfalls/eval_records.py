@@ -27,7 +27,7 @@ class PitfallsEvalConfig(Record):
     pairs: str = Field(description="A released <Language>.json pair file, or a crossknow item file whose English "
                        "and target-language items share a pair_id.")
     models: list[str] = Field(min_length=1, description="Model spec to evaluate (repeat for several): default, "
-                              "hf:PATH, gguf:FILE or openai:MODEL (with --base-url).")
+                              "hf:PATH, gguf:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
     answering: Answering = Field(default="loss", description="'loss': the option with the lowest loss through the "
                                  "engine (crossknow's addition); 'generative': the paper's zero-shot CoT templates "
                                  "with strict answer extraction.")
@@ -40,7 +40,7 @@ class PitfallsEvalConfig(Record):
                                "answering (the paper's 0.001).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per question before its answer counts as invalid.")
     seed: int = Field(default=0, description="Base seed of generative answering.")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server of openai: models.")
+    base_url: str | None = Field(default=None, description="Server of the openai: models that name none.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "

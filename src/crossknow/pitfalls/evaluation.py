@@ -14,6 +14,7 @@ pairs.parquet (one PairRow per pair and model, in file order) and metrics.json (
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,10 +24,9 @@ import pyarrow.parquet as pq
 
 from crossknow.data.jsonl import write_invalid
 from crossknow.errors import CrossknowError
+from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
-from crossknow.models.checkpoint_cache import cache_dir
-from crossknow.models.registry import GeneratorOptions, ScorerOptions, check_spec, load_generator, load_scorer
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, sum_meters
 from crossknow.pitfalls.eval_records import (
     CELLS,
     PAIRS_SCHEMA,
@@ -41,7 +41,6 @@ from crossknow.pitfalls.flaws import BilingualPair, PairFile, read_pair_file
 from crossknow.pitfalls.simulate import GenerativeSimulator, LossSimulator, SimAnswer, Simulator, template_language
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
-from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int, CostMeter], None]
@@ -49,34 +48,40 @@ Progress = Callable[[str, int, int, CostMeter], None]
 MakeSimulator = Callable[[str, PitfallsEvalConfig], Simulator]
 
 
-class SimulatorFactory:
-    """Builds each model's simulator on first use; generative ones share one request cache."""
+def simulator_role(config: PitfallsEvalConfig) -> Role:
+    """The simulators' role: --base-url and --api-key-env, the answering settings of `config`."""
+    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
+                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
-    def __init__(self, config: PitfallsEvalConfig):
+
+def simulator_pool(config: PitfallsEvalConfig) -> ClientPool:
+    """A pool of the models of `config`: its device, dtype, batch size, concurrency, timeout, cache and prices."""
+    settings = ModelSettings(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+                             concurrency=config.concurrency, timeout_s=config.timeout_s)
+    return ClientPool(settings, Path(config.cache) if config.cache else None,
+                      PriceTable.load(config.prices) if config.prices else None)
+
+
+class SimulatorFactory:
+    """Builds each model's simulator on first use, from `pool` (a pool of its own, closed with the factory, when
+    none is given)."""
+
+    def __init__(self, config: PitfallsEvalConfig, pool: ClientPool | None = None):
         self.config = config
-        self.cache: RequestCache | None = None
+        self.pool = pool or simulator_pool(config)
+        self._own_pool = pool is None
 
     def __call__(self, spec: str, config: PitfallsEvalConfig) -> Simulator:
         """The simulator of `spec` under `config` (loss-based or generative)."""
+        role = simulator_role(config)
         if config.answering == "loss":
-            options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                                    base_url=config.base_url, api_key_env=config.api_key_env,
-                                    concurrency=config.concurrency)
-            return LossSimulator(spec, load_scorer(spec, options), config.rule)
-        generator = load_generator(spec, GeneratorOptions(
-            device=config.device, dtype=config.dtype, base_url=config.base_url, api_key_env=config.api_key_env,
-            concurrency=config.concurrency, timeout_s=config.timeout_s))
-        if self.cache is None:
-            self.cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
-        client = StructuredClient(generator, self.cache, max_attempts=config.max_attempts,
-                                  prices=PriceTable.load(config.prices) if config.prices else None,
-                                  max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
-        return GenerativeSimulator(spec, client)
+            return LossSimulator(spec, self.pool.scorer(spec, role), config.rule)
+        return GenerativeSimulator(spec, self.pool.client(spec, role))
 
     def close(self) -> None:
-        """Close the request cache, if one was opened."""
-        if self.cache is not None:
-            self.cache.close()
+        """Close the pool's request cache, if the pool is the factory's own."""
+        if self._own_pool:
+            self.pool.close()
 
 
 def pair_row(pair: BilingualPair, model: str, english: SimAnswer, target: SimAnswer) -> PairRow:
@@ -134,7 +139,7 @@ def run_pitfalls_eval(
     if not path.is_file():
         raise CrossknowError(f"pair file not found: {path}")
     for spec in config.models:
-        check_spec(spec, config.base_url, "generator" if config.answering == "generative" else "model")
+        simulator_role(config).parse(spec, "generator" if config.answering == "generative" else "model")
     pair_file = read_pair_file(path, config.limit, config.k)
     if not pair_file.pairs:
         reasons = "".join(f"\n  line {r.line}, pair {r.item_id}: {r.reason}" for r in pair_file.invalid[:5])
@@ -145,8 +150,12 @@ def run_pitfalls_eval(
     simulators: list[Simulator] = []
     pending: list[PairRow] = []
 
+    before: list[CostMeter] = []
+    """What each simulator's client had spent when this evaluation took it (a pool may share a client between
+    evaluations of one process, as `crossknow pitfalls finetune` runs them)."""
+
     def meter() -> CostMeter:
-        return sum_meters(_meters(simulators))
+        return _spent_since(sum_meters(_meters(simulators)), sum_meters(before))
 
     try:
         with RunDir(out) as run:
@@ -165,6 +174,7 @@ def run_pitfalls_eval(
                     continue
                 simulator = build(spec, config)
                 simulators.append(simulator)
+                before.append(sum_meters(_meters([simulator])))
                 for start in range(0, len(todo), config.batch_size):
                     rows = _answer_chunk(simulator, todo[start : start + config.batch_size])
                     kept = [row for row in rows if not _failed_in_transport(row)]
@@ -177,7 +187,8 @@ def run_pitfalls_eval(
                         on_progress(spec, finished, total, meter())
             rows = [PairRow.model_validate(row) for row in stage.read(PAIRS_SCHEMA).to_pylist()] + pending
             ordered = _in_file_order(rows, pair_file, config.models)
-            metrics = _metrics(config, pair_file, ordered, simulators, len(pending), time.monotonic() - started)
+            metrics = _metrics(config, pair_file, ordered, simulators, meter(), len(pending),
+                               time.monotonic() - started)
             table = pa.Table.from_pylist([row.model_dump() for row in ordered], schema=PAIRS_SCHEMA)
             atomic_write(out / "pairs.parquet", lambda handle: pq.write_table(table, handle), binary=True)
             atomic_write_json(out / "metrics.json", metrics.model_dump())
@@ -199,9 +210,13 @@ def _in_file_order(rows: Sequence[PairRow], pair_file: PairFile, models: Sequenc
     return sorted(kept, key=lambda row: (rank[row.model], position[row.pair_id]))
 
 
+def _spent_since(now: CostMeter, before: CostMeter) -> CostMeter:
+    """What was spent between the meter readings `before` and `now`."""
+    return CostMeter(**{name: value - getattr(before, name) for name, value in dataclasses.asdict(now).items()})
+
+
 def _metrics(config: PitfallsEvalConfig, pair_file: PairFile, rows: Sequence[PairRow], simulators: Sequence[Simulator],
-             pending: int, seconds: float) -> PitfallsEvalMetrics:
-    meter = sum_meters(_meters(simulators))
+             meter: CostMeter, pending: int, seconds: float) -> PitfallsEvalMetrics:
     languages = sorted({pair.target.lang for pair in pair_file.pairs})
     caps = {lang: CapViolations(origins=len(over), pairs=sum(over.values()), max_pairs=max(over.values()))
             for lang, over in pair_file.cap_violations.items()}

@@ -7,11 +7,12 @@ pairs with the translation client).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from crossknow.data.pitfalls import LANGUAGE_CODES
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import (
     ChatPrompt,
@@ -20,6 +21,7 @@ from crossknow.generation.structured import (
     TextOutput,
     TextParser,
     parse_structured,
+    prompt_format_of,
 )
 from crossknow.models.generator import Generator
 from crossknow.pitfalls.pair_translation import FIELD, coded, field_parser, translate_pairs
@@ -52,13 +54,19 @@ class ProxyLLM:
         cls, generator: Generator, cache: RequestCache | None = None, *, prices: PriceTable | None = None,
         max_tokens: int = 1024, max_attempts: int = 3,
     ) -> ProxyLLM:
-        """Both clients over one Generator, sharing one request cache; max output 1,024 tokens."""
+        """Both clients over a Generator the caller holds, sharing one request cache; max output 1,024 tokens."""
         kwargs = dict(cache=cache, prices=prices, max_tokens=max_tokens, max_attempts=max_attempts)
-        greedy = getattr(generator, "prompt_format", "chat") == "completion"
-        return cls(
-            StructuredClient(generator, temperature=0.0 if greedy else 0.7, **kwargs),
-            StructuredClient(generator, temperature=0.0 if greedy else 0.001, **kwargs),
-        )
+        perturbation, translation = proxy_temperatures(generator)
+        return cls(StructuredClient(generator, temperature=perturbation, **kwargs),
+                   StructuredClient(generator, temperature=translation, **kwargs))
+
+    @classmethod
+    def from_pool(cls, pool: ClientPool, spec: str, role: Role) -> ProxyLLM:
+        """Both clients of model `spec` from `pool`, with `role`'s server, key, output cap and attempts (one
+        client where the two temperatures are the same: a base model asked by completion)."""
+        perturbation, translation = proxy_temperatures(pool.generator(spec, role))
+        return cls(pool.client(spec, replace(role, temperature=perturbation)),
+                   pool.client(spec, replace(role, temperature=translation)))
 
     def translate(self, texts: Sequence[str], language: str) -> list[tuple[str | None, str | None]]:
         """(translation, None) or (None, 'translation <reason code>: <why not>') per text; '' translates to ''.
@@ -89,6 +97,12 @@ class ProxyLLM:
         """Each question with its choices and answer translated and checked (the bilingual-pair stage,
         `crossknow.pitfalls.pair_translation`), or '<reason code>: <why not>'."""
         return translate_pairs(self.translator, questions, lang, language)
+
+
+def proxy_temperatures(generator: Generator) -> tuple[float, float]:
+    """(perturbation, translation) temperatures of the proxy `generator`: Appendix B.1's 0.7 and 0.001, or both 0
+    for a base model asked by completion (see `ProxyLLM`)."""
+    return (0.0, 0.0) if prompt_format_of(generator) == "completion" else (0.7, 0.001)
 
 
 def _translated_text_parser(check: TextParser) -> TextParser:

@@ -44,7 +44,7 @@ class TrainConfig(Record):
     qa_generator: str | None = Field(
         default=None,
         description="Generator spec that writes the instruction recipe's question-answer pairs (Appendix A.4.1(2)): "
-        "default, hf:PATH, gguf:FILE or openai:MODEL with --qa-base-url.",
+        "default, hf:PATH, gguf:FILE or openai:MODEL@URL (openai:MODEL: on --qa-base-url).",
     )
     qa_pairs: int = Field(
         default=5, ge=0,
@@ -63,7 +63,7 @@ class TrainConfig(Record):
         description="Most tokens of one question-answer output: the JSON object (chat), or one question or answer "
         "(fields; at most 128 there).",
     )
-    qa_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: --qa-generator.")
+    qa_base_url: str | None = Field(default=None, description="Server of an openai: question-answer generator spec that names none.")
     qa_api_key_env: str = Field(
         default="OPENAI_API_KEY", description="Environment variable that holds the API key of --qa-base-url."
     )
@@ -176,7 +176,7 @@ class TrainConfig(Record):
             if not self.asks_qa_pairs:
                 raise ValueError("--qa-generator is used only by --recipe instruction with --qa-pairs above 0")
             try:
-                check_spec(self.qa_generator, self.qa_base_url, "generator", server_hint="needs --qa-base-url URL")
+                check_spec(self.qa_generator, self.qa_base_url, "generator", server_flag="--qa-base-url")
             except CrossknowError as error:
                 raise ValueError(f"--qa-generator: {error}") from error
         return self

@@ -50,7 +50,6 @@ from crossknow.pitfalls.finetune.records import (
 )
 from crossknow.pitfalls.finetune.train import run_training
 from crossknow.pitfalls.flaws import BilingualPair, read_pair_file
-from crossknow.pitfalls.simulate import Simulator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir, absolute_path
@@ -76,24 +75,12 @@ def evaluation_files(config: PitfallsFinetuneConfig) -> list[tuple[str, Path]]:
 
 
 class _Simulators(SimulatorFactory):
-    """The evaluations' simulators; loss-based ones are loaded once per model and shared (a generative one
-    keeps a cost meter per evaluation, so each evaluation builds its own)."""
-
-    def __init__(self, config: PitfallsEvalConfig):
-        super().__init__(config)
-        self.loaded: dict[str, Simulator] = {}
-
-    def __call__(self, spec: str, config: PitfallsEvalConfig) -> Simulator:
-        """The simulator of `spec` (see the class docstring)."""
-        if config.answering != "loss":
-            return super().__call__(spec, config)
-        if spec not in self.loaded:
-            self.loaded[spec] = super().__call__(spec, config)
-        return self.loaded[spec]
+    """The evaluations' simulators, from one pool: a model is loaded once for all evaluations (each evaluation
+    counts only what it sent, `run_pitfalls_eval`)."""
 
     def release(self) -> None:
         """Free the loaded models' memory (before training)."""
-        self.loaded.clear()
+        self.pool.release()
         gc.collect()
 
 

@@ -4,9 +4,11 @@
 seed, keeps those every simulator answers right in English (crossknow's prefilter, not the paper's:
 `sources.py`; recorded in `sources.json`, which a resumed run reuses when the draw's settings are
 unchanged, so the prefilter is not asked again), then runs the recipe with `run_probe` (resumable: see
-`probe.py`). The proxy and the simulators are built from model specs; callers that hold models already (the
-demo) pass them in instead. The semantic checks are an LLM's, as the paper's (section 4): the proxy judges
-unless `judge` names another model (`build_judge`); `similarity='e5'` is the judge-free option.
+`probe.py`). The proxy, the simulators and the judge are built from model specs by one
+`crossknow.generation.clients.ClientPool` (an openai: spec names its server, `openai:MODEL@URL`, or takes
+--base-url; the judge's, --judge-base-url); callers that hold models already (the demo) pass them in instead.
+The semantic checks are an LLM's, as the paper's (section 4): the proxy judges unless `judge` names another
+model (`build_judge`); `similarity='e5'` is the judge-free option.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
+from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
-from crossknow.models.checkpoint_cache import cache_dir
-from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.models.registry import parse_spec
 from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.categories import categorize_candidates
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
@@ -31,16 +33,15 @@ from crossknow.pitfalls.evaluation import SimulatorFactory
 from crossknow.pitfalls.pairs import SourceQuestion
 from crossknow.pitfalls.probe.constraints import ChrF, Similarity
 from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity
-from crossknow.pitfalls.probe.judge_similarity import JudgeSimilarity
+from crossknow.pitfalls.probe.judge_similarity import JUDGE_TEMPERATURE, JudgeSimilarity
 from crossknow.pitfalls.probe.probe import ProbeAccount, run_probe
 from crossknow.pitfalls.probe.recipes import Recipe, get_recipe
-from crossknow.pitfalls.probe.sources import SourceFile, SourceSample, prefilter, read_source_files
+from crossknow.pitfalls.probe.sources import SourceFile, SourceSample, prefilter, read_source_files, read_source_sample
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, GenerativeSimulator, Simulator
 from crossknow.scoring.rules import Rule
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
-from crossknow.store.request_cache import RequestCache
 
 SOURCES_FILE = "sources.json"
 """The draw and the prefilter's report (a SourceSample) in the run directory."""
@@ -55,17 +56,21 @@ class PitfallsProbeConfig(Record):
                                "item file (its English question items).")
     n: int = Field(ge=1, description="Questions drawn, equally over the source files, before the English prefilter.")
     lang: str = Field(default="ja", description="Target language code (one of the release's 16).")
-    proxy: str = Field(description="Model spec of the proxy LLM that perturbs and translates.")
-    proxy_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: proxy.")
-    proxy_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the "
-                                   "proxy server's key.")
+    proxy: str = Field(description="Model spec of the proxy LLM that perturbs and translates (openai:MODEL@URL "
+                       "names its server).")
+    proxy_base_url: str | None = Field(default=None, description="Deprecated: write the proxy's server in its "
+                                       "spec, --proxy openai:MODEL@URL (or give --base-url).")
+    proxy_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of "
+                                   "the proxy's server.")
     proxy_max_tokens: int = Field(default=1024, ge=1, description="Most tokens of one proxy output (the paper's "
                                   "1,024).")
-    simulators: list[str] = Field(min_length=1, description="Model spec of a simulation model (repeat for K models).")
-    base_urls: list[str] = Field(default_factory=list, description="Server of the openai: simulators: once for all, "
-                                 "or once per simulator in order.")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the simulators' "
-                             "server key.")
+    simulators: list[str] = Field(min_length=1, description="Model spec of a simulation model (repeat for K models; "
+                                  "openai:MODEL@URL names its server).")
+    base_urls: list[str] = Field(default_factory=list, description="Server of the openai: proxy and simulators whose "
+                                 "spec names none. Deprecated: once per simulator, in order (write each server in "
+                                 "its spec).")
+    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of the "
+                             "simulators' servers.")
     answering: Answering = Field(default="loss", description="'loss': the option with the lowest loss (crossknow's "
                                  "addition); 'generative': the paper's zero-shot CoT templates.")
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
@@ -117,7 +122,43 @@ class PitfallsProbeConfig(Record):
     def _judge_needs_llm(self) -> PitfallsProbeConfig:
         if self.judge is not None and self.similarity != "llm":
             raise ValueError(f"--judge names the model of --similarity llm, not of {self.similarity!r}")
+        if len(self.base_urls) not in (0, 1, len(self.simulators)):
+            raise ValueError(f"--base-url: give it once (the server of the specs that name none), not "
+                             f"{len(self.base_urls)} times")
         return self
+
+    @property
+    def base_url(self) -> str | None:
+        """--base-url given once: the server of the openai: proxy and simulators whose spec names none."""
+        return self.base_urls[0] if len(self.base_urls) == 1 else None
+
+    def simulator_servers(self) -> list[str | None]:
+        """Each simulator's default server: --base-url, or the deprecated --base-url given once per simulator."""
+        return list(self.base_urls) if len(self.base_urls) > 1 else [self.base_url] * len(self.simulators)
+
+    def proxy_role(self) -> Role:
+        """The proxy's server default (--base-url, or the deprecated --proxy-base-url where given), key, output
+        cap and attempts; `ProxyLLM.from_pool` sets its temperatures."""
+        return Role(base_url=self.proxy_base_url or self.base_url, api_key_env=self.proxy_api_key_env,
+                    max_tokens=self.proxy_max_tokens, max_attempts=self.max_attempts)
+
+    def judge_role(self) -> Role:
+        """The LLM judge named by --judge: --judge-base-url, --judge-api-key-env, the proxy's output cap."""
+        return Role(base_url=self.judge_base_url, api_key_env=self.judge_api_key_env, server_flag="--judge-base-url",
+                    temperature=JUDGE_TEMPERATURE, max_tokens=self.proxy_max_tokens, max_attempts=self.max_attempts)
+
+    def deprecations(self) -> list[str]:
+        """What this config sets through options that are no longer the way, each with the new way."""
+        notes, soon = [], "is deprecated and will be removed in the next release"
+        if self.proxy_base_url:
+            written = parse_spec(self.proxy, self.proxy_base_url, "generator").written
+            notes.append(f"--proxy-base-url {soon}: write the proxy's server in its spec, --proxy {written}")
+        if len(self.base_urls) > 1:
+            written = " ".join(f"--simulator {parse_spec(spec, url, 'generator').written}"
+                               for spec, url in zip(self.simulators, self.base_urls, strict=True))
+            notes.append(f"--base-url once per --simulator {soon}: write each simulator's server in its spec, "
+                         f"{written}")
+        return notes
 
     def similarities(self) -> tuple[Similarity | None, Similarity | None, Similarity | None]:
         """(S for θ, S for θ', S for the choices) of the judge-free checks: e5 for all three under 'e5'; chrF
@@ -142,18 +183,34 @@ Progress = Callable[[str, int, int, CostMeter], None]
 the spend sums the proxy's and the generative simulators' meters (loss answering is local and free)."""
 
 
-def build_proxy(config: PitfallsProbeConfig, cache: RequestCache) -> ProxyLLM:
-    """The proxy LLM of `config.proxy` over the shared request cache."""
-    check_spec(config.proxy, config.proxy_base_url, "generator", "needs --proxy-base-url")
-    generator = load_generator(config.proxy, GeneratorOptions(
-        device=config.device, dtype=config.dtype, base_url=config.proxy_base_url,
-        api_key_env=config.proxy_api_key_env, concurrency=config.concurrency, timeout_s=config.timeout_s))
-    return ProxyLLM.from_generator(generator, cache, prices=PriceTable.load(config.prices) if config.prices else None,
-                                   max_tokens=config.proxy_max_tokens, max_attempts=config.max_attempts)
+def probe_pool(config: PitfallsProbeConfig) -> ClientPool:
+    """The pool the probe's proxy, simulators and judge come from, over one request cache."""
+    settings = ModelSettings(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+                             concurrency=config.concurrency, timeout_s=config.timeout_s)
+    return ClientPool(settings, Path(config.cache) if config.cache else None,
+                      PriceTable.load(config.prices) if config.prices else None)
 
 
-def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, cache: RequestCache | None) -> JudgeSimilarity | None:
-    """The LLM judge of `--similarity llm` (None under any other): the model of `config.judge` over `cache`, or
+def check_models(config: PitfallsProbeConfig, proxy: bool = True, simulators: bool = True) -> None:
+    """Fail before any work or model load on a spec of the proxy (when `proxy`), the simulators (when
+    `simulators`) or the judge that no backend takes, or an openai: spec without a server."""
+    if proxy:
+        config.proxy_role().parse(config.proxy)
+    if simulators:
+        form = "generator" if config.answering == "generative" else "model"
+        for spec, url in zip(config.simulators, config.simulator_servers(), strict=True):
+            Role(base_url=url).parse(spec, form)
+    if config.judge is not None:
+        config.judge_role().parse(config.judge)
+
+
+def build_proxy(config: PitfallsProbeConfig, pool: ClientPool) -> ProxyLLM:
+    """The proxy LLM of `config.proxy`, from `pool`."""
+    return ProxyLLM.from_pool(pool, config.proxy, config.proxy_role())
+
+
+def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, pool: ClientPool) -> JudgeSimilarity | None:
+    """The LLM judge of `--similarity llm` (None under any other): the model of `config.judge` from `pool`, or
     else the proxy's own model over the proxy's cache, with the proxy's price table, attempts and output cap."""
     if config.similarity != "llm":
         return None
@@ -161,31 +218,19 @@ def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, cache: RequestCach
     if config.judge is None:
         return JudgeSimilarity.from_generator(translator.generator, translator.cache, prices=translator.prices,
                                               max_tokens=translator.max_tokens, max_attempts=translator.max_attempts)
-    generator = load_generator(config.judge, GeneratorOptions(
-        device=config.device, dtype=config.dtype, base_url=config.judge_base_url,
-        api_key_env=config.judge_api_key_env, concurrency=config.concurrency, timeout_s=config.timeout_s))
-    return JudgeSimilarity.from_generator(generator, cache, prices=translator.prices,
-                                          max_tokens=config.proxy_max_tokens, max_attempts=config.max_attempts)
+    return JudgeSimilarity(pool.client(config.judge, config.judge_role()))
 
 
-def build_simulators(config: PitfallsProbeConfig) -> tuple[list[Simulator], SimulatorFactory]:
-    """The K simulators (through `crossknow pitfalls eval`'s factory); close the factory when done."""
-    urls = config.base_urls
-    if len(urls) not in (0, 1, len(config.simulators)):
-        raise CrossknowError(f"--base-url: give it once or once per --simulator ({len(config.simulators)}), "
-                             f"not {len(urls)} times")
-    per_simulator = [urls[0] if len(urls) == 1 else urls[k] if urls else None for k in range(len(config.simulators))]
-    for spec, url in zip(config.simulators, per_simulator, strict=True):
-        check_spec(spec, url)
+def build_simulators(config: PitfallsProbeConfig, pool: ClientPool) -> list[Simulator]:
+    """The K simulators, from `pool` (through `crossknow pitfalls eval`'s factory), each named by its spec."""
     shared = dict(answering=config.answering, rule=config.rule, max_tokens=SIMULATION_MAX_TOKENS,
                   max_attempts=config.max_attempts, seed=config.seed, api_key_env=config.api_key_env,
                   device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                   concurrency=config.concurrency, timeout_s=config.timeout_s, cache=config.cache, prices=config.prices)
-    first = PitfallsEvalConfig(pairs="", models=config.simulators, base_url=per_simulator[0], **shared)
-    factory = SimulatorFactory(first)
-    simulators = [factory(spec, first.model_copy(update={"base_url": url}))
-                  for spec, url in zip(config.simulators, per_simulator, strict=True)]
-    return simulators, factory
+    first = PitfallsEvalConfig(pairs="", models=config.simulators, base_url=config.base_url, **shared)
+    factory = SimulatorFactory(first, pool)
+    return [factory(spec, first.model_copy(update={"base_url": url}))
+            for spec, url in zip(config.simulators, config.simulator_servers(), strict=True)]
 
 
 def draw_sources(
@@ -197,7 +242,7 @@ def draw_sources(
     names = [s.name for s in simulators] if config.prefilter else []
     path = out / SOURCES_FILE
     if path.exists():
-        previous = SourceSample.model_validate_json(path.read_text(encoding="utf-8"))
+        previous = read_source_sample(path)
         same = (previous.seed, previous.n, previous.simulators, previous.answering) == (config.seed, config.n, names,
                                                                                         answering)
         if same and [(f.path, f.sha256) for f in previous.files] == [(str(f.path), file_sha256(f.path)) for f in files]:
@@ -217,20 +262,15 @@ def probe_from_config(
     the ones `config` names, and `answering` then describes how the simulators answer (it is recorded)."""
     out = Path(out)
     files = read_source_files(config.sources)  # a bad file fails before any model loads
-    if config.judge is not None:
-        check_spec(config.judge, config.judge_base_url, "generator", "needs --judge-base-url")
-    cache = None if proxy else RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
-    factory = None
+    check_models(config, proxy=proxy is None, simulators=simulators is None)
+    pool = probe_pool(config)
     try:
         if simulators is None:
-            simulators, factory = build_simulators(config)
+            simulators = build_simulators(config, pool)
             answering = f"{config.answering} ({config.rule})" if config.answering == "loss" else config.answering
         if proxy is None:
-            assert cache is not None
-            proxy = build_proxy(config, cache)
-        if config.judge is not None and cache is None:
-            cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
-        judge = build_judge(config, proxy, cache)
+            proxy = build_proxy(config, pool)
+        judge = build_judge(config, proxy, pool)
         meters = [proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else []),
                   *(s.client.meter for s in simulators if isinstance(s, GenerativeSimulator))]
 
@@ -261,7 +301,4 @@ def probe_from_config(
                 out / "candidate_items.jsonl", {pair_id: row.category for pair_id, row in rows.items()})
         return account, sample
     finally:
-        if cache is not None:
-            cache.close()
-        if factory is not None:
-            factory.close()
+        pool.close()

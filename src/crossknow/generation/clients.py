@@ -1,0 +1,190 @@
+"""Every role's model, built in one place: the generator, simulator, proxy, judge and scorer clients of every
+command come from a `ClientPool`.
+
+A role (`Role`) is what one kind of model of a command shares: the default server of its openai: specs (the
+flag `server_flag`, e.g. --base-url or --judge-base-url; a spec's own `openai:MODEL@URL` wins, read by
+`crossknow.models.registry.parse_spec`), the environment variable that holds that server's key (never the
+key itself), and how its client asks: temperature, seed, token budget, attempts. The pool builds
+
+- one generator per (spec, server, key variable): a local model is loaded once, whatever roles ask it (a
+  local model has no server or key, so they do not part it);
+- one `StructuredClient` per generator and sampling settings: two roles with the same settings share a client
+  (and its cost meter), two with different temperatures get two clients over the one generator;
+- one Scorer per (spec, server, key variable), taken from a local generator already loaded where there is one
+  (its weights, not a second copy).
+
+All clients share one request cache (the user's cache directory unless a path is given), opened on first use,
+so that a resumed or repeated run pays for nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from crossknow.generation.pricing import PriceTable
+from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
+from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.models.generator import Generator
+from crossknow.models.protocol import Scorer
+from crossknow.models.registry import (
+    GeneratorOptions,
+    ModelSpec,
+    ScorerOptions,
+    load_generator,
+    load_scorer,
+    parse_spec,
+)
+from crossknow.store.request_cache import RequestCache
+
+MakeGenerator = Callable[[str, GeneratorOptions], Generator]
+"""Builds a generator from (spec without its server, options with the server); `load_generator` unless a test
+passes its own."""
+MakeScorer = Callable[[str, ScorerOptions], Scorer]
+"""Builds a scorer from (spec without its server, options with the server); `load_scorer` unless a test passes
+its own."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """One role's server default, key variable and sampling settings (see the module docstring)."""
+
+    base_url: str | None = None
+    """Server of the role's openai: specs that name none; a spec's own @URL wins."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the key of the role's server, whether the spec or `base_url` names it."""
+    server_flag: str = "--base-url"
+    """The flag that gives `base_url`, as the error of an openai: spec without a server names it."""
+    temperature: float = 0.0
+    """Sampling temperature of the role's client."""
+    seed: int = 0
+    """Base seed of the role's client."""
+    max_tokens: int = 512
+    """Most tokens of one output of the role's client."""
+    max_attempts: int = 3
+    """Calls per prompt before the role's client records its output as invalid."""
+
+    def parse(self, spec: str, form: Literal["model", "generator"] = "generator") -> ModelSpec:
+        """`spec` read with this role's default server: fails before any work on a spec no backend takes or an
+        openai: spec without a server (the error names `server_flag`)."""
+        return parse_spec(spec, self.base_url, form, self.server_flag)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How a command's backends are built, whatever the role: the settings a pool shares."""
+
+    device: str = "auto"
+    """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
+    dtype: str = "float32"
+    """Compute dtype of local models."""
+    batch_size: int = 8
+    """Items per forward pass of local scorers."""
+    concurrency: int = 8
+    """Requests in flight at once per server."""
+    timeout_s: float = 120.0
+    """Seconds before one server request times out (and is retried)."""
+    json_mode: str = "auto"
+    """How server generators ask for JSON (see crossknow.models.openai_generator)."""
+    fold_system: bool | Literal["auto"] = "auto"
+    """Whether server generators fold system messages into the first user message (see
+    crossknow.models.openai_generator)."""
+
+
+ServerKey = tuple[str, str | None, str | None]
+"""(spec without its server, server, key variable); server and key None for a local model."""
+
+
+def _server_key(parsed: ModelSpec, role: Role) -> ServerKey:
+    if parsed.backend == "openai":
+        return parsed.bare, parsed.base_url, role.api_key_env
+    return parsed.bare, None, None
+
+
+class ClientPool:
+    """The models of a run, built on first use and shared where their settings are the same (see the module
+    docstring)."""
+
+    def __init__(
+        self, settings: ModelSettings = ModelSettings(), cache_path: Path | None = None,
+        prices: PriceTable | None = None, *, make_generator: MakeGenerator = load_generator,
+        make_scorer: MakeScorer = load_scorer,
+    ):
+        self.settings = settings
+        self.cache_path = cache_path
+        self.prices = prices or PriceTable()
+        self.make_generator = make_generator
+        self.make_scorer = make_scorer
+        self._generators: dict[ServerKey, Generator] = {}
+        self._clients: dict[tuple[ServerKey, float, int, int, int], StructuredClient] = {}
+        self._scorers: dict[ServerKey, Scorer] = {}
+        self._cache: RequestCache | None = None
+
+    def generator(self, spec: str, role: Role) -> Generator:
+        """The generator of `spec` on its server (its own @URL, else the role's), built the first time."""
+        parsed = role.parse(spec)
+        key = _server_key(parsed, role)
+        if key not in self._generators:
+            options = GeneratorOptions(
+                device=self.settings.device, dtype=self.settings.dtype, base_url=parsed.base_url,
+                api_key_env=role.api_key_env, concurrency=self.settings.concurrency, timeout_s=self.settings.timeout_s,
+                json_mode=self.settings.json_mode, fold_system=self.settings.fold_system)
+            self._generators[key] = self.make_generator(parsed.bare, options)
+        return self._generators[key]
+
+    def client(self, spec: str, role: Role) -> StructuredClient:
+        """The client of `spec` with the role's sampling settings, over the pool's request cache: one per
+        generator and settings."""
+        generator = self.generator(spec, role)
+        key = (_server_key(role.parse(spec), role), role.temperature, role.seed, role.max_tokens, role.max_attempts)
+        if key not in self._clients:
+            self._clients[key] = StructuredClient(
+                generator, self.request_cache(), max_attempts=role.max_attempts, prices=self.prices,
+                max_tokens=role.max_tokens, temperature=role.temperature, seed=role.seed)
+        return self._clients[key]
+
+    def scorer(self, spec: str, role: Role) -> Scorer:
+        """The Scorer of `spec` on its server: the loaded weights of a local generator of the same model where
+        the pool holds one, else a scorer of its own."""
+        parsed = role.parse(spec, "model")
+        key = _server_key(parsed, role)
+        if key not in self._scorers:
+            loaded = [g for (bare, *_), g in self._generators.items() if bare.split("#")[0] == parsed.model]
+            shared = getattr(loaded[0], "scorer", None) if loaded and parsed.backend != "openai" else None
+            if callable(shared):
+                self._scorers[key] = shared()
+            else:
+                options = ScorerOptions(device=self.settings.device, dtype=self.settings.dtype,
+                                        batch_size=self.settings.batch_size, base_url=parsed.base_url,
+                                        api_key_env=role.api_key_env, concurrency=self.settings.concurrency)
+                self._scorers[key] = self.make_scorer(parsed.model, options)
+        return self._scorers[key]
+
+    def request_cache(self) -> RequestCache:
+        """The request cache every client of the pool shares, opened on first use."""
+        if self._cache is None:
+            self._cache = RequestCache(self.cache_path or cache_dir() / "requests.sqlite")
+        return self._cache
+
+    def clients(self) -> list[StructuredClient]:
+        """The distinct clients built so far, in the order they were built."""
+        return list(self._clients.values())
+
+    def meter(self) -> CostMeter:
+        """What this pool's clients have sent so far, each client counted once."""
+        return sum_meters(client.meter for client in self._clients.values())
+
+    def release(self) -> None:
+        """Drop every model built so far (their memory is freed once no one else holds them); the request cache
+        stays open, and a later call builds the model again."""
+        self._generators.clear()
+        self._clients.clear()
+        self._scorers.clear()
+
+    def close(self) -> None:
+        """Close the request cache, if one was opened."""
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

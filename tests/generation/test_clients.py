@@ -1,0 +1,92 @@
+"""The one builder of every role's client (`crossknow.generation.clients.ClientPool`): keyed by the spec, its
+server and key variable, and the role's own sampling settings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from crossknow.errors import CrossknowError
+from crossknow.generation.clients import ClientPool, Role
+
+
+class Made:
+    """A generator and scorer factory that records what it was asked to build."""
+
+    def __init__(self):
+        self.generators: list[tuple[str, str | None, str]] = []
+        self.scorers: list[tuple[str, str | None, str]] = []
+
+    def generator(self, spec, options):
+        self.generators.append((spec, options.base_url, options.api_key_env))
+        return SimpleNamespace(name="made", model_id=spec, scorer=lambda: SimpleNamespace(name="shared", model_id=spec))
+
+    def scorer(self, spec, options):
+        self.scorers.append((spec, options.base_url, options.api_key_env))
+        return SimpleNamespace(name="own", model_id=spec)
+
+
+@pytest.fixture()
+def made_pool(tmp_path):
+    made = Made()
+    pool = ClientPool(cache_path=tmp_path / "requests.sqlite", make_generator=made.generator,
+                      make_scorer=made.scorer)
+    yield made, pool
+    pool.close()
+
+
+def test_two_roles_with_different_temperatures_get_two_clients_over_one_generator(made_pool):
+    made, pool = made_pool
+    role = Role(base_url="http://127.0.0.1:9/v1", temperature=0.7)
+    perturbing, translating = pool.client("openai:m", role), pool.client("openai:m", replace(role, temperature=0.0))
+    assert perturbing is not translating and perturbing.generator is translating.generator
+    assert (perturbing.temperature, translating.temperature) == (0.7, 0.0)
+    assert made.generators == [("openai:m", "http://127.0.0.1:9/v1", "OPENAI_API_KEY")]
+
+
+def test_the_same_settings_share_one_client_whichever_way_the_server_is_written(made_pool):
+    made, pool = made_pool
+    judge = Role(server_flag="--judge-base-url", max_tokens=16)
+    generator = Role(base_url="http://127.0.0.1:9/v1", max_tokens=16)
+    client = pool.client("openai:m@http://127.0.0.1:9/v1", judge)
+    assert pool.client("openai:m", generator) is client  # the same server, key and settings: one client
+    assert pool.meter() == client.meter and len(pool.clients()) == 1
+    assert made.generators == [("openai:m", "http://127.0.0.1:9/v1", "OPENAI_API_KEY")]
+
+
+def test_each_setting_server_and_key_variable_parts_the_clients(made_pool):
+    made, pool = made_pool
+    role = Role(base_url="http://127.0.0.1:9/v1")
+    clients = {pool.client("openai:m", variant) for variant in (
+        role, replace(role, seed=1), replace(role, max_tokens=7), replace(role, max_attempts=1),
+        replace(role, api_key_env="OTHER_KEY"), replace(role, base_url="http://127.0.0.1:8/v1"))}
+    assert len(clients) == 6
+    assert [(url, key) for _, url, key in made.generators] == [
+        ("http://127.0.0.1:9/v1", "OPENAI_API_KEY"), ("http://127.0.0.1:9/v1", "OTHER_KEY"),
+        ("http://127.0.0.1:8/v1", "OPENAI_API_KEY")]
+
+
+def test_a_local_model_is_loaded_once_for_every_role_and_scores_with_the_same_weights(made_pool):
+    made, pool = made_pool
+    answering = pool.client("default", Role(temperature=0.9, api_key_env="MODEL_KEY"))
+    judging = pool.client("default", Role(api_key_env="JUDGE_KEY", server_flag="--judge-base-url"))
+    assert answering is not judging and answering.generator is judging.generator
+    assert pool.scorer("default", Role()).name == "shared" and made.scorers == []
+    assert pool.scorer("hf:org/m", Role()).name == "own" and made.scorers == [("hf:org/m", None, "OPENAI_API_KEY")]
+    assert made.generators == [("default", None, "MODEL_KEY")]
+
+
+def test_a_spec_without_a_server_fails_before_anything_is_built(made_pool):
+    made, pool = made_pool
+    with pytest.raises(CrossknowError, match="or pass --judge-base-url URL"):
+        pool.client("openai:m", Role(server_flag="--judge-base-url"))
+    assert made.generators == []
+
+
+def test_release_drops_the_models_and_keeps_the_cache(made_pool):
+    made, pool = made_pool
+    first = pool.client("default", Role())
+    pool.release()
+    assert pool.client("default", Role()) is not first and len(made.generators) == 2
