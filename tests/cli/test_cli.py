@@ -133,6 +133,8 @@ def test_evaluate_sample_prints_the_table(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+    # crossknow's own progress bar only: transformers' weight-loading bar and advice are silenced
+    assert "Loading weights" not in result.stderr and "Warning" not in result.stderr
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") >= 3}
     # The first 4 sample items: one fact, en/ja x cloze/question.
     assert set(rows) >= {"all", "lang=en", "lang=ja", "kind=cloze", "kind=question"}

@@ -21,7 +21,7 @@ from transformers import (
 
 from crossknow.errors import CrossknowError, UnscorableRequest
 from crossknow.models.hf_scorer import HFScorer
-from crossknow.models.logit_head import LogitHead, check_against_forward
+from crossknow.models.logit_head import HEAD_CHECK_DIR, LogitHead, check_against_forward, check_head_once
 from crossknow.models.protocol import ScoreRequest
 
 SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
@@ -111,3 +111,24 @@ def test_bfloat16_log_probabilities_are_those_of_a_float32_projection(embedded_c
         ours, _ = head.target_logprobs(hidden, rows, targets)
     assert (ours - exact).abs().max() < 2e-3
     assert (rounded - exact).abs().max() > 10 * (ours - exact).abs().max()
+
+
+def test_a_passed_head_check_is_remembered_and_a_changed_transform_is_checked_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("CROSSKNOW_CACHE", str(tmp_path))
+    torch.manual_seed(0)
+    model = SCALED_MODELS["gemma3-softcap"](128).eval()
+    head = LogitHead(model)
+    check_head_once(model, head, "cpu", "tiny")
+    assert len(list((tmp_path / HEAD_CHECK_DIR).iterdir())) == 1
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("the remembered check ran the forward again")
+
+    monkeypatch.setattr(model, "forward", no_forward)
+    check_head_once(model, head, "cpu", "tiny")  # remembered: no forward
+    monkeypatch.undo()
+    monkeypatch.setenv("CROSSKNOW_CACHE", str(tmp_path))
+    head.softcap = None  # a head that ignores the model's soft cap: a new check, which fails
+    with pytest.raises(CrossknowError, match="transforms logits"):
+        check_head_once(model, head, "cpu", "tiny")
+    assert len(list((tmp_path / HEAD_CHECK_DIR).iterdir())) == 1  # the failure is not recorded

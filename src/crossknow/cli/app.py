@@ -76,13 +76,11 @@ def evaluate(
 
 
 def _quiet_libraries() -> None:
-    """Silence transformers' per-load progress bars and advice; crossknow reports progress itself."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        return
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    """Silence transformers' per-load progress bars and advice (crossknow reports progress itself) through
+    the environment variables both libraries read when they are imported, so that a command that never
+    loads transformers never imports it; a user's own setting of either variable wins."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def main() -> None:

@@ -15,11 +15,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
-
-import transformers
-from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 VERDICT_FILE = "crossknow-tokenizer.json"
 """Name of the verdict file in a checkpoint directory."""
@@ -45,6 +43,8 @@ PROBES = (
 def load_fast_tokenizer(path: str | Path) -> Any:
     """The tokenizer of checkpoint `path` from its tokenizer.json through the Rust loader, with the
     special tokens of its tokenizer_config.json."""
+    from transformers import PreTrainedTokenizerFast  # not AutoTokenizer: its import alone costs seconds
+
     path = Path(path)
     config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
     specials = {}
@@ -75,11 +75,13 @@ def differences(fast: Any, reference: Any, texts: tuple[str, ...] | list[str]) -
 
 def record_verdict(path: str | Path) -> bool:
     """Compare both loads of checkpoint `path` on PROBES, write the verdict file atomically, return it."""
+    from transformers import AutoTokenizer
+
     path = Path(path)
     equal = (path / "tokenizer.json").is_file() and not differences(
         load_fast_tokenizer(path), AutoTokenizer.from_pretrained(path), PROBES
     )
-    verdict = {"fast_tokenizer_equal": equal, "transformers": transformers.__version__}
+    verdict = {"fast_tokenizer_equal": equal, "transformers": version("transformers")}
     with tempfile.NamedTemporaryFile("w", dir=path, prefix=".verdict-", delete=False, encoding="utf-8") as file:
         json.dump(verdict, file)
     os.replace(file.name, path / VERDICT_FILE)
@@ -92,7 +94,7 @@ def has_current_verdict(path: str | Path) -> bool:
         verdict = json.loads((Path(path) / VERDICT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return verdict.get("transformers") == transformers.__version__
+    return verdict.get("transformers") == version("transformers")
 
 
 def load_tokenizer(path: str, revision: str | None) -> Any:
@@ -101,4 +103,6 @@ def load_tokenizer(path: str, revision: str | None) -> Any:
         verdict = json.loads((Path(path) / VERDICT_FILE).read_text(encoding="utf-8"))
         if verdict.get("fast_tokenizer_equal"):
             return load_fast_tokenizer(path)
+    from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(path, revision=revision)

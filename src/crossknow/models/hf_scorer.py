@@ -32,7 +32,7 @@ try:
     import torch
 
     from crossknow.models.hf_loading import load_causal_lm, resolve_device
-    from crossknow.models.logit_head import LogitHead, check_against_forward
+    from crossknow.models.logit_head import LogitHead, check_head_once
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
 
@@ -74,7 +74,7 @@ class HFScorer:
         self.tokenizer, self.model = loaded or load_causal_lm(path, revision, self.model_id, self.device, dtype)
         self._body = self.model.get_decoder()
         self._head = LogitHead(self.model)
-        check_against_forward(self.model, self._head, self.device, self.model_id)
+        check_head_once(self.model, self._head, self.device, self.model_id)
         self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self._prefix_id = self.tokenizer.bos_token_id
         if self._prefix_id is None:

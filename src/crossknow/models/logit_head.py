@@ -9,8 +9,9 @@ positions it needs, so it must apply the same transform itself. Those in the ins
 - `output_multiplier` (MuseGlimmer): logits * output_multiplier, before the soft cap;
 - `final_logit_softcapping` (Gemma 2, 3 and 4, nanochat): cap * tanh(logits / cap).
 
-`check_against_forward` runs the model's own forward once at load and refuses a model whose logits
-this head does not reproduce, so an unknown transform is an error, never a silent wrong number.
+`check_against_forward` runs the model's own forward and refuses a model whose logits this head does
+not reproduce, so an unknown transform is an error, never a silent wrong number; the scorer runs it at
+load through `check_head_once`, which remembers a pass in crossknow's cache.
 
 Speed (float32): the scorer's cost past the model's body is this projection, 262,144 words per
 scored position. `target_logprobs` streams it: it projects all rows against one slice of the
@@ -200,3 +201,34 @@ def check_against_forward(model: Any, head: LogitHead, device: str, model_id: st
             f"(log-probabilities differ by {difference:.3g} nats); scaling known: logit_scale, "
             "logits_scaling, logits_mup_width_multiplier, output_multiplier, final_logit_softcapping"
         )
+
+
+HEAD_CHECK_DIR = "head-checks"
+"""Folder under crossknow's cache holding one empty file per passed head check (`check_head_once`)."""
+
+
+def check_head_once(model: Any, head: LogitHead, device: str, model_id: str) -> None:
+    """`check_against_forward`, run once per model class, configuration, head transform, dtype, device
+    kind and installed torch and transformers: a pass is recorded under crossknow's cache and later
+    loads skip the forward (a few tenths of a second at start-up). The check tests how the model's
+    forward transforms its logits, which its class and configuration decide and its weights do not,
+    so a fine-tuned checkpoint of a checked model needs no new check. A failure is never recorded."""
+    from hashlib import sha256
+    from importlib.metadata import version
+
+    from crossknow.models.checkpoint_cache import cache_dir
+
+    facts = [
+        type(model).__module__, type(model).__qualname__, model.config.to_json_string(use_diff=False),
+        repr((head.factor, head.softcap, head.refine, str(head.weight.dtype), torch.device(device).type)),
+        torch.__version__, version("transformers"),
+    ]
+    passed = cache_dir() / HEAD_CHECK_DIR / sha256("\n".join(facts).encode("utf-8")).hexdigest()
+    if passed.exists():
+        return
+    check_against_forward(model, head, device, model_id)
+    try:
+        passed.parent.mkdir(parents=True, exist_ok=True)
+        passed.touch()
+    except OSError:  # a read-only cache: the check runs again next time, nothing else changes
+        pass
