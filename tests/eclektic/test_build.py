@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.data.eclektic import read_eclektic
-from crossknow.eclektic.build import build_set
+from crossknow.eclektic.build import build_role, build_set
 from crossknow.eclektic.build_documents import context_of, read_documents, select_documents
 from crossknow.eclektic.build_pivot import Texts, chrf, pivot_check
 from crossknow.eclektic.build_prompts import (
@@ -30,8 +30,8 @@ from crossknow.eclektic.build_records import BuildConfig
 from crossknow.eclektic.examples import load_eclektic_set
 from crossknow.eclektic.review_sheet import SHEET_COLUMNS, import_sheet
 from crossknow.errors import CrossknowError, InputError
+from crossknow.generation.clients import ClientPool
 from crossknow.generation.pricing import ModelPrice, PriceTable
-from crossknow.store.request_cache import RequestCache
 
 from .scripted import Scripted
 
@@ -364,6 +364,17 @@ def scripted_reply(user: str, seed: int) -> str | None:
     return text
 
 
+def build_with(config: BuildConfig, generator, cache: Path, out: Path, prices: PriceTable | None = None,
+               on_progress=None):
+    """`build_set` with `generator` adopted by a ClientPool over the request cache at `cache`, as the writer."""
+    pool = ClientPool(cache_path=cache, prices=prices)
+    pool.adopt("writer", generator)
+    try:
+        return build_set(config, pool.client("writer", build_role(config)), out, on_progress=on_progress)
+    finally:
+        pool.close()
+
+
 def scripted_build(tmp_path: Path, out: str = "build", **overrides):
     docs = write_jsonl(tmp_path / "docs.jsonl", collection())
     config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], per_language=1, seed=7, max_attempts=2,
@@ -371,8 +382,8 @@ def scripted_build(tmp_path: Path, out: str = "build", **overrides):
     generator = Scripted(scripted_reply)
     prices = PriceTable({"m": ModelPrice(prompt=1.0, completion=10.0)})
     seen: list[str] = []
-    result = build_set(config, generator, RequestCache(tmp_path / "cache.sqlite"), tmp_path / out, prices=prices,
-                       on_progress=lambda step, done, total, meter: seen.append(step))
+    result = build_with(config, generator, tmp_path / "cache.sqlite", tmp_path / out, prices=prices,
+                        on_progress=lambda step, done, total, meter: seen.append(step))
     return result, generator, seen
 
 
@@ -425,7 +436,7 @@ def test_a_popular_pages_build_translates_only_into_the_languages_that_lack_the_
     docs = write_jsonl(tmp_path / "docs.jsonl", popular_collection())
     config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], selection="popular", per_language=1,
                          max_attempts=1, batch_size=4)
-    result = build_set(config, Scripted(scripted_reply), RequestCache(tmp_path / "cache.sqlite"), tmp_path / "b")
+    result = build_with(config, Scripted(scripted_reply), tmp_path / "cache.sqlite", tmp_path / "b")
     # p_en1 (most viewed of en lacking a language) lacks he; p_ja1 lacks he; p_he2's generation is invalid
     assert {q.q_id: sorted(q.translations) for q in result.questions} == {"p_en1": ["he"], "p_ja1": ["he"]}
     japanese = next(q for q in result.questions if q.q_id == "p_ja1")
@@ -638,7 +649,7 @@ def test_a_real_build_against_the_llama_server(llama_chat_server, tmp_path):
     config = BuildConfig(documents=str(docs), languages=["en", "ja"], per_language=1, n_sentences=2,
                          max_attempts=2, max_tokens=32)
     generator = FirstQuestionScripted(OpenAIGenerator("gemma-3-270m", llama_chat_server, concurrency=2))
-    result = build_set(config, generator, RequestCache(tmp_path / "cache.sqlite"), tmp_path / "build")
+    result = build_with(config, generator, tmp_path / "cache.sqlite", tmp_path / "build")
     summary = result.summary
     print(summary.model_dump_json(indent=1), *result.invalid, sep="\n")
     assert [c.kept for c in summary.filters.values()] == [1, 1] and generator.sent > 0
@@ -664,7 +675,7 @@ def test_a_real_build_against_the_llama_server(llama_chat_server, tmp_path):
     assert summary.cost_usd_this_run == 0.0  # a local model has no price
 
     sent = generator.sent
-    again = build_set(config, generator, RequestCache(tmp_path / "cache.sqlite"), tmp_path / "build")
+    again = build_with(config, generator, tmp_path / "cache.sqlite", tmp_path / "build")
     assert generator.sent == sent and again.summary.calls == 0
     assert again.summary.cached_calls == summary.calls + summary.cached_calls
     assert [q.model_dump() for q in again.questions] == [q.model_dump() for q in result.questions]

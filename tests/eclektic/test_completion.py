@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from crossknow.eclektic.answer import answer_questions
-from crossknow.eclektic.build import build_set
 from crossknow.eclektic.build_completion import (
     GENERATION_SHOTS,
     answer_parser,
@@ -41,10 +40,9 @@ from crossknow.eclektic.shots import INVENTED
 from crossknow.generation.structured import CompletionPrompt, StructuredClient
 from crossknow.models.generator import AnswerContinuation
 from crossknow.report.eclektic_report import BASE_MODEL_NOTE, eclektic_report
-from crossknow.store.request_cache import RequestCache
 
 from .scripted import QUESTIONS, Scripted, two_question_set
-from .test_build import collection, write_jsonl
+from .test_build import build_with, collection, write_jsonl
 
 
 def many_question_set(n: int = 8, langs: Sequence[str] = ("en", "ja", "de")) -> EclekticSet:
@@ -217,7 +215,7 @@ def test_a_base_model_builds_by_fields(tmp_path):
     generator = Scripted(reply, prompt_format="completion")
     docs = write_jsonl(tmp_path / "docs.jsonl", collection())
     config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], per_language=1, seed=7, max_attempts=1)
-    result = build_set(config, generator, RequestCache(tmp_path / "cache.sqlite"), tmp_path / "build")
+    result = build_with(config, generator, tmp_path / "cache.sqlite", tmp_path / "build")
     assert all(r.prompt is not None and r.stop == ("\n",) for r in generator.requests)
     assert result.summary.questions == 3 and result.summary.invalid == {"generate": 0, "translate": 0,
                                                                          "back-translate": 0}

@@ -90,3 +90,37 @@ def test_release_drops_the_models_and_keeps_the_cache(made_pool):
     first = pool.client("default", Role())
     pool.release()
     assert pool.client("default", Role()) is not first and len(made.generators) == 2
+
+
+def test_an_adopted_generator_gets_clients_like_a_built_one_and_survives_release(made_pool):
+    made, pool = made_pool
+    held = SimpleNamespace(name="held", model_id="scripted")
+    pool.adopt("scripted", held)  # a name, not a spec: never parsed, whatever the role's server
+    cold, warm = pool.client("scripted", Role()), pool.client("scripted", Role(temperature=0.7))
+    assert cold.generator is warm.generator is held and cold is not warm
+    assert pool.client("scripted", Role(server_flag="--judge-base-url")) is cold  # same settings: one client
+    assert cold.cache is pool.request_cache() is not None and made.generators == []
+    pool.release()
+    assert pool.generator("scripted", Role()) is held
+
+
+def test_a_pool_over_the_callers_cache_shares_it_and_leaves_it_open(tmp_path):
+    from crossknow.store.request_cache import RequestCache
+
+    class Counted(RequestCache):
+        closed = 0
+
+        def close(self):
+            self.closed += 1
+            super().close()
+
+    held = SimpleNamespace(name="held", model_id="scripted")
+    with Counted(tmp_path / "requests.sqlite") as cache:
+        pool = ClientPool.over(cache)
+        pool.adopt("scripted", held)
+        assert pool.client("scripted", Role()).cache is cache
+        pool.close()
+        assert cache.closed == 0  # the caller's to close
+    uncached = ClientPool.over(None)
+    uncached.adopt("scripted", held)
+    assert uncached.client("scripted", Role()).cache is None and uncached.request_cache() is None

@@ -245,8 +245,14 @@ def test_candidates_of_a_probe_run_are_categorized_in_its_directory(tmp_path):
 
 def test_the_command_prints_table4_and_writes_the_report(tmp_path, monkeypatch):
     generator = ScriptedClassifier()
-    monkeypatch.setattr(categorize_run, "classifier_client",
-                        lambda config, cache: StructuredClient(generator, cache, max_tokens=config.max_tokens))
+    real_pool = categorize_run.classifier_pool
+
+    def scripted_pool(config):  # the command's own pool, holding the scripted classifier under its spec
+        pool = real_pool(config)
+        pool.adopt(config.classifier, generator)
+        return pool
+
+    monkeypatch.setattr(categorize_run, "classifier_pool", scripted_pool)
     out = tmp_path / "run"
     args = ["pitfalls", "categorize", "--pairs", str(RELEASE / "Japanese.json"), "--pairs",
             str(RELEASE / "Korean.json"), "--classifier", "openai:x", "--base-url", "http://127.0.0.1:9/v1",

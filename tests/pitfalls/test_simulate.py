@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.structured import RETRY_TEMPERATURE, StructuredClient
 from crossknow.models.generator import GenerateRequest, GenerateResult, Usage
 from crossknow.models.protocol import ScoreRequest
@@ -114,6 +115,14 @@ def test_generative_simulator_retries_then_records_invalid_answers():
     assert all(request.temperature == 0.001 and request.json_schema is None for request in generator.seen)
 
 
+def test_a_chat_model_from_a_pool_answers_with_its_roles_own_settings():
+    pool = ClientPool.over(None)
+    pool.adopt("chat", Replies({}))
+    role = Role(temperature=0.001, max_tokens=1024, seed=3, max_attempts=2)
+    simulator = GenerativeSimulator.from_pool("chat", pool, "chat", role)
+    assert simulator.prompt_format == "chat" and simulator.client is pool.client("chat", role)
+
+
 def test_the_completion_form_lists_solved_examples_then_the_question_ending_at_answer():
     prompt = completion_answer_prompt(CAPITAL)
     assert prompt.startswith("Question: Which of these animals can fly?\nA. dog\nB. sparrow\n")
@@ -162,9 +171,13 @@ def test_a_base_model_answers_by_letter_greedy_short_and_stopped_at_the_newline(
     other = MCQuestion("Which is a fruit?", ("stone", "apple"), 1, "en")
     generator = Completions({CAPITAL.question: [" B"],
                              other.question: [" I like fruit", " C", " the apple"]})  # never a valid letter
-    client = StructuredClient(generator, max_attempts=3, temperature=0.001, max_tokens=1024)
-    simulator = GenerativeSimulator("base", client)
+    pool = ClientPool.over(None)
+    pool.adopt("base", generator)
+    simulator = GenerativeSimulator.from_pool("base", pool, "base", Role(max_attempts=3, temperature=0.001,
+                                                                        max_tokens=1024))
+    client = simulator.client  # the letter form's: greedy, at most LETTER_MAX_TOKENS
     assert simulator.prompt_format == "completion"
+    assert (client.temperature, client.max_tokens) == (0.0, LETTER_MAX_TOKENS)
     first, second = simulator.answer([CAPITAL, other])
     assert first == SimAnswer(1, " B", None, seed=0)
     assert second.choice is None and second.raw == " the apple"  # invalid, recorded: never counted wrong
@@ -179,7 +192,9 @@ def test_a_base_model_answers_by_letter_greedy_short_and_stopped_at_the_newline(
 @pytest.mark.skipif(not ARC_EASY.exists(), reason=f"{ARC_EASY} is not present")
 def test_the_embedded_base_model_answers_a_released_question_by_letter(embedded_generator):
     question = read_source_file(ARC_EASY).questions[1].question  # "A hiker wants to know if air is warmer ..."
-    simulator = GenerativeSimulator("default", StructuredClient(embedded_generator, max_attempts=2))
+    pool = ClientPool.over(None)
+    pool.adopt("default", embedded_generator)
+    simulator = GenerativeSimulator.from_pool("default", pool, "default", Role(max_attempts=2))
     (answer,) = simulator.answer([question])
     assert simulator.prompt_format == "completion" and simulator.client.meter.calls >= 1
     assert answer.choice in range(len(question.choices)), answer

@@ -21,6 +21,7 @@ from crossknow.training.qa_pairs import (
     FIELD_MAX_TOKENS,
     QAPairs,
     ask_qa_pairs,
+    qa_client,
     qa_examples,
     qa_prompt,
     qa_spec,
@@ -252,6 +253,32 @@ def test_the_deprecated_prompt_form_maps_to_a_format_suffix() -> None:
     assert qa_spec(TrainConfig(**base, qa_prompt_form="fields")) == "default#completion"
     assert qa_spec(TrainConfig(**base, qa_prompt_form="chat")) == "default#chat"
     assert qa_spec(TrainConfig(**base | {"qa_generator": "default#chat"}, qa_prompt_form="fields")) == "default#chat"
+
+
+def test_the_qa_client_comes_from_the_pool_with_the_servers_seed_and_a_base_models_field_budget(tmp_path) -> None:
+    """qa_client asks the pool for `qa_spec`'s model on --qa-base-url (or its own @URL) with --qa-api-key-env,
+    greedy, with the run's seed and --qa-max-tokens; a base model's one field at most FIELD_MAX_TOKENS."""
+    from types import SimpleNamespace
+
+    from crossknow.generation.clients import ClientPool
+
+    made = []
+
+    def make(spec, options):
+        made.append((spec, options.base_url, options.api_key_env))
+        return SimpleNamespace(name="made", model_id=spec, prompt_format="completion" if "#completion" in spec
+                               else "chat")
+
+    base = {"model": "default", "corpus": "c.jsonl", "recipe": "instruction", "qa_generator": "openai:m",
+            "qa_base_url": "http://127.0.0.1:9/v1", "qa_api_key_env": "QA_KEY", "qa_max_tokens": 900, "seed": 4}
+    pool = ClientPool(cache_path=tmp_path / "requests.sqlite", make_generator=make)
+    chat = qa_client(TrainConfig(**base), pool)
+    fields = qa_client(TrainConfig(**base, qa_prompt_form="fields"), pool)
+    pool.close()
+    assert (chat.temperature, chat.seed, chat.max_tokens) == (0.0, 4, 900)
+    assert (fields.temperature, fields.seed, fields.max_tokens) == (0.0, 4, FIELD_MAX_TOKENS)
+    assert made == [("openai:m", "http://127.0.0.1:9/v1", "QA_KEY"),
+                    ("openai:m#completion", "http://127.0.0.1:9/v1", "QA_KEY")]
 
 
 def test_a_placeholder_pair_copied_from_the_format_is_invalid() -> None:

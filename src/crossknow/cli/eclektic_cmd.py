@@ -141,22 +141,19 @@ def build(
     concurrency: int = typer.Option(8, help="Requests in flight per server; does not change the output."),
 ) -> None:
     """Build an ECLEKTIC-style set from single-language articles; export review.csv for human review."""
-    from crossknow.eclektic.build import build_set
+    from crossknow.eclektic.build import build_role, build_set
+    from crossknow.generation.clients import ClientPool, ModelSettings
     from crossknow.generation.pricing import PriceTable
-    from crossknow.models.checkpoint_cache import cache_dir
-    from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
-    from crossknow.store.request_cache import RequestCache
 
-    check_spec(model, base_url, "generator")
-    generator = load_generator(model, GeneratorOptions(base_url=base_url, api_key_env=api_key_env,
-                                                       concurrency=concurrency))
-    requests = RequestCache(cache or cache_dir() / "requests.sqlite")
+    role = build_role(config, base_url, api_key_env)
+    role.parse(model)
+    pool = ClientPool(ModelSettings(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None)
     try:
+        client = pool.client(model, role)
         with stage_bars(errors) as update:
-            result = build_set(config, generator, requests, out, prices=PriceTable.load(prices) if prices else None,
-                               on_progress=update)
+            result = build_set(config, client, out, on_progress=update)
     finally:
-        requests.close()
+        pool.close()
     summary = result.summary
     console.print(f"{summary.questions} questions; {summary.flagged_rows} translated rows flagged by the pivot check; "
                   f"invalid outputs: {summary.invalid}; this run: {summary.calls} calls, {summary.cached_calls} "

@@ -38,7 +38,7 @@ from crossknow.cli.progress import stage_bars
 from crossknow.store.atomic import atomic_write_json
 
 if TYPE_CHECKING:
-    from crossknow.models.generator import Generator
+    from crossknow.generation.clients import ClientPool
     from crossknow.pitfalls.probe.probe import ProbeAccount
     from crossknow.pitfalls.probe.run import PitfallsProbeConfig
     from crossknow.pitfalls.probe.sources import SourceSample
@@ -70,37 +70,36 @@ def demo(
 ) -> None:
     """Probe short English questions with the embedded model as proxy and as two loss simulators: np, dp and a
     reduced beam, with their conversion rates and spend."""
-    from crossknow.pitfalls.proxy import ProxyLLM
-    from crossknow.store.request_cache import RequestCache
+    from crossknow.generation.clients import ClientPool, ModelSettings
+    from crossknow.pitfalls.probe.run import build_proxy
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    generator, simulators = load_the_model()
-    loaded = time.monotonic() - started
-    sources = [str(demo_file(name).resolve()) for name in SOURCE_FILES]
-    cache = RequestCache(out / "requests.sqlite")
-    proxy = ProxyLLM.from_generator(generator, cache, max_tokens=proxy_max_tokens, max_attempts=2)
-    configs = three_probes(out, sources, lang, n, beam_sources, proxy_max_tokens, seed, simulators)
+    pool = ClientPool(ModelSettings(device="cpu"), out / "requests.sqlite")
     try:
-        results = run_the_probes(out, configs, proxy, simulators)
+        simulators = load_the_model(pool)
+        loaded = time.monotonic() - started
+        sources = [str(demo_file(name).resolve()) for name in SOURCE_FILES]
+        configs = three_probes(out, sources, lang, n, beam_sources, proxy_max_tokens, seed, simulators)
+        results = run_the_probes(out, configs, build_proxy(configs["np"], pool), simulators)
     finally:
-        cache.close()
+        pool.close()
     table, total = write_reports_and_summary(out, results, loaded, started)
     print_the_outcome(out, lang, results, table, loaded, total)
 
 
-def load_the_model() -> tuple[Generator, list[LossSimulator]]:
-    """Load the embedded model once, on the CPU: its generator (the proxy) and the two loss simulators over its
-    weights (the lm-eval rule's summed log-probability and log-probability per character)."""
-    from crossknow.models.registry import GeneratorOptions, load_generator
+def load_the_model(pool: ClientPool) -> list[LossSimulator]:
+    """Load the embedded model once into `pool`, on the CPU: its generator (the proxy's, built from the pool later)
+    and the two loss simulators over its weights (the lm-eval rule's summed log-probability and log-probability per
+    character)."""
+    from crossknow.generation.clients import Role
     from crossknow.pitfalls.simulate import LossSimulator
     from crossknow.scoring.normalise import Normalisation
 
-    generator = load_generator("default", GeneratorOptions(device="cpu"))
-    scorer = generator.scorer()  # type: ignore[attr-defined]  # HFGenerator: the same weights, loaded once
-    simulators = [LossSimulator("default/loss-sum", scorer, "lm-eval", Normalisation.SUM),
-                  LossSimulator("default/loss-per-char", scorer, "lm-eval", Normalisation.PER_CHAR)]
-    return generator, simulators
+    pool.generator("default", Role())
+    scorer = pool.scorer("default", Role())  # the generator's weights, loaded once
+    return [LossSimulator("default/loss-sum", scorer, "lm-eval", Normalisation.SUM),
+            LossSimulator("default/loss-per-char", scorer, "lm-eval", Normalisation.PER_CHAR)]
 
 
 def three_probes(out: Path, sources: list[str], lang: str, n: int, beam_sources: int, proxy_max_tokens: int,

@@ -1,6 +1,6 @@
 """Build a new ECLEKTIC-style set from a multilingual document collection (section 3.1, Appendix A.1).
 
-`build_set(config, generator, cache, out)`:
+`build_set(config, client, out)`:
 
 1. select: the main set's articles (in only one language of the set, a seeded sample per language) or
    popular pages (the most viewed articles that lack an equivalent in at least one language of the set),
@@ -24,11 +24,11 @@ A chat model is asked A.1's prompts; a base model (`StructuredClient.prompt_form
 `default`) crossknow's few-shot completion prompts, one short field per call: the question, then its
 answer, then each translated field (`crossknow.eclektic.build_completion`).
 
-Every model call goes through the one client (`StructuredClient` with free-text outputs) and the
-request cache, so running the same command again pays for nothing twice. An invalid output is retried
-(the next seed), then recorded: a question that could not be generated is absent from the set and
-listed in invalid.jsonl; a translation that could not be made leaves its field empty in the sheet
-and flags the row for the reviewer.
+Every model call goes through the one client (a `StructuredClient` from the command's `ClientPool`, with
+free-text outputs) and the request cache, so running the same command again pays for nothing twice. An
+invalid output is retried (the next seed), then recorded: a question that could not be generated is absent
+from the set and listed in invalid.jsonl; a translation that could not be made leaves its field empty in the
+sheet and flags the row for the reviewer.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from crossknow.eclektic.build_prompts import (
 from crossknow.eclektic.build_records import BuildConfig, BuildSummary, BuiltQuestion, Translation
 from crossknow.eclektic.review_sheet import export_sheet
 from crossknow.errors import CrossknowError
-from crossknow.generation.pricing import PriceTable
+from crossknow.generation.clients import Role
 from crossknow.generation.structured import (
     ChatPrompt,
     CostMeter,
@@ -68,10 +68,8 @@ from crossknow.generation.structured import (
     TextOutput,
     TextParser,
 )
-from crossknow.models.generator import Generator
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
-from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int, CostMeter], None]
@@ -102,16 +100,22 @@ class _Job:
     text: str
 
 
+def build_role(config: BuildConfig, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY") -> Role:
+    """The writer's role: its server default (--base-url) and key variable (--api-key-env), and the config's
+    attempts, token budget, temperature and seed."""
+    return Role(base_url=base_url, api_key_env=api_key_env, temperature=config.temperature, seed=config.seed,
+                max_tokens=config.max_tokens, max_attempts=config.max_attempts)
+
+
 def build_set(
     config: BuildConfig,
-    generator: Generator,
-    cache: RequestCache | None,
+    client: StructuredClient,
     out: str | Path,
     *,
-    prices: PriceTable | None = None,
     on_progress: Progress | None = None,
 ) -> BuildResult:
-    """Build the set `config` asks for with `generator` (through `cache`) into the directory `out`.
+    """Build the set `config` asks for with `client` (the writer's, from a `ClientPool` with `build_role(config)`:
+    its request cache and prices) into the directory `out`.
 
     Writes the files listed in the module docstring; the same call again replays every model output
     from the cache and writes the same files. InputError for a malformed collection (file, line,
@@ -121,8 +125,6 @@ def build_set(
     with RunDir(Path(out)) as run:
         run.open(config.model_dump(), {config.documents: file_sha256(config.documents)}, volatile=("batch_size",),
                  has_results=(run.path / SUMMARY_FILE).exists(), paths=("documents",))
-        client = StructuredClient(generator, cache, max_attempts=config.max_attempts, prices=prices,
-                                  max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
         selected, counts, outside = select_documents(
             documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,
             n_sentences=config.n_sentences, seed=config.seed, selection=config.selection, min_views=config.min_views,

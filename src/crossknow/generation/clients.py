@@ -15,6 +15,10 @@ key itself), and how its client asks: temperature, seed, token budget, attempts.
 
 All clients share one request cache (the user's cache directory unless a path is given), opened on first use,
 so that a resumed or repeated run pays for nothing twice.
+
+A caller that already holds a Generator (a demo that shares one loaded model among its stages, a test's scripted
+model) gives it to a pool by name (`adopt`) and asks for its clients like any other's; `ClientPool.over` is a
+pool over a request cache the caller holds (or none). No other module constructs a `StructuredClient`.
 """
 
 from __future__ import annotations
@@ -117,13 +121,36 @@ class ClientPool:
         self.prices = prices or PriceTable()
         self.make_generator = make_generator
         self.make_scorer = make_scorer
+        self._adopted: dict[str, Generator] = {}
         self._generators: dict[ServerKey, Generator] = {}
         self._clients: dict[tuple[ServerKey, float, int, int, int], StructuredClient] = {}
         self._scorers: dict[ServerKey, Scorer] = {}
         self._cache: RequestCache | None = None
+        self._opens_cache = True
+
+    @classmethod
+    def over(cls, cache: RequestCache | None, prices: PriceTable | None = None) -> ClientPool:
+        """A pool whose clients share `cache`, a request cache the caller holds and closes (None: no cache, every
+        call reaches its model), for models the caller adopts (`adopt`)."""
+        pool = cls(prices=prices)
+        pool._cache, pool._opens_cache = cache, False
+        return pool
+
+    def adopt(self, name: str, generator: Generator) -> None:
+        """Hold `generator`, a model the caller already has, as `name`: `generator(name, role)` returns it and
+        `client(name, role)` a client over it with the role's sampling settings, whatever the role's server (the
+        name is not read as a spec)."""
+        self._adopted[name] = generator
+
+    def _key(self, spec: str, role: Role) -> ServerKey:
+        """The key of `spec`'s generator: an adopted name as it is, else the spec read with the role's server."""
+        return (spec, None, None) if spec in self._adopted else _server_key(role.parse(spec), role)
 
     def generator(self, spec: str, role: Role) -> Generator:
-        """The generator of `spec` on its server (its own @URL, else the role's), built the first time."""
+        """The generator of `spec` on its server (its own @URL, else the role's), built the first time; an adopted
+        name's own generator."""
+        if spec in self._adopted:
+            return self._adopted[spec]
         parsed = role.parse(spec)
         key = _server_key(parsed, role)
         if key not in self._generators:
@@ -138,7 +165,7 @@ class ClientPool:
         """The client of `spec` with the role's sampling settings, over the pool's request cache: one per
         generator and settings."""
         generator = self.generator(spec, role)
-        key = (_server_key(role.parse(spec), role), role.temperature, role.seed, role.max_tokens, role.max_attempts)
+        key = (self._key(spec, role), role.temperature, role.seed, role.max_tokens, role.max_attempts)
         if key not in self._clients:
             self._clients[key] = StructuredClient(
                 generator, self.request_cache(), max_attempts=role.max_attempts, prices=self.prices,
@@ -162,9 +189,10 @@ class ClientPool:
                 self._scorers[key] = self.make_scorer(parsed.model, options)
         return self._scorers[key]
 
-    def request_cache(self) -> RequestCache:
-        """The request cache every client of the pool shares, opened on first use."""
-        if self._cache is None:
+    def request_cache(self) -> RequestCache | None:
+        """The request cache every client of the pool shares, opened on first use (a pool made by `over`: the
+        caller's, or None)."""
+        if self._cache is None and self._opens_cache:
             self._cache = RequestCache(self.cache_path or cache_dir() / "requests.sqlite")
         return self._cache
 
@@ -178,13 +206,13 @@ class ClientPool:
 
     def release(self) -> None:
         """Drop every model built so far (their memory is freed once no one else holds them); the request cache
-        stays open, and a later call builds the model again."""
+        stays open, adopted models stay held, and a later call builds the model again."""
         self._generators.clear()
         self._clients.clear()
         self._scorers.clear()
 
     def close(self) -> None:
-        """Close the request cache, if one was opened."""
-        if self._cache is not None:
+        """Close the request cache, if the pool opened one (the cache of a pool made by `over` is the caller's)."""
+        if self._cache is not None and self._opens_cache:
             self._cache.close()
             self._cache = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from crossknow.data.sequence_variants import (
@@ -24,10 +25,10 @@ from crossknow.data.sequence_variants import (
     variant_label,
 )
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import CostMeter, StructuredClient, prompt_format_of
-from crossknow.models.checkpoint_cache import cache_dir
+from crossknow.generation.clients import ClientPool, MakeGenerator, ModelSettings, Role
+from crossknow.generation.structured import CostMeter, prompt_format_of
 from crossknow.models.generator import Generator
-from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
+from crossknow.models.registry import load_generator
 from crossknow.perturb.completion_prompts import COMPLETION_MAX_TOKENS, check_completion_languages
 from crossknow.perturb.prompts import language_name
 from crossknow.perturb.records import SYNONYM_METHODS, PerturbationFailure, PerturbConfig, PerturbSummary, SummaryRow
@@ -47,13 +48,10 @@ from crossknow.perturb.token_level import TokenSettings, original_variant, token
 from crossknow.perturb.tokenizers import ModelTokens, Vocabulary, load_spec_tokenizer
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
-from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int], None]
 """on_progress(stage, done, total): stage 'rewrites' or 'variants'."""
-MakeGenerator = Callable[[str, GeneratorOptions], Generator]
-"""Builds the rewrite generator from (spec, options); `load_generator` unless a test passes its own."""
 VOLATILE = ("batch_size", "concurrency", "timeout_s", "api_key_env", "cache")
 """Settings that change no variant: they may differ when a run resumes."""
 PATHS = ("corpus", "synonyms", "stop_words", "cache")
@@ -85,22 +83,28 @@ def _token_settings(config: PerturbConfig, model: ModelTokens) -> TokenSettings:
     )
 
 
-def _rewrite_generator(config: PerturbConfig, make_generator: MakeGenerator) -> Generator:
-    """The rewrite generator, loaded before the run directory opens; CrossknowError now when it is a base model and
-    the completion form has no examples in a language of the run."""
+def rewrite_role(config: PerturbConfig) -> Role:
+    """The rewrite generator's role: --base-url and --api-key-env, the config's temperature, seed, token budget and
+    attempts."""
+    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
+                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
+
+
+def _rewrite_generator(config: PerturbConfig, pool: ClientPool) -> Generator:
+    """The rewrite generator, loaded into `pool` before the run directory opens; CrossknowError now when it is a
+    base model and the completion form has no examples in a language of the run."""
     assert config.generator is not None  # the config requires one for rewrites
-    options = GeneratorOptions(base_url=config.base_url, api_key_env=config.api_key_env,
-                               concurrency=config.concurrency, timeout_s=config.timeout_s)
-    generator = make_generator(config.generator, options)
+    generator = pool.generator(config.generator, rewrite_role(config))
     if prompt_format_of(generator) == "completion":
         check_completion_languages(config.lang, config.cross_lang if "translation" in config.methods else None)
     return generator
 
 
 def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, Segmented], run: RunDir,
-             generator: Generator, on_progress: Progress | None) -> tuple[dict, CostMeter]:
+             pool: ClientPool, on_progress: Progress | None) -> tuple[dict, CostMeter]:
     """The rewrite stage's outcomes (module docstring) and what this invocation spent. A base model's one-line
     rewrites stop at `COMPLETION_MAX_TOKENS` tokens, or the run's max_tokens when lower."""
+    assert config.generator is not None  # the config requires one for rewrites
     styles = [m for m in config.methods if m in REWRITE_METHODS]
     requests = []
     for source in sources:
@@ -109,17 +113,15 @@ def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, S
             for index in rewritten_sentences(source.doc.id, len(sentences), x, config.seed) or []:
                 requests += [RewriteRequest(source.doc.id, index, style, sentences[index], config.lang,
                                             config.cross_lang) for style in styles]
-    max_tokens = config.max_tokens
-    if prompt_format_of(generator) == "completion":
-        max_tokens = min(max_tokens, COMPLETION_MAX_TOKENS)
-    cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
+    role = rewrite_role(config)
+    if prompt_format_of(pool.generator(config.generator, role)) == "completion":
+        role = replace(role, max_tokens=min(config.max_tokens, COMPLETION_MAX_TOKENS))
     try:
-        client = StructuredClient(generator, cache, max_attempts=config.max_attempts, max_tokens=max_tokens,
-                                  temperature=config.temperature, seed=config.seed)
+        client = pool.client(config.generator, role)
         progress = (lambda done, total, _meter: on_progress("rewrites", done, total)) if on_progress else None
         results = run_rewrites(requests, client, run.stage("rewrites"), config.batch_size, progress)
     finally:
-        cache.close()
+        pool.close()
     return results, client.meter
 
 
@@ -179,7 +181,7 @@ def run_perturb(
     inputs = _inputs(config)
     styles = [m for m in config.methods if m in REWRITE_METHODS]
     if styles and config.generator is not None:
-        check_spec(config.generator, config.base_url, "generator")
+        rewrite_role(config).parse(config.generator)
         for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language
             language_name(lang)
     tokenizer, name = load_spec_tokenizer(config.model)
@@ -190,13 +192,15 @@ def run_perturb(
     sources = [Source(doc, model) for doc in sampled]
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
-    generator = _rewrite_generator(config, make_generator) if styles else None
+    pool = ClientPool(ModelSettings(concurrency=config.concurrency, timeout_s=config.timeout_s),
+                      Path(config.cache) if config.cache else None, make_generator=make_generator)
+    generator = _rewrite_generator(config, pool) if styles else None
     with RunDir(out) as run:
         run.open(config.model_dump(), inputs, volatile=VOLATILE, paths=PATHS)
         results: dict[tuple[str, int, str], RewriteResult] = {}
         meter = CostMeter()
         if generator is not None:
-            results, meter = _rewrite(config, sources, segments, run, generator, on_progress)
+            results, meter = _rewrite(config, sources, segments, run, pool, on_progress)
         tally = _Tally({s.doc.id: len(s.ids) for s in sources})
 
         def write(handle) -> None:

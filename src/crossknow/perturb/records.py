@@ -115,9 +115,12 @@ class PerturbConfig(Record):
         default="en", description="The other language: mltsyn's synonyms and translation's target."
     )
     generator: str | None = Field(
-        default=None, description="Generator spec that rewrites sentences (default, hf:..., gguf:..., openai:MODEL)."
+        default=None,
+        description="Generator spec that rewrites sentences (default, hf:..., gguf:..., openai:MODEL[@URL]).",
     )
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: generator.")
+    base_url: str | None = Field(
+        default=None, description="Server of an openai: generator that names none (openai:MODEL@URL)."
+    )
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
     concurrency: int = Field(default=8, ge=1, description="Requests in flight at once to a server generator.")
     timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")

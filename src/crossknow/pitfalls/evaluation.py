@@ -76,7 +76,7 @@ class SimulatorFactory:
         role = simulator_role(config)
         if config.answering == "loss":
             return LossSimulator(spec, self.pool.scorer(spec, role), config.rule)
-        return GenerativeSimulator(spec, self.pool.client(spec, role))
+        return GenerativeSimulator.from_pool(spec, self.pool, spec, role)
 
     def close(self) -> None:
         """Close the pool's request cache, if the pool is the factory's own."""

@@ -29,6 +29,8 @@ from crossknow.pitfalls.prompts import TRANSLATE_TEXT_TEMPLATE, translation_comp
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.request_cache import RequestCache
 
+ADOPTED_PROXY = "proxy"
+"""The name `ProxyLLM.from_generator` adopts its generator under in its pool."""
 LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
 """Target language name by code (the release's 16 languages)."""
 
@@ -44,21 +46,28 @@ class TranslatedText(BaseModel):
 @dataclass
 class ProxyLLM:
     """The proxy's two clients: perturbation at temperature 0.7, translation at 0.001 (Appendix B.1); both greedy
-    for a base model asked by completion (crossknow's choice: a 270M base model's sampled lines are mostly noise)."""
+    for a base model asked by completion (crossknow's choice: a 270M base model's sampled lines are mostly noise).
+    Both come from `pool`, as model `spec` with `role`'s server, key, output cap and attempts."""
 
     perturber: StructuredClient
     translator: StructuredClient
+    pool: ClientPool
+    """The pool the clients came from (`client_at` asks it for another)."""
+    spec: str
+    """The proxy's model spec (or the name it was adopted under) in `pool`."""
+    role: Role
+    """The proxy's role in `pool`; the two clients set its temperature."""
 
     @classmethod
     def from_generator(
         cls, generator: Generator, cache: RequestCache | None = None, *, prices: PriceTable | None = None,
         max_tokens: int = 1024, max_attempts: int = 3,
     ) -> ProxyLLM:
-        """Both clients over a Generator the caller holds, sharing one request cache; max output 1,024 tokens."""
-        kwargs = dict(cache=cache, prices=prices, max_tokens=max_tokens, max_attempts=max_attempts)
-        perturbation, translation = proxy_temperatures(generator)
-        return cls(StructuredClient(generator, temperature=perturbation, **kwargs),
-                   StructuredClient(generator, temperature=translation, **kwargs))
+        """Both clients over a Generator the caller holds, sharing `cache` (the caller's; None: no cache); max output
+        1,024 tokens."""
+        pool = ClientPool.over(cache, prices)
+        pool.adopt(ADOPTED_PROXY, generator)
+        return cls.from_pool(pool, ADOPTED_PROXY, Role(max_tokens=max_tokens, max_attempts=max_attempts))
 
     @classmethod
     def from_pool(cls, pool: ClientPool, spec: str, role: Role) -> ProxyLLM:
@@ -66,7 +75,12 @@ class ProxyLLM:
         client where the two temperatures are the same: a base model asked by completion)."""
         perturbation, translation = proxy_temperatures(pool.generator(spec, role))
         return cls(pool.client(spec, replace(role, temperature=perturbation)),
-                   pool.client(spec, replace(role, temperature=translation)))
+                   pool.client(spec, replace(role, temperature=translation)), pool, spec, role)
+
+    def client_at(self, temperature: float) -> StructuredClient:
+        """A client of the proxy's model at `temperature`, with the proxy's server, cache, prices, output cap and
+        attempts (the translator itself where the temperature is the translator's)."""
+        return self.pool.client(self.spec, replace(self.role, temperature=temperature))
 
     def translate(self, texts: Sequence[str], language: str) -> list[tuple[str | None, str | None]]:
         """(translation, None) or (None, 'translation <reason code>: <why not>') per text; '' translates to ''.

@@ -27,14 +27,21 @@ import json
 import re
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, CompletionPrompt, StructuredClient, TextOutput
+from crossknow.generation.clients import ClientPool, Role
+from crossknow.generation.structured import (
+    ChatPrompt,
+    CompletionPrompt,
+    StructuredClient,
+    TextOutput,
+    prompt_format_of,
+)
 from crossknow.models.protocol import Scorer
 from crossknow.scoring.normalise import Normalisation, OptionScore, predict
 from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, option_requests
@@ -208,6 +215,12 @@ def extract_letter(text: str, choices: Sequence[str]) -> tuple[int | None, str |
     return index, None
 
 
+def letter_role(role: Role) -> Role:
+    """The role a base model answers by letter in: `role`'s server, key, seed and attempts, greedy, at most
+    `LETTER_MAX_TOKENS` tokens (or the role's budget where lower)."""
+    return replace(role, temperature=0.0, max_tokens=min(role.max_tokens, LETTER_MAX_TOKENS))
+
+
 def resimulation_seed(seed: int, resimulation: int, attempts: int) -> int:
     """The base seed of re-simulation r (0 = the first asking) for a client whose base seed is `seed` and
     that makes up to `attempts` calls per question: seed + r * attempts. The client's attempt k then uses
@@ -226,18 +239,22 @@ def draw_index(resimulation: int, sample: int, samples: int) -> int:
 
 class GenerativeSimulator:
     """Answers by generation through a StructuredClient (its cache, retries and meter), in the form its model
-    takes (`client.prompt_format`): the paper's templates for a chat model (build the client at
-    `SIMULATION_TEMPERATURE` to follow the paper), the few-shot letter form for a base model. The letter form
-    asks through a client of its own over the same model, cache, prices, attempts and seed, greedy and capped
-    at `LETTER_MAX_TOKENS`, whose meter is `client.meter` (one meter per simulator)."""
+    takes (`client.prompt_format`): the paper's templates for a chat model, the few-shot letter form for a base
+    model. `from_pool` builds the client each form asks for: a chat model's with the role's settings (at
+    `SIMULATION_TEMPERATURE` to follow the paper), a base model's greedy and capped at `LETTER_MAX_TOKENS`
+    (`letter_role`). A simulator asks through its one client, whose meter is the simulator's."""
 
     def __init__(self, name: str, client: StructuredClient):
         self.name = name
         self.client = client
-        self._letter_client = StructuredClient(
-            client.generator, client.cache, max_attempts=client.max_attempts, prices=client.prices,
-            max_tokens=min(client.max_tokens, LETTER_MAX_TOKENS), temperature=0.0, seed=client.seed)
-        self._letter_client.meter = client.meter
+
+    @classmethod
+    def from_pool(cls, name: str, pool: ClientPool, spec: str, role: Role) -> GenerativeSimulator:
+        """The simulator of model `spec` from `pool`: a client with `role`'s settings for a chat model, with
+        `letter_role(role)`'s for a base model asked by completion."""
+        if prompt_format_of(pool.generator(spec, role)) == "completion":
+            role = letter_role(role)
+        return cls(name, pool.client(spec, role))
 
     @property
     def prompt_format(self) -> str:
@@ -253,15 +270,15 @@ class GenerativeSimulator:
             raise CrossknowError(f"{len(draws)} draws for {len(questions)} questions")
         seeds = [resimulation_seed(self.client.seed, draw, self.client.max_attempts) for draw in draws]
         if self.prompt_format == "completion":
-            client, note, read = self._letter_client, "", extract_letter
+            note, read = "", extract_letter
             prompts: list[ChatPrompt | CompletionPrompt] = [CompletionPrompt(completion_answer_prompt(q))
                                                             for q in questions]
         else:
-            client, note, read = self.client, RETRY_NOTE, extract_choice
+            note, read = RETRY_NOTE, extract_choice
             prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
         parsers = [lambda text, choices=question.choices: read(text, choices) for question in questions]
-        outcomes = client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), note), seeds=seeds,
-                                    parsers=parsers)
+        outcomes = self.client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), note), seeds=seeds,
+                                         parsers=parsers)
         return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error, seed + max(outcome.attempts, 1) - 1)
                 for outcome, seed in zip(outcomes, seeds, strict=True)]
 

@@ -27,18 +27,21 @@ the layout of the training texts; what follows is crossknow's:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import Field
 
 from crossknow.data.schemas import Record
+from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.structured import (
     StructuredClient,
     StructuredOutcome,
     TextOutput,
     TextParser,
     parse_structured,
+    prompt_format_of,
 )
 from crossknow.training.qa_checks import answer_problem, pair_rules, question_problem, repeated, screen_pairs
 from crossknow.training.qa_prompts import (
@@ -247,17 +250,20 @@ def qa_spec(config: TrainConfig) -> str:
     return f"{spec}{FORMAT_SEPARATOR}{form}"
 
 
-def qa_client(config: TrainConfig) -> StructuredClient:
-    """A StructuredClient for `config.qa_generator` (see `qa_spec`) with the request cache (`config.qa_cache`, else
-    the user's cache directory), temperature 0, `config.seed`; its `prompt_format` says how the pairs are asked."""
-    from crossknow.models.checkpoint_cache import cache_dir
-    from crossknow.models.registry import GeneratorOptions, load_generator
-    from crossknow.store.request_cache import RequestCache
+def qa_pool(config: TrainConfig) -> ClientPool:
+    """The pool the question-answer generator comes from: --device, --qa-concurrency, --qa-timeout and the request
+    cache (`config.qa_cache`, else the user's cache directory)."""
+    settings = ModelSettings(device=config.device, concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
+    return ClientPool(settings, Path(config.qa_cache) if config.qa_cache else None)
 
-    options = GeneratorOptions(device=config.device, base_url=config.qa_base_url, api_key_env=config.qa_api_key_env,
-                               concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
-    generator = load_generator(qa_spec(config), options)
-    fields = getattr(generator, "prompt_format", "chat") == "completion"
-    max_tokens = min(config.qa_max_tokens, FIELD_MAX_TOKENS) if fields else config.qa_max_tokens
-    cache = RequestCache(config.qa_cache or cache_dir() / "requests.sqlite")
-    return StructuredClient(generator, cache, max_tokens=max_tokens, seed=config.seed)
+
+def qa_client(config: TrainConfig, pool: ClientPool) -> StructuredClient:
+    """The client of `config.qa_generator` (see `qa_spec`) from `pool`: its server (openai:MODEL@URL, else
+    --qa-base-url) and --qa-api-key-env, temperature 0, `config.seed`, at most `config.qa_max_tokens` tokens (a
+    base model's one field: at most `FIELD_MAX_TOKENS`); its `prompt_format` says how the pairs are asked."""
+    spec = qa_spec(config)
+    role = Role(base_url=config.qa_base_url, api_key_env=config.qa_api_key_env, server_flag="--qa-base-url",
+                seed=config.seed, max_tokens=config.qa_max_tokens)
+    if prompt_format_of(pool.generator(spec, role)) == "completion":
+        role = replace(role, max_tokens=min(config.qa_max_tokens, FIELD_MAX_TOKENS))
+    return pool.client(spec, role)

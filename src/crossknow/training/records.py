@@ -63,7 +63,9 @@ class TrainConfig(Record):
         description="Most tokens of one question-answer output: the JSON object (chat), or one question or answer "
         "(fields; at most 128 there).",
     )
-    qa_base_url: str | None = Field(default=None, description="Server of an openai: question-answer generator spec that names none.")
+    qa_base_url: str | None = Field(
+        default=None, description="Server of an openai: question-answer generator spec that names none."
+    )
     qa_api_key_env: str = Field(
         default="OPENAI_API_KEY", description="Environment variable that holds the API key of --qa-base-url."
     )

@@ -51,7 +51,7 @@ from crossknow.training.collate import SequenceCollator, pad_token_id
 from crossknow.training.exclusion import EXCLUDED_FILE, TransferExclusion, transfer_documents
 from crossknow.training.layers import select_trainable
 from crossknow.training.packing import check_document_masking, sequences
-from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, summarise
+from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, qa_pool, summarise
 from crossknow.training.recipes import build_parts
 from crossknow.training.records import (
     VOLATILE,
@@ -157,11 +157,12 @@ def _question_answer_pairs(
         return [], None
     docs = [doc for doc in knowledge if doc.lang in config.langs]
     with args.main_process_first(desc="question-answer pairs"):
-        client = qa_client(config)
+        pool = qa_pool(config)
         try:
+            client = qa_client(config, pool)
             records = ask_qa_pairs(client, docs, config.qa_pairs)
         finally:
-            client.cache.close()  # type: ignore[union-attr]
+            pool.close()
     return records, summarise(records, config.qa_pairs, client)
 
 

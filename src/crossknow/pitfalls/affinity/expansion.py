@@ -33,10 +33,9 @@ import pyarrow as pa
 from crossknow.data.jsonl import write_invalid, write_jsonl
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
+from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
-from crossknow.models.checkpoint_cache import cache_dir
-from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.pitfalls.affinity.expansion_records import (
     EXPAND_VOLATILE,
     EXPANDED_SCHEMA,
@@ -51,7 +50,6 @@ from crossknow.pitfalls.proxy import LANGUAGE_NAMES, ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
-from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int, CostMeter], None]
@@ -91,17 +89,19 @@ def _row(seed: SeedPair, lang: str, question: MCQuestion | None, error: str | No
                        choices=list(question.choices) if question else None, answer=seed.english.answer, error=error)
 
 
-def proxy_from_config(config: ExpandConfig) -> tuple[ProxyLLM, RequestCache]:
-    """The translator `config.proxy` names, with its request cache (the caller closes it)."""
-    check_spec(config.proxy, config.base_url, "generator")
-    generator = load_generator(config.proxy, GeneratorOptions(
-        device=config.device, dtype=config.dtype, base_url=config.base_url, api_key_env=config.api_key_env,
-        concurrency=config.concurrency, timeout_s=config.timeout_s))
-    cache = RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite")
-    prices = PriceTable.load(config.prices) if config.prices else None
-    proxy = ProxyLLM.from_generator(generator, cache, prices=prices, max_tokens=config.max_tokens,
-                                    max_attempts=config.max_attempts)
-    return proxy, cache
+def proxy_role(config: ExpandConfig) -> Role:
+    """The translator's role: --base-url and --api-key-env, the config's output cap and attempts (`ProxyLLM` sets
+    its temperatures)."""
+    return Role(base_url=config.base_url, api_key_env=config.api_key_env, max_tokens=config.max_tokens,
+                max_attempts=config.max_attempts)
+
+
+def expand_pool(config: ExpandConfig) -> ClientPool:
+    """The pool the translator comes from: the config's device, dtype, concurrency, timeout, cache and prices."""
+    settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
+                             timeout_s=config.timeout_s)
+    return ClientPool(settings, Path(config.cache) if config.cache else None,
+                      PriceTable.load(config.prices) if config.prices else None)
 
 
 def run_expand(
@@ -116,18 +116,17 @@ def run_expand(
         raise CrossknowError(f"two seed files of one language among {', '.join(config.seeds)}")
     sampled = {f.lang: sample_seeds(f, config.per_seed, config.sample_seed) for f in files}
     if proxy is None:
-        check_spec(config.proxy, config.base_url, "generator")
+        proxy_role(config).parse(config.proxy)
     built: list[ProxyLLM] = [proxy] if proxy is not None else []
-    caches: list[RequestCache] = []
+    pool = expand_pool(config)
     try:
-        return _expand(config, out, files, languages, sampled, built, caches, on_progress, started)
+        return _expand(config, out, files, languages, sampled, built, pool, on_progress, started)
     finally:
-        for cache in caches:
-            cache.close()
+        pool.close()
 
 
 def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: list[str],
-            sampled: dict[str, list[SeedPair]], built: list[ProxyLLM], caches: list[RequestCache],
+            sampled: dict[str, list[SeedPair]], built: list[ProxyLLM], pool: ClientPool,
             on_progress: Progress | None, started: float) -> ExpandMetrics:
     seeds = [seed for lang in languages for seed in sampled[lang]]
     with RunDir(out) as run:
@@ -146,9 +145,7 @@ def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: l
                 rows = [_row(seed, lang, seed.target, None) for seed in own]
                 if others:
                     if not built:
-                        made, cache = proxy_from_config(config)
-                        built.append(made)
-                        caches.append(cache)
+                        built.append(ProxyLLM.from_pool(pool, config.proxy, proxy_role(config)))
                     translated = translate_seeds(built[0], others, lang, config.expand_from)
                     pending += sum(row is None for row in translated)
                     rows += [row for row in translated if row is not None]

@@ -21,8 +21,8 @@ class ExpandConfig(Record):
 
     seeds: list[str] = Field(min_length=2, description="Seed pair files, one per seed language: the release's "
                              "<Language>.json (repeat the option for each; at least two languages).")
-    proxy: str = Field(description="Model spec of the translator: default, hf:PATH, gguf:FILE or openai:MODEL "
-                       "(with --base-url).")
+    proxy: str = Field(description="Model spec of the translator: default, hf:PATH, gguf:FILE or "
+                       "openai:MODEL[@URL] (without @URL: --base-url).")
     per_seed: int = Field(default=100, ge=1, description="Seed pairs sampled per seed language (the paper's 100); "
                           "all usable pairs when the file has fewer.")
     sample_seed: int = Field(default=0, description="Seed of the sampling of seed pairs.")
@@ -32,7 +32,8 @@ class ExpandConfig(Record):
                                     "choices; crossknow's option, no pivot through the seed language).")
     max_tokens: int = Field(default=1024, ge=1, description="Most tokens of one translation (the paper's 1,024).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per translation before it is dropped.")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: proxy.")
+    base_url: str | None = Field(default=None, description="Server of an openai: proxy that names none "
+                                 "(openai:MODEL@URL).")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "

@@ -29,10 +29,9 @@ from crossknow.data.jsonl import iter_json_lines, require, require_strings, writ
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import CrossknowError, InputError
+from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
-from crossknow.models.checkpoint_cache import cache_dir
-from crossknow.models.registry import GeneratorOptions, check_spec, load_generator
 from crossknow.pitfalls.categories import (
     CATEGORIES_FILE,
     CategoryLog,
@@ -46,7 +45,6 @@ from crossknow.pitfalls.categories import (
 )
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
-from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import RunDir
 
 VOLATILE = ("batch_size", "concurrency", "timeout_s", "device", "cache", "prices", "base_url", "api_key_env")
@@ -62,14 +60,15 @@ class CategorizeConfig(Record):
     pairs: list[str] = Field(min_length=1, description="Pair file: a release <Language>.json, a crossknow item file "
                              "with pair ids (candidate_items.jsonl, items.jsonl) or a probe's candidates.jsonl.")
     classifier: str = Field(description="Model spec of the classifier LLM: default, hf:PATH, gguf:FILE or "
-                            "openai:MODEL (with --base-url).")
+                            "openai:MODEL[@URL] (without @URL: --base-url).")
     limit: int | None = Field(default=None, ge=1, description="Classify only the first N pairs of each file (unset: "
                               "all).")
     max_tokens: int = Field(default=256, ge=1, description="Most tokens of one classifier answer.")
     temperature: float = Field(default=0.0, ge=0, description="Classifier temperature (crossknow's choice: greedy).")
     seed: int = Field(default=0, description="Seed of the classifier's requests (attempt k uses seed + k).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per pair before its answer counts as invalid.")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: classifier.")
+    base_url: str | None = Field(default=None, description="Server of an openai: classifier that names none "
+                                 "(openai:MODEL@URL).")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
     device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
@@ -190,14 +189,24 @@ def read_all_pairs(paths: Sequence[str | Path], limit: int | None) -> tuple[list
 # ---- the run ----------------------------------------------------------------------------------------------------
 
 
-def classifier_client(config: CategorizeConfig, cache: RequestCache) -> StructuredClient:
-    """The structured client of `config.classifier` over `cache`."""
-    generator = load_generator(config.classifier, GeneratorOptions(
-        device=config.device, dtype=config.dtype, base_url=config.base_url, api_key_env=config.api_key_env,
-        concurrency=config.concurrency, timeout_s=config.timeout_s))
-    return StructuredClient(generator, cache, max_attempts=config.max_attempts,
-                            prices=PriceTable.load(config.prices) if config.prices else None,
-                            max_tokens=config.max_tokens, temperature=config.temperature, seed=config.seed)
+def classifier_role(config: CategorizeConfig) -> Role:
+    """The classifier's role: --base-url and --api-key-env, the config's temperature, seed, token budget and
+    attempts."""
+    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
+                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
+
+
+def classifier_pool(config: CategorizeConfig) -> ClientPool:
+    """The pool the classifier comes from: the config's device, dtype, concurrency, timeout, cache and prices."""
+    settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
+                             timeout_s=config.timeout_s)
+    return ClientPool(settings, Path(config.cache) if config.cache else None,
+                      PriceTable.load(config.prices) if config.prices else None)
+
+
+def classifier_client(config: CategorizeConfig, pool: ClientPool) -> StructuredClient:
+    """The structured client of `config.classifier` from `pool`."""
+    return pool.client(config.classifier, classifier_role(config))
 
 
 def run_categorize(config: CategorizeConfig, out: str | Path, client: StructuredClient | None = None,
@@ -207,14 +216,13 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     started, out = time.monotonic(), Path(out)
     pairs, invalid, duplicates = read_all_pairs(config.pairs, config.limit)  # bad input fails before any model loads
     if client is None:
-        check_spec(config.classifier, config.base_url, "generator")
+        classifier_role(config).parse(config.classifier)
     built: list[StructuredClient] = [client] if client is not None else []
-    caches: list[RequestCache] = []
+    pool = classifier_pool(config)
 
     def get_client() -> StructuredClient:
         if not built:
-            caches.append(RequestCache(Path(config.cache) if config.cache else cache_dir() / "requests.sqlite"))
-            built.append(classifier_client(config, caches[0]))
+            built.append(classifier_client(config, pool))
         return built[0]
 
     def meter() -> CostMeter:
@@ -236,8 +244,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
             atomic_write_json(out / "metrics.json", metrics.model_dump())
             return metrics
     finally:
-        for cache in caches:
-            cache.close()
+        pool.close()
 
 
 def _metrics(config: CategorizeConfig, rows: Sequence[CategoryRow], n_pairs: int, duplicates: int, skipped: int,

@@ -33,11 +33,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import ChatPrompt, CompletionPrompt, StructuredClient
-from crossknow.models.generator import Generator
 from crossknow.pitfalls.simulate import lettered
-from crossknow.store.request_cache import RequestCache
 
 JUDGE_THRESHOLD = 0.5
 """A pair passes when S >= 0.5: on "yes" (chat form, S is 0 or 1), or when P(yes) >= 0.5 (completion form)."""
@@ -102,16 +99,6 @@ class JudgeSimilarity:
 
     def __init__(self, client: StructuredClient):
         self.client = client
-
-    @classmethod
-    def from_generator(
-        cls, generator: Generator, cache: RequestCache | None = None, *, prices: PriceTable | None = None,
-        max_tokens: int = 1024, max_attempts: int = 3,
-    ) -> JudgeSimilarity:
-        """A judge asking `generator` at `JUDGE_TEMPERATURE` through its own client (its own cost meter) over
-        `cache`."""
-        return cls(StructuredClient(generator, cache, prices=prices, max_tokens=max_tokens,
-                                    max_attempts=max_attempts, temperature=JUDGE_TEMPERATURE))
 
     @property
     def model(self) -> str:

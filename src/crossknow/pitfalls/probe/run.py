@@ -211,13 +211,11 @@ def build_proxy(config: PitfallsProbeConfig, pool: ClientPool) -> ProxyLLM:
 
 def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, pool: ClientPool) -> JudgeSimilarity | None:
     """The LLM judge of `--similarity llm` (None under any other): the model of `config.judge` from `pool`, or
-    else the proxy's own model over the proxy's cache, with the proxy's price table, attempts and output cap."""
+    else the proxy's own model from the proxy's pool, with the proxy's cache, price table, attempts and output cap."""
     if config.similarity != "llm":
         return None
-    translator = proxy.translator
     if config.judge is None:
-        return JudgeSimilarity.from_generator(translator.generator, translator.cache, prices=translator.prices,
-                                              max_tokens=translator.max_tokens, max_attempts=translator.max_attempts)
+        return JudgeSimilarity(proxy.client_at(JUDGE_TEMPERATURE))
     return JudgeSimilarity(pool.client(config.judge, config.judge_role()))
 
 
