@@ -117,3 +117,33 @@ def test_the_stage_scores_under_its_boundary_and_refuses_literal_with_lm_eval(tm
     assert scorer.boundaries == {"literal"}
     with pytest.raises(CrossknowError, match="adaxeval rule only"):
         ScoringStage(run, "lm-eval", 2, "literal")
+
+
+class TableScorer:
+    """Scores each continuation from a table: {continuation: logprob_sum}, one token each."""
+
+    name, model_id = "stand-in", "stand-in"
+
+    def __init__(self, sums: dict[str, float], dtype: str):
+        self.sums, self.dtype, self.asked = sums, dtype, []
+
+    def score(self, requests, keep_token_logprobs=False):
+        self.asked += [r.continuation for r in requests]
+        return [ScoreResult(self.sums[r.continuation], 1, True) for r in requests]
+
+
+def test_items_that_low_precision_leaves_open_are_decided_in_float32(tmp_path: Path) -> None:
+    from crossknow.scoring.refine import BF16_TOKEN_ERROR as E
+
+    close, far = ("a", "b"), ("c", "d")
+    low = TableScorer({"a": -1.0, "b": -1.0 - E / 2, "c": -1.0, "d": -1.0 - 10 * E}, "bfloat16")
+    full = TableScorer({"a": -1.2, "b": -1.1, "c": -1.3, "d": -9.0}, "float32")
+    tasks = [ScoringTask(item(0, 10, close), "s"), ScoringTask(item(1, 11, far), "s")]
+    scoring = stage(tmp_path)
+    scoring.run(low, tasks, float32=lambda: full)
+    rows = {(r["item_id"], r["option_index"]): r["logprob_sum"] for r in scoring.read().to_pylist()}
+    assert rows == {("i0", 0): -1.2, ("i0", 1): -1.1, ("i1", 0): -1.0, ("i1", 1): -1.0 - 10 * E}
+    assert full.asked == ["a", "b"]  # only the open item
+    assert scoring.rescored_count() == 1
+    scoring.run(low, tasks, float32=lambda: full)  # resumed: nothing asked, nothing counted twice
+    assert full.asked == ["a", "b"] and scoring.rescored_count() == 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ScorerOptions, load_scorer
 from crossknow.models.weights import weights_hash
 from crossknow.scoring.metrics import accuracy_table, item_predictions
+from crossknow.scoring.refine import LOW_PRECISION
 from crossknow.scoring.rules import Rule, check_boundary
 from crossknow.scoring.stage import SCORES_SCHEMA, ModelPoint, ScoringStage, ScoringTask, task_key
 from crossknow.store.atomic import atomic_write, atomic_write_json
@@ -49,6 +52,17 @@ def resolve_data(data: str) -> Path:
     if not path.is_file():
         raise CrossknowError(f"data file not found: {data}")
     return path
+
+
+def float32_scorer(
+    config: EvaluateConfig, options: ScorerOptions, scorer: Scorer,
+    make_scorer: Callable[[str, ScorerOptions], Scorer],
+) -> Callable[[], Scorer] | None:
+    """What builds the float32 scorer that decides the items `scorer`'s low precision leaves open (loaded on
+    first use, once); None when `scorer` computes in float32 or `config.float32_decisions` is off."""
+    if not config.float32_decisions or scorer.dtype not in LOW_PRECISION:
+        return None
+    return cache(lambda: make_scorer(config.model, replace(options, dtype="float32")))
 
 
 def run_evaluate(
@@ -102,7 +116,7 @@ def run_evaluate(
                 if on_progress:
                     on_progress(finished, len(items))
 
-            stage.run(scorer, todo, MODEL, advance)
+            stage.run(scorer, todo, MODEL, advance, float32_scorer(config, options, scorer, make_scorer))
         info = ModelInfo.model_validate_json(model_path.read_text(encoding="utf-8"))
 
         order = {item.id: position for position, item in enumerate(items)}
@@ -125,6 +139,7 @@ def run_evaluate(
             model=info,
             crossknow_version=crossknow.__version__,
             items_scored_this_run=len(todo),
+            items_rescored_float32=stage.rescored_count(),
             seconds=round(time.monotonic() - started, 3),
         )
         atomic_write_json(out / "metrics.json", metrics.model_dump())

@@ -40,6 +40,11 @@ class EvaluateConfig(Record):
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )
+    float32_decisions: bool = Field(
+        default=True,
+        description="With a bfloat16 or float16 dtype: score again in float32 the items whose prediction the "
+        "low precision could change (crossknow's choice; see docs/speed.md). Off: plain low precision.",
+    )
     base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: model specs.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable that holds the API key.")
 
@@ -88,4 +93,8 @@ class EvaluateMetrics(Record):
     model: ModelInfo = Field(description="The model used.")
     crossknow_version: str = Field(description="crossknow's version.")
     items_scored_this_run: int = Field(description="Items scored by this invocation (fewer when it resumed).")
+    items_rescored_float32: int = Field(
+        default=0, description="Items scored again in float32 because the low-precision dtype left their prediction "
+        "open (float32_decisions); over the whole run, resumed invocations included."
+    )
     seconds: float = Field(description="Wall-clock seconds of this invocation, model loading included.")

@@ -24,7 +24,8 @@ from crossknow.data.schemas import InvalidRecord, MCItem
 from crossknow.errors import UnscorableRequest
 from crossknow.models.boundary import Boundary
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
-from crossknow.scoring.normalise import option_loss
+from crossknow.scoring.normalise import OptionScore, option_loss
+from crossknow.scoring.refine import needs_float32
 from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, check_boundary, option_requests
 from crossknow.store.run_dir import RunDir
 
@@ -50,6 +51,10 @@ SCORES_SCHEMA = pa.schema(
     ]
 )
 """scores.parquet (evaluate) and trace.parquet (trace): one row per (checkpoint x) item x option."""
+
+RESCORED_SCHEMA = pa.schema([pa.field("key", pa.string(), metadata={"doc": "Stage key of an item scored again in "
+                                                                          "float32 (scoring.refine)."})])
+"""Rows of the float32_rescored stage."""
 
 UNSCORABLE_SCHEMA = pa.schema(
     [("step", pa.int64()), ("checkpoint", pa.string()), ("set", pa.string()), ("item_id", pa.string()),
@@ -96,6 +101,7 @@ class ScoringStage:
         check_boundary(rule, boundary)
         self.scores = run.stage("scores")
         self.unscorable = run.stage("unscorable")
+        self.rescored = run.stage("float32_rescored")
         self.rule = rule
         self.boundary = boundary
         self.batch_size = max(batch_size, 1)
@@ -106,15 +112,21 @@ class ScoringStage:
 
     def run(
         self, scorer: Scorer, tasks: Sequence[ScoringTask], at: ModelPoint = ModelPoint(),
-        on_progress: Callable[[int], None] | None = None,
+        on_progress: Callable[[int], None] | None = None, float32: Callable[[], Scorer] | None = None,
     ) -> None:
-        """Score every task not yet decided at `at`, longest first; `on_progress(n)` after each commit of n items."""
+        """Score every task not yet decided at `at`, longest first; `on_progress(n)` after each commit of n items.
+
+        With `float32` (which returns the same model's float32 scorer, built on first call), the items that
+        `scorer`'s low precision leaves open (`crossknow.scoring.refine.needs_float32`) are scored again
+        with it before the chunk is committed, and their keys recorded in the `float32_rescored` stage."""
         done = self.done_keys()
         todo = sorted((t for t in tasks if task_key(at, t) not in done), key=lambda t: -length_key(t.item))
         size = self.batch_size * CHUNK_BATCHES
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
             scored, failed = _score_chunk(scorer, chunk, self.rule, self.boundary)
+            if float32 is not None:
+                scored, failed = self._rescore_open(float32, at, scored, failed)
             if scored:
                 rows = [row for task, results in scored for row in self._rows(at, task, results)]
                 keys = [task_key(at, task) for task, _ in scored]
@@ -126,6 +138,25 @@ class ScoringStage:
                 self.unscorable.append(pa.Table.from_pylist(rows, schema=UNSCORABLE_SCHEMA), keys)
             if on_progress:
                 on_progress(len(chunk))
+
+    def _rescore_open(self, float32: Callable[[], Scorer], at: ModelPoint, scored: list, failed: list) -> tuple:
+        """(scored, failed) with the open items of `scored` replaced by their float32 scores (or failures)."""
+        open_tasks = [task for task, results in scored if needs_float32(
+            [OptionScore(r.logprob_sum, r.n_tokens, len(text), len(text.encode("utf-8"))) for text, r in results])]
+        if not open_tasks:
+            return scored, failed
+        rescored, refailed = _score_chunk(float32(), open_tasks, self.rule, self.boundary)
+        by_id = {id(task): results for task, results in rescored}
+        reopened = {id(task) for task in open_tasks}
+        keys = [task_key(at, task) for task in open_tasks]
+        self.rescored.append(pa.Table.from_pylist([{"key": key} for key in keys], schema=RESCORED_SCHEMA), keys)
+        kept = [(task, by_id.get(id(task), results)) for task, results in scored
+                if id(task) not in reopened or id(task) in by_id]
+        return kept, failed + refailed
+
+    def rescored_count(self) -> int:
+        """How many items were scored again in float32 (see `run`)."""
+        return len(self.rescored.done_keys())
 
     def _rows(self, at: ModelPoint, task: ScoringTask, results: list[tuple[str, ScoreResult]]) -> list[dict]:
         item, primary = task.item, PRIMARY_NORMALISATION[self.rule]
