@@ -406,3 +406,54 @@ def test_an_unscorable_item_is_listed_in_invalid_jsonl_and_the_run_goes_on(embed
     assert victim["id"] not in {row["item_id"] for row in _rows(out / "scores.parquet")}
     again = run_evaluate(_config(data=str(data)), out, make_scorer=_no_scorer)  # decided: not tried again
     assert again.n_unscorable == 1
+
+
+# ---- bfloat16 with float32's decisions --------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_bfloat16_with_float32_decisions_predicts_as_float32(clean_run, embedded_scorer, tmp_path):
+    """Every item's prediction under every normalisation equals the float32 run's; the items scored again
+    carry float32's very numbers, the others bfloat16's own."""
+    import pandas as pd
+
+    from crossknow.scoring.metrics import item_predictions
+    from crossknow.store.run_dir import RunDir
+
+    def make(spec, options):  # the float32 scorer is the suite's loaded one
+        return embedded_scorer if options.dtype == "float32" else load_scorer(spec, options)
+
+    out = tmp_path / "run"
+    metrics = run_evaluate(_config(dtype="bfloat16", limit=12), out, make_scorer=make)
+    reference, rows = _rows(clean_run[0] / "scores.parquet"), _rows(out / "scores.parquet")
+    ours = item_predictions(pd.DataFrame(rows)).set_index("item_id")
+    theirs = item_predictions(pd.DataFrame(reference)).set_index("item_id").loc[ours.index]
+    assert len(ours) == 12
+    pred_columns = [c for c in ours.columns if c.startswith("pred_")]
+    assert ours[pred_columns].sort_index().equals(theirs[pred_columns].sort_index())
+    rescored = {key.split("\t")[2] for key in RunDir(out).stage("float32_rescored").done_keys()}
+    assert metrics.items_rescored_float32 == len(rescored) < len(ours)
+    by_key = {(r["item_id"], r["option_index"]): r["logprob_sum"] for r in reference}
+    for row in rows:
+        if row["item_id"] in rescored:
+            # float32, batched otherwise than the reference run: the same numbers but for summation order
+            assert row["logprob_sum"] == pytest.approx(by_key[row["item_id"], row["option_index"]], abs=1e-4)
+    assert any(abs(r["logprob_sum"] - by_key[r["item_id"], r["option_index"]]) > 1e-3
+               for r in rows if r["item_id"] not in rescored)  # the rest are bfloat16's own numbers
+
+
+def test_float32_decisions_apply_to_low_precision_only():
+    from crossknow.evaluate.pipeline import float32_scorer
+    from crossknow.models.registry import ScorerOptions
+
+    class Dtype:
+        def __init__(self, dtype):
+            self.dtype = dtype
+
+    built = []
+    make = lambda spec, options: built.append(options.dtype) or Dtype(options.dtype)  # noqa: E731
+    assert float32_scorer(_config(), ScorerOptions(), Dtype("float32"), make) is None
+    assert float32_scorer(_config(float32_decisions=False), ScorerOptions(), Dtype("bfloat16"), make) is None
+    assert float32_scorer(_config(), ScorerOptions(), Dtype("server"), make) is None
+    factory = float32_scorer(_config(), ScorerOptions(dtype="bfloat16"), Dtype("bfloat16"), make)
+    assert factory() is factory() and built == ["float32"]  # built on first use, once
