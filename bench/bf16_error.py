@@ -1,12 +1,13 @@
 """How far bfloat16 scoring moves an option's summed log-probability from float32's, per scored token.
 
-Scores the same options twice with the embedded Gemma 3 270M, in float32 and in bfloat16, through
-crossknow's scorer and rules: every item of adaxeval-paper-examples.jsonl (adaxeval rule) and the
-first pairs of several Cross-Lingual Pitfalls files (lm-eval rule). Prints the largest per-token
-error |sum_bf16 - sum_fp32| / n_tokens, its quantiles, and for the bound that
-`crossknow.scoring.refine.BF16_TOKEN_ERROR` states: how many items it flags for float32 re-scoring,
-and whether every item whose bf16 prediction differs from float32's (under any normalisation) is
-among them. The figures go to stdout; they and every option's numbers in both dtypes to a JSON file.
+Scores the same options twice with a local model (the embedded Gemma 3 270M by default), in float32 and
+in bfloat16, through crossknow's scorer and rules: every item of adaxeval-paper-examples.jsonl
+(adaxeval rule) and the first pairs of several Cross-Lingual Pitfalls files (lm-eval rule). Prints the
+largest error |sum_bf16 - sum_fp32| per square root of the option's tokens (the form of
+`crossknow.scoring.refine.BF16_ERROR`), the per-token error's quantiles, and for the bound the module
+states: how many items it leaves open for float32 re-scoring, and whether every item whose bf16
+prediction differs from float32's (under any normalisation) is among them. The figures go to stdout;
+they and every option's numbers in both dtypes to a JSON file.
 
     .venv/bin/python bench/bf16_error.py [--pairs 40] [--json OUT]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from pathlib import Path
 
@@ -56,7 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     from crossknow.models.registry import ScorerOptions, load_scorer
     from crossknow.scoring.normalise import Normalisation, OptionScore, predict
-    from crossknow.scoring.refine import BF16_TOKEN_ERROR, needs_float32
+    from crossknow.scoring.refine import BF16_ERROR, needs_float32
 
     chosen = items_and_rules(args.pairs)
     full = score_all(load_scorer(args.model, ScorerOptions(device="cpu", dtype="float32")), chosen)
@@ -75,7 +77,8 @@ def main() -> None:
     figures = {
         "items": len(chosen), "options": len(per_token),
         "per_token_error_max": per_token[-1], "per_token_error_p50": quantile(0.5),
-        "per_token_error_p99": quantile(0.99), "bound": BF16_TOKEN_ERROR,
+        "per_token_error_p99": quantile(0.99), "bound": BF16_ERROR,
+        "error_per_sqrt_token_max": max(abs(h[0] - f[0]) / math.sqrt(f[1]) for f, h in pairs),
         "items_whose_bf16_prediction_differs": differing, "items_flagged": flagged,
         "differing_items_not_flagged": missed,
     }

@@ -133,7 +133,7 @@ class TableScorer:
 
 
 def test_items_that_low_precision_leaves_open_are_decided_in_float32(tmp_path: Path) -> None:
-    from crossknow.scoring.refine import BF16_TOKEN_ERROR as E
+    from crossknow.scoring.refine import BF16_ERROR as E
 
     close, far = ("a", "b"), ("c", "d")
     low = TableScorer({"a": -1.0, "b": -1.0 - E / 2, "c": -1.0, "d": -1.0 - 10 * E}, "bfloat16")
