@@ -40,6 +40,7 @@ from crossknow.models.registry import (
     load_generator,
     load_scorer,
     parse_spec,
+    split_prompt_format,
 )
 from crossknow.store.request_cache import RequestCache
 
@@ -178,7 +179,7 @@ class ClientPool:
         parsed = role.parse(spec, "model")
         key = _server_key(parsed, role)
         if key not in self._scorers:
-            loaded = [g for (bare, *_), g in self._generators.items() if bare.split("#")[0] == parsed.model]
+            loaded = [g for (bare, *_), g in self._generators.items() if split_prompt_format(bare)[0] == parsed.model]
             shared = getattr(loaded[0], "scorer", None) if loaded and parsed.backend != "openai" else None
             if callable(shared):
                 self._scorers[key] = shared()

@@ -24,7 +24,7 @@ from crossknow.data.schemas import InvalidRecord, MCItem
 from crossknow.errors import UnscorableRequest
 from crossknow.models.boundary import Boundary
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
-from crossknow.scoring.normalise import OptionScore, option_loss
+from crossknow.scoring.normalise import OptionScore
 from crossknow.scoring.refine import needs_float32
 from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, check_boundary, option_requests
 from crossknow.store.run_dir import RunDir
@@ -141,17 +141,15 @@ class ScoringStage:
 
     def _rescore_open(self, float32: Callable[[], Scorer], at: ModelPoint, scored: list, failed: list) -> tuple:
         """(scored, failed) with the open items of `scored` replaced by their float32 scores (or failures)."""
-        open_tasks = [task for task, results in scored if needs_float32(
-            [OptionScore(r.logprob_sum, r.n_tokens, len(text), len(text.encode("utf-8"))) for text, r in results])]
+        open_tasks = [task for task, results in scored if needs_float32([option_score(*pair) for pair in results])]
         if not open_tasks:
             return scored, failed
         rescored, refailed = _score_chunk(float32(), open_tasks, self.rule, self.boundary)
-        by_id = {id(task): results for task, results in rescored}
-        reopened = {id(task) for task in open_tasks}
         keys = [task_key(at, task) for task in open_tasks]
         self.rescored.append(pa.Table.from_pylist([{"key": key} for key in keys], schema=RESCORED_SCHEMA), keys)
-        kept = [(task, by_id.get(id(task), results)) for task, results in scored
-                if id(task) not in reopened or id(task) in by_id]
+        fresh = {id(task): results for task, results in rescored}  # tasks hold items, which do not hash
+        lost = {id(task) for task, _ in refailed}
+        kept = [(task, fresh.get(id(task), results)) for task, results in scored if id(task) not in lost]
         return kept, failed + refailed
 
     def rescored_count(self) -> int:
@@ -162,13 +160,13 @@ class ScoringStage:
         item, primary = task.item, PRIMARY_NORMALISATION[self.rule]
         rows = []
         for index, (norm_text, result) in enumerate(results):
-            n_chars, n_bytes = len(norm_text), len(norm_text.encode("utf-8"))
+            score = option_score(norm_text, result)
             rows.append({
                 "step": at.step, "checkpoint": at.checkpoint, "set": task.set, "condition": task.condition,
                 "item_id": item.id, "pair_id": item.pair_id, "lang": item.lang, "kind": item.kind,
                 "option_index": index, "is_answer": index == item.answer, "logprob_sum": result.logprob_sum,
-                "n_tokens": result.n_tokens, "n_chars": n_chars, "n_bytes": n_bytes, "greedy": result.greedy,
-                "loss": option_loss(primary, result.logprob_sum, result.n_tokens, n_chars, n_bytes),
+                "n_tokens": result.n_tokens, "n_chars": score.n_chars, "n_bytes": score.n_bytes,
+                "greedy": result.greedy, "loss": score.loss(primary),
             })
         return rows
 
@@ -189,6 +187,12 @@ class ScoringStage:
             )
             for row in self.read_unscorable()
         ]
+
+
+def option_score(norm_text: str, result: ScoreResult) -> OptionScore:
+    """The numbers every normalisation is computed from, for an option scored as `result` whose rule measures
+    its length on `norm_text`."""
+    return OptionScore(result.logprob_sum, result.n_tokens, len(norm_text), len(norm_text.encode("utf-8")))
 
 
 def _score_chunk(
