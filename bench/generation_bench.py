@@ -1,18 +1,23 @@
-"""Batched generation against one request at a time, with the embedded model on the CPU.
+"""Local generation speed: crossknow's generators against llama.cpp's own loop, on the embedded Gemma 3 270M.
 
-The same chat prompts, greedy, the same `max_tokens`, through `HFGenerator.generate` at
-`batch_size=1` and at `batch_size=8`; prints tokens per second of each and their ratio, and checks
-that the batched outputs equal the one-at-a-time outputs. Runs alternate (1, 8, 1, 8, ...) and each
-size reports its best run, so that load from other processes on a shared machine touches both alike.
+The same chat prompts, greedy, the same `max_tokens`, through each path at `batch_size=1` and at `batch_size=8`:
+- `default` (transformers, float32; `--bf16` adds bfloat16), the weights dequantised from the GGUF;
+- `llamacpp:default` (crossknow.models.llamacpp_generator), llama.cpp in process on the Q4_K_M file;
+- the peer: llama-cpp-python's `Llama.create_completion`, one stream, the same file and thread count.
+Prints one table: tokens per second of each, how many batch-8 outputs equal the same path's batch-1 outputs, and
+how many equal the float32 generator's (batch 1). Runs alternate between paths and sizes, and each reports its best
+of `--repeats`, so that load from other processes on a shared machine touches all alike.
 
-    .venv/bin/python bench/generation_bench.py [--prompts 8] [--max-tokens 32] [--repeats 2]
+    .venv/bin/python bench/generation_bench.py [--prompts 8] [--max-tokens 32] [--repeats 2] [--bf16]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
+from crossknow.models.chat_format import gemma_prompt
 from crossknow.models.generator import ChatMessage, GenerateRequest
 from crossknow.models.registry import GeneratorOptions, load_generator
 
@@ -32,6 +37,9 @@ PROMPTS = (
 )
 """Real questions in English and Japanese, of different lengths."""
 
+SIZES = (1, 8)
+"""The batch sizes timed (8: the stages' default)."""
+
 
 def timed(generator, requests: list[GenerateRequest], batch_size: int) -> tuple[float, int, list[str]]:
     """(seconds, completion tokens, texts) of one `generate` call at `batch_size`."""
@@ -42,33 +50,79 @@ def timed(generator, requests: list[GenerateRequest], batch_size: int) -> tuple[
     return seconds, sum(r.usage.completion_tokens for r in results), [r.text for r in results]
 
 
+def timed_peer(llama, requests: list[GenerateRequest]) -> tuple[float, int, list[str]]:
+    """(seconds, completion tokens, texts) of llama-cpp-python answering the requests one after another."""
+    started = time.perf_counter()
+    tokens, texts = 0, []
+    for request in requests:
+        llama.reset()
+        out = llama.create_completion(gemma_prompt(request.messages), max_tokens=request.max_tokens, temperature=0.0,
+                                      stop=["<end_of_turn>"])
+        tokens += out["usage"]["completion_tokens"]
+        texts.append(out["choices"][0]["text"])
+    return time.perf_counter() - started, tokens, texts
+
+
 def main() -> None:
-    """Run the benchmark and print its figures."""
+    """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=8, help="Requests per generate call.")
     parser.add_argument("--max-tokens", type=int, default=32, help="Tokens per request (greedy; most run to it).")
-    parser.add_argument("--repeats", type=int, default=2, help="Timed runs of each batch size.")
+    parser.add_argument("--repeats", type=int, default=2, help="Timed runs of each path and batch size.")
+    parser.add_argument("--bf16", action="store_true", help="Time transformers in bfloat16 too.")
     args = parser.parse_args()
 
-    generator = load_generator("default", GeneratorOptions(device="cpu", dtype="float32"))
+    import llama_cpp
+
+    from crossknow.models.checkpoint_cache import embedded_gguf
+
+    threads = len(os.sched_getaffinity(0))
+    paths = {"crossknow float32": load_generator("default", GeneratorOptions(device="cpu", dtype="float32"))}
+    if args.bf16:
+        paths["crossknow bfloat16"] = load_generator("default", GeneratorOptions(device="cpu", dtype="bfloat16"))
+    paths["crossknow llamacpp:default"] = load_generator("llamacpp:default")
+    peer = llama_cpp.Llama(str(embedded_gguf()), n_ctx=2048, n_threads=threads, verbose=False)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(args.prompts)]
     requests = [GenerateRequest(messages=(ChatMessage("user", p),), max_tokens=args.max_tokens) for p in prompts]
-    timed(generator, requests[:2], 2)  # warm-up
-    best: dict[int, tuple[float, int]] = {}
-    texts: dict[int, list[str]] = {}
+    for generator in paths.values():
+        timed(generator, requests[:2], 2)  # warm-up
+    timed_peer(peer, requests[:1])
+
+    best: dict[tuple[str, int], tuple[float, int]] = {}
+    texts: dict[tuple[str, int], list[str]] = {}
+
+    def keep(key: tuple[str, int], seconds: float, tokens: int, outputs: list[str]) -> None:
+        texts[key] = outputs
+        if key not in best or seconds < best[key][0]:
+            best[key] = (seconds, tokens)
+        print(f"  {key[0]}, batch {key[1]}: {tokens} tokens in {seconds:.1f} s", flush=True)
+
+    peer_name = f"llama-cpp-python {llama_cpp.__version__}, one stream"
     for _ in range(args.repeats):
-        for size in (1, 8):
-            seconds, tokens, texts[size] = timed(generator, requests, size)
-            if size not in best or seconds < best[size][0]:
-                best[size] = (seconds, tokens)
-            print(f"  batch {size}: {tokens} tokens in {seconds:.1f} s")
-    rate = {size: tokens / seconds for size, (seconds, tokens) in best.items()}
-    same = sum(a == b for a, b in zip(texts[1], texts[8], strict=True))
-    print(f"embedded Gemma 3 270M, float32, CPU, {len(requests)} prompts x {args.max_tokens} tokens, greedy")
-    print(f"batch 1: {rate[1]:.2f} tokens/s")
-    print(f"batch 8: {rate[8]:.2f} tokens/s")
-    print(f"ratio:   {rate[8] / rate[1]:.2f}x")
-    print(f"batched outputs equal to one-at-a-time: {same}/{len(requests)}")
+        for name, generator in paths.items():
+            for size in SIZES:
+                keep((name, size), *timed(generator, requests, size))
+        keep((peer_name, 1), *timed_peer(peer, requests))
+
+    rate = {key: tokens / seconds for key, (seconds, tokens) in best.items()}
+    float32 = texts[("crossknow float32", 1)]
+
+    def equal(a: list[str], b: list[str]) -> str:
+        return f"{sum(x == y for x, y in zip(a, b, strict=True))}/{len(a)}"
+
+    print(f"\nembedded Gemma 3 270M, CPU ({threads} threads), {len(requests)} chat prompts x {args.max_tokens} tokens, "
+          "greedy; best of", args.repeats)
+    print("| path | batch 1 (tokens/s) | batch 8 (tokens/s) | batch 8 = batch 1 | batch 1 = float32 |")
+    print("|---|---|---|---|---|")
+    for name in paths:
+        one, eight = (name, 1), (name, 8)
+        print(f"| {name} | {rate[one]:.1f} | {rate[eight]:.1f} | {equal(texts[eight], texts[one])} | "
+              f"{equal(texts[one], float32)} |")
+    print(f"| {peer_name} | {rate[(peer_name, 1)]:.1f} | - | - | {equal(texts[(peer_name, 1)], float32)} |")
+    ours = "crossknow llamacpp:default"
+    print(f"\nllamacpp:default against the peer's one stream: batch 1 {rate[(ours, 1)] / rate[(peer_name, 1)]:.2f}x, "
+          f"batch 8 {rate[(ours, 8)] / rate[(peer_name, 1)]:.2f}x")
+    print(f"llamacpp:default batch 1 output equal to the peer's: {equal(texts[(ours, 1)], texts[(peer_name, 1)])}")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from crossknow.errors import CrossknowError
+from crossknow.models.chat_format import gemma_prompt
 from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID
 from crossknow.models.generator import AnswerContinuation, ChatMessage, GenerateRequest, Generator
-from crossknow.models.hf_generator import gemma_prompt
 from crossknow.models.protocol import ScoreRequest
 
 QUESTION = (ChatMessage("system", "Answer briefly."), ChatMessage("user", "The capital of Japan is"))

@@ -26,7 +26,7 @@ from crossknow.models.generator import Usage
 
 log = logging.getLogger(__name__)
 
-LOCAL_BACKENDS = frozenset({"default", "hf", "gguf"})
+LOCAL_BACKENDS = frozenset({"default", "hf", "gguf", "llamacpp"})
 """Backends that run on the user's machine: their calls cost 0 USD."""
 
 

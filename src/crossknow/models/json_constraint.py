@@ -99,13 +99,19 @@ class JsonConstraint:
 
 
 class JsonConstraintFactory:
-    """Builds a JsonConstraint per request from its schema; the tokenizer is converted once."""
+    """Builds a JsonConstraint per request from its schema, over one vocabulary converted once for llguidance
+    (`from_hf` for a transformers tokenizer; llama.cpp's vocabulary goes through `llguidance.llamacpp`)."""
 
-    def __init__(self, tokenizer: Any, vocab_size: int):
-        self._tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size)
+    def __init__(self, lltokenizer: Any, vocab_size: int):
+        self._tokenizer = lltokenizer
         self.vocab_size = vocab_size
         """Width of the model's logits (at least the tokenizer's vocabulary)."""
         self._grammars: dict[str, str] = {}
+
+    @classmethod
+    def from_hf(cls, tokenizer: Any, vocab_size: int) -> JsonConstraintFactory:
+        """The factory over a transformers tokenizer's vocabulary, padded to the model's `vocab_size` logits."""
+        return cls(llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size), vocab_size)
 
     def __call__(self, schema: dict[str, Any]) -> JsonConstraint:
         """A fresh constraint for one row; a CrossknowError for a schema llguidance cannot take."""

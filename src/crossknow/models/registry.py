@@ -27,6 +27,7 @@ SPEC_FORMS = (
     "default                  the embedded Gemma 3 270M (works offline)",
     "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
     "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
+    "llamacpp:FILE|default    as gguf:FILE (or default) here: scores go through transformers",
     "openai:MODEL[@URL]       an OpenAI-compatible server at URL (without @URL: the role's --base-url)",
 )
 """The valid forms of a model spec, as shown in errors and help."""
@@ -54,6 +55,7 @@ GENERATOR_SPEC_FORMS = (
     "default                  the embedded Gemma 3 270M (works offline)",
     "hf:PATH_OR_ID[@REVISION] a transformers model directory or hub id",
     "gguf:FILE                a GGUF file, dequantised into a cached transformers checkpoint",
+    "llamacpp:FILE|default    a GGUF file (default: the embedded model's) decoded by llama.cpp in this process",
     "openai:MODEL[@URL]       an OpenAI-compatible server's /v1/chat/completions (without @URL: --base-url)",
     "any of these + #chat or #completion   ask the model with chat messages or plain completion prompts",
 )
@@ -82,9 +84,10 @@ class ModelSpec:
     """A model spec as `parse_spec` read it."""
 
     backend: str
-    """default, hf, gguf or openai."""
+    """default, hf, gguf, llamacpp or openai."""
     model: str
-    """The spec without its server and format suffix: 'default', 'hf:ID@REVISION', 'gguf:FILE', 'openai:MODEL'."""
+    """The spec without its server and format suffix: 'default', 'hf:ID@REVISION', 'gguf:FILE', 'llamacpp:FILE',
+    'openai:MODEL'."""
     base_url: str | None
     """The server of an openai: spec (its own @URL, else the role's default); None for a local model."""
     prompt_format: str
@@ -133,7 +136,7 @@ def parse_spec(
     if kind == "openai":
         rest, own_server = _split_server(rest)
         model, base_url = f"openai:{rest}", own_server or base_url
-    if kind not in ("hf", "gguf", "openai") or not rest:
+    if kind not in ("hf", "gguf", "llamacpp", "openai") or not rest:
         forms = GENERATOR_SPEC_FORMS if form == "generator" else SPEC_FORMS
         raise ModelSpecError(f"unknown {form} spec {spec!r}. Valid forms:\n  " + "\n  ".join(forms))
     if kind != "openai":
@@ -148,7 +151,7 @@ def parse_spec(
 def check_spec(
     spec: str, base_url: str | None, form: Literal["model", "generator"] = "model", server_flag: str = "--base-url"
 ) -> str:
-    """The backend of `spec` (default, hf, gguf or openai), after `parse_spec`'s checks."""
+    """The backend of `spec` (default, hf, gguf, llamacpp or openai), after `parse_spec`'s checks."""
     return parse_spec(spec, base_url, form, server_flag).backend
 
 
@@ -167,10 +170,13 @@ class LocalModel:
 
 
 def resolve_local(spec: str) -> LocalModel | None:
-    """The weights of a `default`, `hf:PATH[@REV]` or `gguf:FILE` spec, format suffix or not (a GGUF file is
-    dequantised once into a cached checkpoint); None for any other spec."""
+    """The transformers weights of a `default`, `hf:PATH[@REV]` or `gguf:FILE` spec, format suffix or not (a GGUF
+    file is dequantised once into a cached checkpoint), and of a `llamacpp:` spec, which scores as the same GGUF
+    dequantised (`llamacpp:default` as `default`); None for any other spec."""
     spec = split_prompt_format(spec)[0]
     kind, _, rest = spec.partition(":")
+    if kind == "llamacpp" and rest:
+        spec, kind = ("default", "default") if rest == "default" else (f"gguf:{rest}", "gguf")
     if spec == "default":
         from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID, embedded_checkpoint
 
@@ -185,6 +191,8 @@ def resolve_local(spec: str) -> LocalModel | None:
         from crossknow.store.hashing import file_sha256
 
         gguf_file = Path(rest)
+        if not gguf_file.is_file():
+            raise CrossknowError(f"gguf: file not found: {gguf_file}")
         model_id = f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})"
         return LocalModel(str(gguf_checkpoint(gguf_file)), None, "gguf", model_id)
     return None
@@ -251,6 +259,8 @@ def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) ->
             json_mode=options.json_mode, fold_system=options.fold_system,  # type: ignore[arg-type]
             prompt_format=prompt_format,
         )
+    if parsed.backend == "llamacpp":
+        return _llamacpp_generator(parsed.model.partition(":")[2], prompt_format)
     local = resolve_local(parsed.model)
     assert local is not None  # check_spec accepted a local spec
     from crossknow.models.hf_generator import HFGenerator
@@ -259,3 +269,21 @@ def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) ->
         local.path, name=local.name, model_id=local.model_id, revision=local.revision,
         device=options.device, dtype=options.dtype, prompt_format=prompt_format,
     )
+
+
+def _llamacpp_generator(file: str, prompt_format: str) -> Generator:
+    """The llama.cpp generator of a `llamacpp:FILE` spec (`default`: the embedded model's GGUF file)."""
+    from crossknow.models.llamacpp_generator import LlamaCppGenerator, llamacpp_version
+
+    if file == "default":
+        from crossknow.models.checkpoint_cache import EMBEDDED_GGUF_ID, embedded_gguf
+
+        path, model_id = embedded_gguf(), EMBEDDED_GGUF_ID
+    else:
+        from crossknow.store.hashing import file_sha256
+
+        path = Path(file)
+        if not path.is_file():
+            raise CrossknowError(f"llamacpp: file not found: {path}")
+        model_id = f"{path.name} (sha256 {file_sha256(path)[:16]})"
+    return LlamaCppGenerator(path, model_id=f"{model_id}, llama.cpp {llamacpp_version()}", prompt_format=prompt_format)
