@@ -45,7 +45,7 @@ test-latest:
 	rm -rf $(LATEST_VENV)
 	python3 -m venv $(LATEST_VENV)
 	$(LATEST_VENV)/bin/python -m pip install -q $(TORCH)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LATEST_VENV)/bin/python -m pip install -q -e '.[all,test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LATEST_VENV)/bin/python -m pip install -q -e '.[all,llamacpp,test]'
 	$(call NO_CUDA,$(LATEST_VENV)/bin/python)
 	$(LATEST_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(torch|transformers|accelerate|trl|lm.eval|llama.cpp.python|pydantic|numpy)=='
 	$(LATEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
@@ -55,7 +55,7 @@ test-latest:
 lock:
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q $(UV)
-	$(VENV)/bin/uv pip compile pyproject.toml requirements/build.in --extra all --extra test \
+	$(VENV)/bin/uv pip compile pyproject.toml requirements/build.in --extra all --extra llamacpp --extra test \
 		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --generate-hashes \
 		--find-links $(TORCH_WHEELS) --override requirements/torch-cpu.txt --no-emit-package torch \
 		--custom-compile-command 'make lock' --output-file $(LOCK)

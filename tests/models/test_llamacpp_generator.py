@@ -48,6 +48,23 @@ def test_prompts_are_tokenised_as_transformers_tokenises_them(generator, embedde
     assert generator.detokenize(ids) == tokenizer.decode(ids)
 
 
+TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m.role }}\n{{ m.content }}<end_of_turn>\n"
+            "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+"""A chat template in the form a GGUF or a transformers tokenizer carries (Jinja, BOS first)."""
+
+
+@pytest.mark.slow
+def test_a_ggufs_chat_template_renders_as_transformers_renders_it(generator, embedded_generator, monkeypatch):
+    monkeypatch.setattr(generator, "_template", TEMPLATE)
+    monkeypatch.setattr(embedded_generator.tokenizer, "chat_template", TEMPLATE, raising=False)
+    request = GenerateRequest(messages=(ChatMessage("user", "日本の首都は?"), ChatMessage("assistant", "東京"),
+                                        ChatMessage("user", "And France?")), max_tokens=1)
+    ours = generator.request_ids(request)
+    assert ours == embedded_generator.request_ids(request)
+    assert ours.count(embedded_generator.tokenizer.bos_token_id) == 1  # the template's BOS is not doubled
+    assert generator.prompt_text(request.messages).endswith("<start_of_turn>model\n")
+
+
 @pytest.mark.slow
 def test_greedy_output_and_top_logprobs_equal_llama_cpp_pythons_own_loop(generator, reference):
     generator.batch_size = 1
