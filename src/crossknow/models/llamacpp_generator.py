@@ -5,9 +5,10 @@ Why: on the CPU, decoding a token reads every weight once. transformers reads th
 (about 1 GB for Gemma 3 270M); llama.cpp reads the Q4_K_M file (253 MB) and computes on it. `bench/generation_bench.py`
 measures both on the same machine in one run.
 
-Batches: each request of a batch is a sequence of its own in one llama.cpp context, with a KV stream of its own
-(`kv_unified` off). The prompts are prefilled together, then each step decodes the newest token of every live row in
-one `llama_decode`, and a row that ends leaves the cache. The choice of each token is `DecodeRow.step` on llama.cpp's
+Batches: each request of a batch is a sequence of its own in one llama.cpp context, all in one KV cache
+(`kv_unified`; measured with 8 rows: 74.8 tokens/s against 69.1 with a stream per sequence). The prompts are
+prefilled together, then each step decodes the newest token of every live row in one `llama_decode`, and a row that
+ends leaves the cache. The choice of each token is `DecodeRow.step` on llama.cpp's
 float32 logits: the same code as the transformers generator's (greedy, seeded temperature sampling, stop tokens and
 strings, JSON grammar, top log-probabilities), and the same request-to-result path
 (`crossknow.models.local_generator`).
