@@ -62,10 +62,11 @@ lock:
 	if grep -iE '^(nvidia-|triton)' $(LOCK); then echo 'the lock holds CUDA packages' >&2; exit 1; fi
 
 # The pipeline bench (crossknow evaluate/trace against lm-eval and the machine's matmul floor, about
-# 10 minutes on 2 cores; --quick for fewer items), then the batched-generation bench once it exists.
+# 10 minutes on 2 cores; --quick for fewer items), then the generation bench (the transformers and
+# llama.cpp generators against llama-cpp-python's own loop, about 3 minutes).
 bench: install
 	$(PY) bench/pipeline_bench.py
-	if [ -f bench/generation_bench.py ]; then $(PY) bench/generation_bench.py; fi
+	$(PY) bench/generation_bench.py
 
 clean:
 	rm -rf runs/demo
