@@ -49,8 +49,8 @@ class EclekticConfig(ScoreConfig):
 
     data: str = Field(description="The set: ECLEKTIC's released JSON lines, or crossknow's QA/MC item file with "
                       "pair_id and source_lang (see crossknow.eclektic.examples).")
-    model: str = Field(description="Generator spec of the model under test: default, hf:PATH, gguf:FILE or "
-                       "openai:MODEL@URL (openai:MODEL: on --base-url).")
+    model: str = Field(description="Generator spec of the model under test: default, hf:PATH, gguf:FILE, "
+                       "llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
     variant: Variant = Field(default="main", description="'main': every question in every language of the set; "
                              "'popular': each question only in the languages it has (section 5).")
     limit: int | None = Field(default=None, ge=1, description="Keep the first N questions (unset: all).")

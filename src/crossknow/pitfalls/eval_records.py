@@ -27,7 +27,7 @@ class PitfallsEvalConfig(Record):
     pairs: str = Field(description="A released <Language>.json pair file, or a crossknow item file whose English "
                        "and target-language items share a pair_id.")
     models: list[str] = Field(min_length=1, description="Model spec to evaluate (repeat for several): default, "
-                              "hf:PATH, gguf:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
+                              "hf:PATH, gguf:FILE, llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
     answering: Answering = Field(default="loss", description="'loss': the option with the lowest loss through the "
                                  "engine (crossknow's addition); 'generative': the paper's zero-shot CoT templates "
                                  "with strict answer extraction.")

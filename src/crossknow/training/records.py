@@ -44,7 +44,7 @@ class TrainConfig(Record):
     qa_generator: str | None = Field(
         default=None,
         description="Generator spec that writes the instruction recipe's question-answer pairs (Appendix A.4.1(2)): "
-        "default, hf:PATH, gguf:FILE or openai:MODEL@URL (openai:MODEL: on --qa-base-url).",
+        "default, hf:PATH, gguf:FILE, llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --qa-base-url).",
     )
     qa_pairs: int = Field(
         default=5, ge=0,

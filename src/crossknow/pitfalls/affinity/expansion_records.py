@@ -21,7 +21,7 @@ class ExpandConfig(Record):
 
     seeds: list[str] = Field(min_length=2, description="Seed pair files, one per seed language: the release's "
                              "<Language>.json (repeat the option for each; at least two languages).")
-    proxy: str = Field(description="Model spec of the translator: default, hf:PATH, gguf:FILE or "
+    proxy: str = Field(description="Model spec of the translator: default, hf:PATH, gguf:FILE, llamacpp:FILE or "
                        "openai:MODEL[@URL] (without @URL: --base-url).")
     per_seed: int = Field(default=100, ge=1, description="Seed pairs sampled per seed language (the paper's 100); "
                           "all usable pairs when the file has fewer.")
