@@ -147,6 +147,7 @@ class LlamaCppGenerator(LocalGenerator):
         self._context_tokens = self._sequences = self._batch_tokens = 0
         self._pieces: dict[int, bytes] = {}
         self._template = self._metadata("tokenizer.chat_template")
+        self._formatter: Any = None
         self.prompt_format: PromptFormat = resolve_prompt_format(prompt_format, self)
         self.stop_ids = self._stop_ids()
         self.constrain_json = constrain_json and json_constraints_available()
@@ -202,13 +203,19 @@ class LlamaCppGenerator(LocalGenerator):
         """The chat prompt as text, ending where the model's answer starts, without BOS (tokenising adds it)."""
         if not self._template:
             return gemma_prompt(messages)
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        if self._formatter is None or self._formatter.template != self._template:  # compiled once per template
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        bos = self._piece(llama_cpp.llama_vocab_bos(self._vocab)).decode("utf-8", errors="replace")
-        eos = self._piece(llama_cpp.llama_vocab_eos(self._vocab)).decode("utf-8", errors="replace")
-        formatter = Jinja2ChatFormatter(self._template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
-        text = formatter(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
+            eos = self._piece(llama_cpp.llama_vocab_eos(self._vocab)).decode("utf-8", errors="replace")
+            self._formatter = Jinja2ChatFormatter(self._template, eos_token=eos, bos_token=self._bos_text,
+                                                  add_generation_prompt=True)
+        text = self._formatter(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
+        bos = self._bos_text
         return text[len(bos) :] if bos and text.startswith(bos) else text
+
+    @property
+    def _bos_text(self) -> str:
+        return self._piece(llama_cpp.llama_vocab_bos(self._vocab)).decode("utf-8", errors="replace")
 
     def request_ids(self, request: GenerateRequest) -> list[int]:
         """Token ids of a request's prompt, after BOS, ending where the model's answer starts."""

@@ -188,12 +188,7 @@ def resolve_local(spec: str) -> LocalModel | None:
         return LocalModel(path, revision or None, "hf", None)
     if kind == "gguf" and rest:
         from crossknow.models.checkpoint_cache import gguf_checkpoint
-        from crossknow.store.hashing import file_sha256
-
-        gguf_file = Path(rest)
-        if not gguf_file.is_file():
-            raise CrossknowError(f"gguf: file not found: {gguf_file}")
-        model_id = f"{gguf_file.name} (sha256 {file_sha256(gguf_file)[:16]})"
+        gguf_file, model_id = _gguf_file("gguf", rest)
         return LocalModel(str(gguf_checkpoint(gguf_file)), None, "gguf", model_id)
     return None
 
@@ -280,10 +275,16 @@ def _llamacpp_generator(file: str, prompt_format: str) -> Generator:
 
         path, model_id = embedded_gguf(), EMBEDDED_GGUF_ID
     else:
-        from crossknow.store.hashing import file_sha256
-
-        path = Path(file)
-        if not path.is_file():
-            raise CrossknowError(f"llamacpp: file not found: {path}")
-        model_id = f"{path.name} (sha256 {file_sha256(path)[:16]})"
+        path, model_id = _gguf_file("llamacpp", file)
     return LlamaCppGenerator(path, model_id=f"{model_id}, llama.cpp {llamacpp_version()}", prompt_format=prompt_format)
+
+
+def _gguf_file(backend: str, file: str) -> tuple[Path, str]:
+    """The GGUF file a `gguf:` or `llamacpp:` spec names, and its model id (the file's name and the start of its
+    SHA-256); an error naming the file, and the spec's backend, when it does not exist."""
+    from crossknow.store.hashing import file_sha256
+
+    path = Path(file)
+    if not path.is_file():
+        raise CrossknowError(f"{backend}: file not found: {path}")
+    return path, f"{path.name} (sha256 {file_sha256(path)[:16]})"
