@@ -76,7 +76,7 @@ class HfNer:
         try:
             from transformers import pipeline
 
-            from crossknow.models.hf_loading import resolve_device
+            from crossknow.models.device import resolve_device
         except ImportError as error:  # pragma: no cover - exercised only without the hf extra
             raise MissingDependencyError("torch and transformers", "hf", f"NER backend {self.spec!r}") from error
         try:

@@ -21,6 +21,7 @@ from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.schemas import Record
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
 from crossknow.errors import InputError
+from crossknow.models.device import DEVICE_HELP, Device
 
 
 class SequenceLossConfig(Record):
@@ -41,7 +42,7 @@ class SequenceLossConfig(Record):
         "models only).",
     )
     batch_size: int = Field(default=8, ge=1, description="Sequences per forward pass; does not change the numbers.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
+from crossknow.models.device import DEVICE_HELP, Device
 
 
 class TraceConfig(Record):
@@ -33,7 +34,7 @@ class TraceConfig(Record):
     )
     boundary: Boundary = Field(default="moved", description=BOUNDARY_HELP)
     batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )

@@ -19,6 +19,7 @@ from crossknow.eclektic.judge import JUDGE_MAX_TOKENS
 from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, RECALL_THRESHOLD
 from crossknow.eclektic.metrics import Interval, SourceRows
 from crossknow.eclektic.prompts import Setting
+from crossknow.models.device import DEVICE_HELP, Device
 
 JUDGE_FREE = (RECALL_JUDGE, GOLD_LOSS_JUDGE)
 """The judge-free judges (crossknow's own, `crossknow.eclektic.judge_free`)."""
@@ -83,7 +84,7 @@ class EclekticConfig(ScoreConfig):
     concurrency: int = Field(default=8, ge=1, description="Requests in flight per server; does not change the "
                              "output.")
     timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
-    device: str = Field(default="auto", description="Device of local models: auto, cpu, cuda, cuda:1, ...")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
                                                               "local models.")
     cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")

@@ -28,8 +28,9 @@ from crossknow.models.generator import AnswerContinuation, ChatMessage, Generate
 from crossknow.models.protocol import Scorer, ScoreRequest
 
 try:
+    from crossknow.models.device import resolve_device
     from crossknow.models.hf_decoding import DecodeRow, decode_batch
-    from crossknow.models.hf_loading import load_causal_lm, resolve_device
+    from crossknow.models.hf_loading import load_causal_lm
     from crossknow.models.json_constraint import JsonConstraintFactory, json_constraints_available
     from crossknow.models.local_generator import LocalGenerator
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.models.device import resolve_device
 
 try:
     import torch
@@ -43,13 +44,6 @@ def resolve_dtype(dtype: str, device: str) -> str:
     if device.startswith("cuda"):
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
     return "bfloat16" if device == "cpu" and cpu_has_native_bf16() else "float32"
-
-
-def resolve_device(device: str) -> str:
-    """'auto' -> 'cuda' when a CUDA device is present, else 'cpu'; any other value unchanged."""
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 def load_causal_lm(path: str, revision: str | None, model_id: str, device: str, dtype: str) -> tuple[Any, Any]:

@@ -31,7 +31,8 @@ from crossknow.models.protocol import ScoreRequest, ScoreResult
 try:
     import torch
 
-    from crossknow.models.hf_loading import load_causal_lm, resolve_device
+    from crossknow.models.device import resolve_device
+    from crossknow.models.hf_loading import load_causal_lm
     from crossknow.models.logit_head import LogitHead, check_head_once
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error

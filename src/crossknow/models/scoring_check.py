@@ -67,7 +67,8 @@ def plain_logprobs(model: Any, context_ids: list[int], continuation_ids: list[in
     import torch
 
     with torch.inference_mode():
-        logits = model(input_ids=torch.tensor([context_ids + continuation_ids])).logits[0].double()
+        ids = torch.tensor([context_ids + continuation_ids], device=next(model.parameters()).device)
+        logits = model(input_ids=ids).logits[0].double()
     logprobs = torch.log_softmax(logits, dim=-1)
     start = len(context_ids) - 1
     return [logprobs[start + k, token].item() for k, token in enumerate(continuation_ids)]

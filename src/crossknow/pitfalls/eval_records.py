@@ -9,6 +9,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
+from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
 
@@ -42,7 +43,7 @@ class PitfallsEvalConfig(Record):
     seed: int = Field(default=0, description="Base seed of generative answering.")
     base_url: str | None = Field(default=None, description="Server of the openai: models that name none.")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
                                                              "local models.")
     batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk (and per scorer batch); does "

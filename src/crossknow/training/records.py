@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
+from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.models.registry import check_spec
 from crossknow.training.layers import check_layer_spec
 
@@ -147,7 +148,7 @@ class TrainConfig(Record):
         description="Seed of the token budgets' samples, template draws, the mix's order, shuffling and "
         "initialisation.",
     )
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda'.")
+    device: TrainDevice = Field(default="auto", description=TRAIN_DEVICE_HELP)
     dtype: Literal["float32", "bfloat16"] = Field(
         default="float32",
         description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster).",

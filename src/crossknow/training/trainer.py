@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from crossknow.data.corpus import Document, read_corpus
 from crossknow.errors import CrossknowError
+from crossknow.models.device import resolve_device
 from crossknow.models.registry import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.hashing import file_sha256
@@ -109,10 +110,9 @@ def gradient_accumulation(config: TrainConfig, processes: int) -> int:
 def hf_training_arguments(config: TrainConfig, out: Path) -> Any:
     """transformers' TrainingArguments of `crossknow train` for `config`, writing into `out` (also used by
     `crossknow pitfalls finetune`)."""
-    import torch
     from transformers import TrainingArguments
 
-    use_cpu = config.device == "cpu" or (config.device == "auto" and not torch.cuda.is_available())
+    use_cpu = resolve_device(config.device) == "cpu"  # a missing CUDA device is an error, not a run on the CPU
     return TrainingArguments(
         output_dir=str(out / "checkpoints"),
         per_device_train_batch_size=config.micro_batch_size,

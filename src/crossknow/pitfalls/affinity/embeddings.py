@@ -24,7 +24,8 @@ from crossknow.errors import CrossknowError, MissingDependencyError
 def load_embedder(spec: str, device: str = "auto", dtype: str = "float32") -> tuple[Any, Any]:
     """(tokenizer, model) of a local model spec (`default`, `hf:PATH[@REV]`, `gguf:FILE`); an error naming the
     spec for any other (a server gives no hidden states)."""
-    from crossknow.models.hf_loading import load_causal_lm, resolve_device
+    from crossknow.models.device import resolve_device
+    from crossknow.models.hf_loading import load_causal_lm
     from crossknow.models.registry import resolve_local
 
     local = resolve_local(spec)

@@ -9,6 +9,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
+from crossknow.models.device import DEVICE_HELP, Device
 
 ExpandFrom = Literal["seed", "english"]
 
@@ -35,7 +36,7 @@ class ExpandConfig(Record):
     base_url: str | None = Field(default=None, description="Server of an openai: proxy that names none "
                                  "(openai:MODEL@URL).")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
                                                              "local proxy.")
     batch_size: int = Field(default=16, ge=1, description="Seed pairs per committed chunk; does not change results.")

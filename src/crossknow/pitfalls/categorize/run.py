@@ -32,6 +32,7 @@ from crossknow.errors import CrossknowError, InputError
 from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.pitfalls.categories import (
     CATEGORIES_FILE,
     CategoryLog,
@@ -70,7 +71,7 @@ class CategorizeConfig(Record):
     base_url: str | None = Field(default=None, description="Server of an openai: classifier that names none "
                                  "(openai:MODEL@URL).")
     api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
                                                              "local classifier.")
     batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk; does not change results.")

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.pitfalls.eval_records import Answering
 from crossknow.pitfalls.finetune.examples import PreferenceCounts
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
@@ -68,7 +69,7 @@ class PitfallsFinetuneConfig(Record):
     temperature: float = Field(default=SIMULATION_TEMPERATURE, ge=0, description="Temperature of generative "
                                "answering (the paper's 0.001).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per question before its answer counts as invalid.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda'.")
+    device: TrainDevice = Field(default="auto", description=TRAIN_DEVICE_HELP)
     dtype: Literal["float32", "bfloat16"] = Field(default="float32", description="Training precision (bfloat16: "
                                                   "mixed precision) and the evaluations' compute dtype.")
     eval_batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk of the evaluations; does "

@@ -25,6 +25,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
+from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.models.registry import parse_spec
 from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.categories import categorize_candidates
@@ -109,7 +110,7 @@ class PitfallsProbeConfig(Record):
     depth: int | None = Field(default=None, ge=0, description="Override: initial depth d1.")
     extended_depth: int | None = Field(default=None, ge=0, description="Override: extended depth d2.")
     max_attempts: int = Field(default=3, ge=1, description="Calls per request before its output counts as invalid.")
-    device: str = Field(default="auto", description="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'.")
+    device: Device = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
                                                              "local models.")
     batch_size: int = Field(default=16, ge=1, description="Questions per scorer batch (loss answering).")
