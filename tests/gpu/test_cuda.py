@@ -17,15 +17,15 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
+from tests.cli.test_train_trace_cli import crossknow as run_cli
 from tests.gpu.tiny_hf_model import write_tiny_model
-from tests.training.tiny_run import TINY_SETTINGS, write_items, write_tiny_corpus
+from tests.training.tiny_run import tiny_cli_args, write_items, write_tiny_corpus
 
 pytestmark = [
     pytest.mark.gpu,
@@ -34,9 +34,8 @@ pytestmark = [
 
 
 def crossknow(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run the real command line in a fresh interpreter; fail the test with its stderr on a non-zero exit."""
-    result = subprocess.run([sys.executable, "-m", "crossknow", *args], cwd=cwd, capture_output=True, text=True,
-                            timeout=600)
+    """The real command line in a fresh interpreter (tests/cli's runner); fails the test on a non-zero exit."""
+    result = run_cli(*args, cwd=cwd, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
     return result
 
@@ -100,12 +99,12 @@ def test_evaluate_on_cuda_gives_the_cpus_numbers(tiny_model: Path, items: Path, 
 
 
 def train(model: Path, corpus: Path, root: Path, device: str, dtype: str = "float32") -> pd.DataFrame:
-    """train_log.parquet of the tiny training run (TINY_SETTINGS) on `model`, on `device` in `dtype`, into root/run."""
+    """train_log.parquet of the tiny training run (tests/training/tiny_run.py) on `model`, on `device` in `dtype`,
+    into root/run."""
     root.mkdir()
-    args = ["train", "--model", f"hf:{model}", "--corpus", str(corpus), "--out", str(root / "run"), "--langs", "en"]
-    for name, value in {**TINY_SETTINGS, "device": device, "dtype": dtype}.items():
-        args += [f"--{name.replace('_', '-')}", str(value)]
-    crossknow(*args, cwd=root)
+    # the options given last win over tiny_cli_args' own --device
+    crossknow(*tiny_cli_args(corpus, root / "run"), "--model", f"hf:{model}", "--device", device, "--dtype", dtype,
+              cwd=root)
     return pd.read_parquet(root / "run" / "train_log.parquet")
 
 

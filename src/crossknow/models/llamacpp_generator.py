@@ -203,19 +203,16 @@ class LlamaCppGenerator(LocalGenerator):
         """The chat prompt as text, ending where the model's answer starts, without BOS (tokenising adds it)."""
         if not self._template:
             return gemma_prompt(messages)
-        if self._formatter is None or self._formatter.template != self._template:  # compiled once per template
+        if self._formatter is None:  # the template is compiled once, at the first chat prompt
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-            eos = self._piece(llama_cpp.llama_vocab_eos(self._vocab)).decode("utf-8", errors="replace")
-            self._formatter = Jinja2ChatFormatter(self._template, eos_token=eos, bos_token=self._bos_text,
+            bos, eos = (self._piece(token).decode("utf-8", errors="replace")
+                        for token in (llama_cpp.llama_vocab_bos(self._vocab), llama_cpp.llama_vocab_eos(self._vocab)))
+            self._formatter = Jinja2ChatFormatter(self._template, eos_token=eos, bos_token=bos,
                                                   add_generation_prompt=True)
         text = self._formatter(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
-        bos = self._bos_text
+        bos = self._formatter.bos_token
         return text[len(bos) :] if bos and text.startswith(bos) else text
-
-    @property
-    def _bos_text(self) -> str:
-        return self._piece(llama_cpp.llama_vocab_bos(self._vocab)).decode("utf-8", errors="replace")
 
     def request_ids(self, request: GenerateRequest) -> list[int]:
         """Token ids of a request's prompt, after BOS, ending where the model's answer starts."""
