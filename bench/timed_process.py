@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,21 +28,35 @@ class ProcessRun:
     """Exit status."""
     log: Path
     """File holding the command's stdout and stderr."""
+    killed: bool = False
+    """Whether `watch` asked for the process to be killed (SIGKILL) before it finished."""
 
 
-def run_timed(label: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> ProcessRun:
-    """Run `argv`, output to `log`; raise SystemExit with the log's tail if it fails."""
+def run_timed(label: str, argv: list[str], log: Path, env: dict[str, str] | None = None, *,
+              watch: Callable[[int, float], bool] | None = None, interval: float = 5.0) -> ProcessRun:
+    """Run `argv`, output to `log`; raise SystemExit with the log's tail if it fails.
+
+    With `watch`, call `watch(pid, seconds so far)` every `interval` seconds while the process runs; when it
+    returns True the process is killed with SIGKILL, and the run is returned with `killed` set."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    killed = False
     with open(log, "wb") as output:
         start = time.perf_counter()
         process = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-        _, status, usage = os.wait4(process.pid, 0)
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG if watch else 0)
+            if pid:
+                break
+            time.sleep(interval)
+            if not killed and watch(process.pid, time.perf_counter() - start):
+                os.kill(process.pid, signal.SIGKILL)
+                killed = True
         seconds = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
     peak = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    run = ProcessRun(label, argv, seconds, peak, process.returncode, log)
-    if run.returncode != 0:
+    run = ProcessRun(label, argv, seconds, peak, process.returncode, log, killed)
+    if run.returncode != 0 and not killed:
         tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
         raise SystemExit(f"{label} failed with status {run.returncode}: {' '.join(argv)}\n{tail}")
     return run
