@@ -89,8 +89,9 @@ def run_process(argv: list[str], label: str, work: Path, out: Path, kind: str, k
     per_unit, before, samples = KINDS[kind][1], len(committed_keys(out, kind)), []
 
     def watch(pid: int, seconds: float) -> bool:
-        units = len(committed_keys(out, kind))
-        samples.append({"seconds": round(seconds, 1), "items": units * per_unit, "rss_mb": round(rss_mb(pid), 1)})
+        units, resident = len(committed_keys(out, kind)), rss_mb(pid)
+        if resident:  # 0: the process has just exited
+            samples.append({"seconds": round(seconds, 1), "items": units * per_unit, "rss_mb": round(resident, 1)})
         return kill_after is not None and units - before >= kill_after
 
     run = run_timed(label, argv, work / "logs" / f"{label}.log", OFFLINE, watch=watch, interval=interval)
@@ -101,12 +102,12 @@ def run_process(argv: list[str], label: str, work: Path, out: Path, kind: str, k
 def measure_file(kind: str, path: Path, work: Path, dtype: str, limit: int | None, kill_after: int | None,
                  interval: float) -> dict:
     """Run (or resume) one file to its end and return its measurements; saved after every process."""
-    name = f"{kind}-{path.stem}-{dtype}"
+    name = f"{kind}-{path.stem}-{dtype}" + (f"-limit{limit}" if limit else "")
     record_path, out = work / "measures" / f"{name}.json", work / "runs" / name
     record = {"name": name, "kind": kind, "file": str(path), "dtype": dtype, "processes": []}
     if record_path.exists():
         record = json.loads(record_path.read_text(encoding="utf-8"))
-        if record.get("finished"):
+        if "nothing_lost" in record:  # finished and checked
             return record
     while not record.get("finished"):
         process = run_process(command(kind, path, out, dtype, limit), f"{name}-{len(record['processes'])}", work,
