@@ -58,3 +58,5 @@ def test_a_watched_process_is_killed_when_the_watch_says_so(tmp_path):
     assert len(seen) == 2
     finished = run_timed("true", ["true"], tmp_path / "log2", watch=lambda pid, seconds: False, interval=0.05)
     assert not finished.killed and finished.returncode == 0
+    unwatched = run_timed("echo", ["echo", "hi"], tmp_path / "log3")  # pipeline_bench's way: wait for the end
+    assert not unwatched.killed and unwatched.returncode == 0 and (tmp_path / "log3").read_text() == "hi\n"
