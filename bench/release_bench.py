@@ -161,7 +161,8 @@ def main() -> None:
     parser.add_argument("--pitfalls", type=Path, help="folder of the Pitfalls release's <Language>.json files")
     parser.add_argument("--adaxeval", type=Path, nargs="*", default=[], help="AdaXEval release files")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
-                        help="bfloat16 keeps float32's decisions (crossknow evaluate's default for it)")
+                        help="with bfloat16, evaluate keeps float32's decisions (its default); pitfalls eval "
+                        "has no such step and scores in plain bfloat16")
     parser.add_argument("--limit", type=int, help="only the first N usable pairs/items of each file (a sample)")
     parser.add_argument("--kill-after", type=int, help="SIGKILL the largest file's first process after N units")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between memory readings")
