@@ -54,13 +54,12 @@ def usable_units(kind: str, path: Path, limit: int | None) -> int:
 
 
 def committed_keys(run_dir: Path, kind: str) -> list[str]:
-    """The unit keys of every shard committed so far (repeated keys kept, to be caught)."""
-    manifest = run_dir / "stages" / KINDS[kind][0] / "manifest.json"
-    try:
-        shards = json.loads(manifest.read_text(encoding="utf-8"))["shards"]
-    except (OSError, ValueError):  # not yet written
-        return []
-    return [key for shard in shards for key in shard["keys"]]
+    """The unit keys of every shard committed so far (repeated keys kept, to be caught), read by crossknow's
+    own manifest reader (which also reads a manifest torn by the SIGKILL); none before the first commit."""
+    from crossknow.store.manifest import Manifest
+
+    manifest = Manifest(run_dir / "stages" / KINDS[kind][0] / "manifest.json")
+    return [key for shard in manifest.shards() for key in shard["keys"]]
 
 
 def command(kind: str, path: Path, out: Path, dtype: str, limit: int | None) -> list[str]:
@@ -99,9 +98,10 @@ def run_process(argv: list[str], label: str, work: Path, out: Path, kind: str, k
             "items_after": len(committed_keys(out, kind)) * per_unit, "samples": samples}
 
 
-def measure_file(kind: str, path: Path, work: Path, dtype: str, limit: int | None, kill_after: int | None,
-                 interval: float) -> dict:
-    """Run (or resume) one file to its end and return its measurements; saved after every process."""
+def measure_file(kind: str, path: Path, usable: int, work: Path, dtype: str, limit: int | None,
+                 kill_after: int | None, interval: float) -> dict:
+    """Run (or resume) one file, of `usable` units by crossknow's reader, to its end and return its
+    measurements; saved after every process."""
     name = f"{kind}-{path.stem}-{dtype}" + (f"-limit{limit}" if limit else "")
     record_path, out = work / "measures" / f"{name}.json", work / "runs" / name
     record = {"name": name, "kind": kind, "file": str(path), "dtype": dtype, "processes": []}
@@ -116,7 +116,7 @@ def measure_file(kind: str, path: Path, work: Path, dtype: str, limit: int | Non
         record["finished"] = not process["killed"]
         record_path.parent.mkdir(parents=True, exist_ok=True)
         record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    return summarise(record, committed_keys(out, kind), usable_units(kind, path, limit), KINDS[kind][1], record_path)
+    return summarise(record, committed_keys(out, kind), usable, KINDS[kind][1], record_path)
 
 
 def summarise(record: dict, keys: list[str], usable: int, per_unit: int, record_path: Path) -> dict:
@@ -181,7 +181,8 @@ def main() -> None:
     for kind, path in files:
         print(f"  {kind} {path.name}: {units[kind, path]} usable units ...", file=sys.stderr, flush=True)
         kill = args.kill_after if (kind, path) == files[0] else None
-        records.append(measure_file(kind, path, args.work, args.dtype, args.limit, kill, args.interval))
+        records.append(measure_file(kind, path, units[kind, path], args.work, args.dtype, args.limit, kill,
+                                    args.interval))
     out = args.json or args.work / "release.json"
     out.write_text(json.dumps({"files": records, "bench_seconds_this_call": time.time() - started,
                                "load_avg_1min": os.getloadavg()[0], "cpu_count": os.cpu_count()}, indent=1) + "\n",

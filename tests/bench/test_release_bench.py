@@ -44,6 +44,9 @@ def test_committed_keys_are_read_from_the_stage_manifest(tmp_path):
     shards = [{"file": "a", "keys": ["m\tx:0", "m\tx:1"], "rows": 2}, {"file": "b", "keys": ["m\tx:1"], "rows": 1}]
     (stage / "manifest.json").write_text(json.dumps({"shards": shards}))
     assert committed_keys(tmp_path, "pitfalls") == ["m\tx:0", "m\tx:1", "m\tx:1"]
+    # torn by a SIGKILL during an append: the complete shard lines count, the torn one does not
+    (stage / "manifest.json").write_text('{"shards": [\n' + json.dumps(shards[0]) + ',\n{"file": "b", "ke')
+    assert committed_keys(tmp_path, "pitfalls") == ["m\tx:0", "m\tx:1"]
 
 
 def test_a_watched_process_is_killed_when_the_watch_says_so(tmp_path):
