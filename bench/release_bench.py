@@ -42,12 +42,12 @@ KINDS = {
 
 
 def usable_units(kind: str, path: Path, limit: int | None) -> int:
-    """Pairs (Pitfalls) or items (AdaXEval) of `path` that crossknow's reader finds scorable (the first
-    `limit` of them)."""
+    """Pairs (Pitfalls) or items (AdaXEval) of `path` that the command's own reader finds scorable, with the
+    command's `--limit`."""
     if kind == "pitfalls":
-        from crossknow.data.pitfalls import read_pitfalls
+        from crossknow.pitfalls.flaws import read_pair_file
 
-        return len(read_pitfalls(path, limit=limit).items) // 2
+        return len(read_pair_file(path, limit=limit).pairs)
     from crossknow.data.adaxeval import read_adaxeval
 
     return len(read_adaxeval(path, limit=limit).items)

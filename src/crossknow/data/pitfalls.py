@@ -4,7 +4,9 @@ Each pair gives an English item (`question`, `choices`, `answer`) and a target-l
 (`transquestion`, `transchoices`, `transanswer`), both kind "question" with source_lang "en",
 linked by pair_id f"{Language}:{index}" (index = 0-based position in the list). A pair that
 cannot be scored on either side (an answer that is not among its choices, an empty choice) is
-reported as one InvalidRecord and gives no item, so that its two halves stay comparable.
+reported as one InvalidRecord and gives no item, so that its two halves stay comparable; so is a
+pair whose two sides are each scorable but not the same question (`crossknow.data.pair_rules`: a
+different number of choices, or the answer at another index), as `crossknow pitfalls eval` reads it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from crossknow.data.guarded import load_json
 from crossknow.data.jsonl import mc_item_or_problem, require, require_strings
+from crossknow.data.pair_rules import flaw_reason, pair_flaws
 from crossknow.data.schemas import InvalidRecord, ItemSet, MCItem
 from crossknow.errors import InputError
 
@@ -163,4 +166,9 @@ def _pair_items(
             field, reason = item
             return InvalidRecord(path=str(path), line=line, field=field, reason=reason)
         items.append(item)
+    (_, english, english_answer), (_, target, target_answer) = values
+    flaws = pair_flaws(english, english_answer, target, target_answer)
+    if flaws:  # each side is scorable, but the two are not the same question
+        return InvalidRecord(path=str(path), line=line, field="transchoices", reason=flaw_reason(flaws),
+                             item_id=f"{language}:{index}")
     return items

@@ -114,7 +114,7 @@ class PitfallsEvalMetrics(Record):
     n_read: int = Field(description="Pairs read from the file.")
     n_usable: int = Field(description="Pairs without a flaw: the ones answered.")
     n_flawed: int = Field(description="Pairs with at least one flaw (invalid.jsonl): reported, never answered.")
-    flaw_counts: dict[str, int] = Field(description="Pairs with each flaw (crossknow.pitfalls.flaws.FLAWS).")
+    flaw_counts: dict[str, int] = Field(description="Pairs with each flaw (crossknow.data.pair_rules.FLAWS).")
     k: int = Field(description="The cap of pairs per original question.")
     cap_violations: dict[str, CapViolations] = Field(description="Per target language, the origins over the cap.")
     templates: dict[str, str] = Field(description="Generative answering: the template language used per language "

@@ -1,9 +1,10 @@
 """Bilingual pairs to evaluate, read from the release or from crossknow item files, with their flaws.
 
-A pair is usable when its two sides are the same question: the same number of choices, each side's answer
-among its own choices, the answer at the same index on both sides (and nowhere else on the target side),
-and no empty choice (issue 10's list; the release breaks all four). A flawed pair is reported with every
-flaw it has, never scored. The cap of k pairs per original question is checked per target language and
+A pair is usable when its two sides are the same question (`crossknow.data.pair_rules`, the rule that
+`evaluate`'s reader of the release applies too): the same number of choices, each side's answer among its
+own choices, the answer at the same index on both sides (and nowhere else on the target side), and no empty
+choice (issue 10's list; the release breaks all four). A flawed pair is reported with every flaw it has,
+never scored. The cap of k pairs per original question is checked per target language and
 reported (the release breaks it); it does not make a pair unusable.
 """
 
@@ -16,22 +17,11 @@ from pathlib import Path
 
 from crossknow.data.formats import detect_format, load_item_set
 from crossknow.data.jsonl import require, require_strings
+from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem
 from crossknow.errors import InputError
 from crossknow.pitfalls.simulate import MCQuestion
-
-FLAWS: dict[str, str] = {
-    "choice_count": "the two sides have different numbers of choices",
-    "answer_missing": "an answer is not among its side's choices",
-    "answer_index": "the answer's index is not the same on both sides",
-    "empty_choice": "a choice is empty",
-    "duplicate_choice": "a side holds the same choice twice",
-    "missing_side": "one side of the pair is missing from the file or unreadable (see the other invalid records)",
-}
-"""Every flaw that makes a pair unusable, by code; the first four are issue 10's list, `duplicate_choice` the rule
-of every multiple-choice record (`crossknow.data.schemas.check_choices`), `missing_side` occurs in item files
-only."""
 
 ORIGIN_KEYS = ("source_id", "oriquestion")
 """Item metadata naming a pair's original English question (the first present is used): `source_id` for
@@ -69,22 +59,6 @@ class PairFile:
     """Pairs read (usable and flawed)."""
 
 
-def pair_flaws(english: Sequence[str], english_answer: str, target: Sequence[str], target_answer: str) -> list[str]:
-    """The codes of `FLAWS` that a pair has, from its choices and answers as text."""
-    flaws = []
-    if len(english) != len(target):
-        flaws.append("choice_count")
-    if english_answer not in english or target_answer not in target:
-        flaws.append("answer_missing")
-    elif [i for i, choice in enumerate(target) if choice == target_answer] != [list(english).index(english_answer)]:
-        flaws.append("answer_index")
-    if any(not choice.strip() for choice in (*english, *target)):
-        flaws.append("empty_choice")
-    if len(set(english)) != len(english) or len(set(target)) != len(target):
-        flaws.append("duplicate_choice")
-    return flaws
-
-
 def cap_violations(origins: Sequence[tuple[str, str | None]], k: int) -> dict[str, dict[str, int]]:
     """Per language, the origins with more than `k` pairs, from (language, origin) of every pair read."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -104,8 +78,7 @@ def read_pair_file(path: str | Path, limit: int | None = None, k: int = 3) -> Pa
 
 
 def _invalid(path: Path, line: int | None, pair_id: str, field_name: str, flaws: list[str]) -> InvalidRecord:
-    reason = "; ".join(f"{code}: {FLAWS[code]}" for code in flaws)
-    return InvalidRecord(path=str(path), line=line, field=field_name, reason=reason, item_id=pair_id)
+    return InvalidRecord(path=str(path), line=line, field=field_name, reason=flaw_reason(flaws), item_id=pair_id)
 
 
 def _release(path: Path, limit: int | None, k: int) -> PairFile:

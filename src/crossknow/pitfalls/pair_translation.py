@@ -21,7 +21,7 @@ the whole source, or, from a base model, whose failure is copying, mostly the so
 never counted as a structural flaw; a field that echoes the prompt
 (`TEMPLATE_ECHO`, `echo_problem`: a few-shot example, a label such as "English:", "[The Start of", an instruction
 about JSON) or is a placeholder in angle brackets (`PLACEHOLDER`); an empty one-field output (`EMPTY_OUTPUT`); then the
-four properties the release breaks (`crossknow.pitfalls.flaws.pair_flaws`): the same number of choices, the answer
+four properties the release breaks (`crossknow.data.pair_rules.pair_flaws`): the same number of choices, the answer
 among the translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid output
 is retried by the client (a new seed each attempt; a completion retry samples), then reported as '<reason code>:
 <error>' (`INVALID_OUTPUT` for one that none names), and the probe counts it by its code. The probe uses the stage for
@@ -43,6 +43,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
 from crossknow.data.pitfalls import LANGUAGE_CODES
 from crossknow.generation.structured import (
     TRANSPORT_FAILURE,
@@ -53,7 +54,6 @@ from crossknow.generation.structured import (
     TextParser,
     parse_structured,
 )
-from crossknow.pitfalls.flaws import FLAWS, pair_flaws
 from crossknow.pitfalls.prompts import (
     PERTURBATION_SHOTS,
     TRANSLATION_SHOTS,
@@ -143,7 +143,7 @@ class TranslatedPair(PairFields):
         placeholders = [str(i) for i in range(self.expected_choices)]
         flaws = pair_flaws(placeholders, str(self.answer_index), self.choices, self.answer)
         if flaws:
-            raise ValueError("; ".join(f"{code}: {FLAWS[code]}" for code in flaws))
+            raise ValueError(flaw_reason(flaws))
         if any(_PLACEHOLDER.fullmatch(text) for text in (self.text, *self.choices)):
             raise ValueError(f"{PLACEHOLDER}: a field is a placeholder in angle brackets, not a translation")
         return self

@@ -17,9 +17,9 @@ import yaml
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
+from crossknow.data.pair_rules import FLAWS
 from crossknow.pitfalls.affinity.ras import AffinityMatrix
 from crossknow.pitfalls.eval_records import CELLS, PitfallsEvalMetrics
-from crossknow.pitfalls.flaws import FLAWS
 from crossknow.report import html
 from crossknow.report.figures import save_figure
 from crossknow.store.atomic import atomic_write_text

@@ -11,7 +11,7 @@ own language is kept untranslated (the paper's 16 x 100 x 16 includes it).
 
 The structured output is valid only when it has the issue's four properties: the same number of choices,
 the answer among the translated choices, at the seed's answer index and nowhere else, and no empty
-choice (`crossknow.pitfalls.flaws.pair_flaws`). An invalid output is retried by the client (a new seed
+choice (`crossknow.data.pair_rules.pair_flaws`). An invalid output is retried by the client (a new seed
 each attempt), then dropped with its reason and counted; a request that failed in transport is not
 recorded and is asked again by the next run. Rows are committed per chunk to the `expanded` stage (key:
 the expanded pair id), so a killed run resumes with the same command and pays for nothing twice.

@@ -59,7 +59,7 @@ class ExpandedRow(Record):
     choices: list[str] | None = Field(description="The translated choices, in order; null when dropped.")
     answer: int = Field(description="Index of the correct choice (the seed pair's).")
     error: str | None = Field(description="Why the expansion was dropped (a flaw code of "
-                              "crossknow.pitfalls.flaws.FLAWS or 'invalid output', then the detail); null when made.")
+                              "crossknow.data.pair_rules.FLAWS or 'invalid output', then the detail); null when made.")
 
 
 EXPANDED_SCHEMA = pa.schema(

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crossknow.data.jsonl import require, require_strings
+from crossknow.data.pair_rules import flaw_reason, pair_flaws
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord
-from crossknow.pitfalls.flaws import FLAWS, pair_flaws
 from crossknow.pitfalls.simulate import MCQuestion
 
 PARTS_FLAW = "parts"
@@ -78,7 +78,7 @@ def read_seed_file(path: str | Path) -> SeedFile:
         target = _parts(record, ("transpre", "transori", "transsuf", "transchoices", "transanswer"), path, line)
         question, target_question = (require(record, name, str, path, line) for name in ("question", "transquestion"))
         flaws = pair_flaws(english.choices, english.answer, target.choices, target.answer)
-        reasons = [f"{code}: {FLAWS[code]}" for code in flaws]
+        reasons = [flaw_reason(flaws)] if flaws else []
         if question != english.before + english.original + english.after:
             reasons.append(f"{PARTS_FLAW}: question is not prequestion + oriquestion + sufquestion")
         if target_question != target.before + target.original + target.after:
