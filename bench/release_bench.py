@@ -35,9 +35,10 @@ from timed_process import run_timed
 ITEMS_AT = 1000
 """The item count at which the memory is read for comparison with the end of the file."""
 KINDS = {
-    # kind: (stage whose manifest counts the committed units, items per unit)
-    "pitfalls": ("answers", 2),
-    "adaxeval": ("scores", 1),
+    # kind: (stages whose manifests together hold each decided unit once, items per unit); `evaluate` commits an
+    # item the model cannot score (e.g. an option that tokenises to nothing) to `unscorable`, not to `scores`
+    "pitfalls": (("answers",), 2),
+    "adaxeval": (("scores", "unscorable"), 1),
 }
 
 
@@ -58,8 +59,8 @@ def committed_keys(run_dir: Path, kind: str) -> list[str]:
     own manifest reader (which also reads a manifest torn by the SIGKILL); none before the first commit."""
     from crossknow.store.manifest import Manifest
 
-    manifest = Manifest(run_dir / "stages" / KINDS[kind][0] / "manifest.json")
-    return [key for shard in manifest.shards() for key in shard["keys"]]
+    return [key for stage in KINDS[kind][0] for shard in Manifest(run_dir / "stages" / stage / "manifest.json").shards()
+            for key in shard["keys"]]
 
 
 def command(kind: str, path: Path, out: Path, dtype: str, limit: int | None) -> list[str]:

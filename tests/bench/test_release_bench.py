@@ -51,6 +51,15 @@ def test_committed_keys_are_read_from_the_stage_manifest(tmp_path):
     assert committed_keys(tmp_path, "pitfalls") == ["m\tx:0", "m\tx:1"]
 
 
+def test_an_evaluate_item_committed_as_unscorable_counts_as_decided(tmp_path):
+    """ja_knowledge_memorization.jsonl has items `evaluate` commits to `unscorable`: they are not lost."""
+    for stage, keys in (("scores", ["\tja\tcloze:a", "\tja\tcloze:b"]), ("unscorable", ["\tja\tcloze:c"])):
+        (tmp_path / "stages" / stage).mkdir(parents=True)
+        shards = [{"file": "s", "keys": keys, "rows": len(keys)}]
+        (tmp_path / "stages" / stage / "manifest.json").write_text(json.dumps({"shards": shards}))
+    assert sorted(committed_keys(tmp_path, "adaxeval")) == ["\tja\tcloze:a", "\tja\tcloze:b", "\tja\tcloze:c"]
+
+
 def test_a_watched_process_is_killed_when_the_watch_says_so(tmp_path):
     seen = []
 
