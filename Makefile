@@ -64,8 +64,15 @@ lock:
 # The pipeline bench (crossknow evaluate/trace against lm-eval and the machine's matmul floor, about
 # 10 minutes on 2 cores; --quick for fewer items), then the generation bench (the transformers and
 # llama.cpp generators against llama-cpp-python's own loop, about 3 minutes).
+# ADAXEVAL_RELEASE=DIR, the folder of the AdaXEval release's four files (docs/adaxeval.md says where they are):
+# the bench also times a seeded sample of 100 items a file (runs/release-sample.jsonl) beside the paper examples.
+ADAXEVAL_RELEASE ?=
+RELEASE_FILES = $(foreach f,en_knowledge_memorization en_knowledge_generalization ja_knowledge_memorization \
+	ja_knowledge_generalization,$(ADAXEVAL_RELEASE)/$(f).jsonl)
+
 bench: install
-	$(PY) bench/pipeline_bench.py
+	$(if $(ADAXEVAL_RELEASE),$(PY) bench/release_sample.py --out runs/release-sample.jsonl $(RELEASE_FILES))
+	$(PY) bench/pipeline_bench.py $(if $(ADAXEVAL_RELEASE),--release-sample runs/release-sample.jsonl)
 	$(PY) bench/generation_bench.py
 
 clean:

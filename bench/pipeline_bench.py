@@ -19,10 +19,14 @@ tool), on the CPU, batch size 8:
 4. `evaluate --dtype bfloat16` against float32: speed-up, prediction agreement (argmax of the summed
    log-probability), the largest |difference| of summed log-probability.
 5. crossknow's summed log-probabilities against lm-eval's logged per-request log-likelihoods
-   (--log_samples): the largest |difference|, checked against TOLERANCE.
+   (--log_samples): the largest |difference|, checked against TOLERANCE + REL_TOLERANCE |sum|.
 Peak RSS of every process comes from wait4. The table goes to stdout, every figure to a JSON file.
 
     .venv/bin/python bench/pipeline_bench.py [--quick] [--json OUT] [--work DIR] [--print OLD.json]
+        [--release-sample FILE]
+
+With --release-sample, a third set, `release`, times a sample of the real AdaXEval release (made by
+bench/release_sample.py; `make bench ADAXEVAL_RELEASE=DIR` makes it) beside the paper examples.
 """
 
 from __future__ import annotations
@@ -38,13 +42,15 @@ from pathlib import Path
 
 from flop_counts import ModelShapes, Work, item_tokens, lm_eval_work, necessary_work
 from matmul_rate import MatmulRates, measure_rates
-from run_outputs import compare, crossknow_scores, lm_eval_scores
+from run_outputs import compare, crossknow_scores, crossknow_unscorable, lm_eval_scores
 from timed_process import ProcessRun, run_timed
 
 SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 RESULTS = Path(__file__).resolve().parent / "results"
 TOLERANCE = 1e-3
-"""Largest |difference| of a summed log-probability (nats) allowed between crossknow and lm-eval, float32."""
+REL_TOLERANCE = 1e-5
+"""Largest |difference| of a summed log-probability allowed between crossknow and lm-eval, float32: TOLERANCE +
+REL_TOLERANCE |sum| nats (the real release's long cloze answers sum to -463 nats)."""
 BATCH_SIZE = 8
 MIN_SCORING_S = 1.0
 """Scoring times (process minus start-up) below this are taken as noise."""
@@ -150,6 +156,7 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
     scoring = _measurable(ours.seconds - runs["startup-float32"].seconds)
     scoring_bf16 = _measurable(bf16.seconds - runs["startup-bfloat16"].seconds)
     floor = rates["float32"].floor_seconds(necessary)
+    unscorable = crossknow_unscorable(work / f"ck-{name}")  # lm-eval scores them; they are left out of the comparison
     return {
         "items": len(items), **stats,
         "crossknow_s": ours.seconds, "lm_eval_s": theirs.seconds, "ratio": theirs.seconds / ours.seconds,
@@ -164,13 +171,17 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
         "crossknow_peak_rss_mb": ours.peak_rss_mb, "lm_eval_peak_rss_mb": theirs.peak_rss_mb,
         "bf16_s": bf16.seconds, "bf16_scoring_s": scoring_bf16, "bf16_speedup_scoring": scoring / scoring_bf16,
         "bf16_speedup_process": ours.seconds / bf16.seconds, "bf16_peak_rss_mb": bf16.peak_rss_mb,
-        "vs_lm_eval": compare(crossknow_scores(work / f"ck-{name}"), lm_eval_scores(work / f"lm-{name}")),
+        "vs_lm_eval": {**compare(crossknow_scores(work / f"ck-{name}"),
+                                 {key: value for key, value in lm_eval_scores(work / f"lm-{name}").items()
+                                  if key[0] not in unscorable}, TOLERANCE, REL_TOLERANCE),
+                       "unscorable_by_crossknow": len(unscorable)},
         "bf16_vs_float32": compare(crossknow_scores(work / f"ck-{name}"), crossknow_scores(work / f"ck-{name}-bf16")),
     }
 
 
-def run_bench(quick: bool, work: Path) -> dict:
-    """Run every process of the bench in `work` and return all figures."""
+def run_bench(quick: bool, work: Path, release_sample: Path | None = None) -> dict:
+    """Run every process of the bench in `work` and return all figures; with `release_sample` (a file of
+    bench/release_sample.py), its items are a third set, `release`, timed the same way."""
     import torch
     from transformers import AutoTokenizer
 
@@ -185,6 +196,10 @@ def run_bench(quick: bool, work: Path) -> dict:
     sets = select_items(quick)
     adaxeval_file = write_jsonl(work / "adaxeval.jsonl", sets["adaxeval"][0])
     sets["adaxeval"] = (sets["adaxeval"][0], ["--data", str(adaxeval_file)])
+    if release_sample:
+        from crossknow.data.formats import load_item_set
+
+        sets["release"] = (load_item_set(release_sample).items, ["--data", str(release_sample)])
     processes = Processes(work / "logs")
 
     rates = {dtype: measure_rates(shapes, dtype) for dtype in ("float32", "bfloat16")}
@@ -217,6 +232,7 @@ def run_bench(quick: bool, work: Path) -> dict:
     result = {
         "model_dir": str(model_dir), "torch": torch.__version__, "threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(), "batch_size": BATCH_SIZE, "quick": quick, "tolerance": TOLERANCE,
+        "rel_tolerance": REL_TOLERANCE,
         "shapes": asdict(shapes), "matmul_load_avg_1min": matmul_load,
         "matmul": {dtype: {**rate.summary(), "detail": [asdict(r) for r in rate.layer] + [asdict(rate.projection)]}
                    for dtype, rate in rates.items()},
@@ -235,25 +251,28 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="figures file (default bench/results/pipeline-TIME.json)")
     parser.add_argument("--work", type=Path, help="keep runs, logs and checkpoints here (default: a temp dir, removed)")
     parser.add_argument("--print", type=Path, dest="show", help="only print the table of an earlier figures file")
+    parser.add_argument("--release-sample", type=Path,
+                        help="also time these AdaXEval release items (a file of bench/release_sample.py)")
     args = parser.parse_args()
     if args.show:
         print_table(json.loads(args.show.read_text(encoding="utf-8")))
         return
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
-        result = run_bench(args.quick, args.work)
+        result = run_bench(args.quick, args.work, args.release_sample)
     else:
         with tempfile.TemporaryDirectory(prefix="crossknow-bench-") as work:
-            result = run_bench(args.quick, Path(work))
+            result = run_bench(args.quick, Path(work), args.release_sample)
     out = args.json or RESULTS / f"pipeline-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print_table(result)
     print(f"\nfigures: {out}")
-    worst = max(figures["vs_lm_eval"]["max_abs_logprob_diff"] for figures in result["sets"].values()
+    worst = max(figures["vs_lm_eval"]["max_tolerance_fraction"] for figures in result["sets"].values()
                 if "vs_lm_eval" in figures)
-    if worst > TOLERANCE:
-        raise SystemExit(f"crossknow and lm-eval disagree: max |diff| {worst:.2e} > {TOLERANCE:.0e}")
+    if worst > 1:
+        raise SystemExit(f"crossknow and lm-eval disagree: a |diff| is {worst:.2f} of the tolerance "
+                         f"{TOLERANCE:.0e} + {REL_TOLERANCE:.0e} |sum|")
 
 
 def goals(result: dict) -> list[dict]:
@@ -270,6 +289,9 @@ def goals(result: dict) -> list[dict]:
         ("trace per checkpoint / one evaluate (7 checkpoints < 3 evaluations)",
          sets["trace"]["per_checkpoint_s"] / result["processes"]["evaluate-adaxeval"]["seconds"], "<", 3 / 7),
     ]
+    if "release" in sets:
+        checks.append(("process speed-up over lm-eval, AdaXEval release sample (issue 24)", sets["release"]["ratio"],
+                       ">=", 1.85))
     return [{"goal": goal, "value": value, "op": op, "target": target, "met": value >= target if op == ">=" else
              value < target} for goal, value, op, target in checks]
 
@@ -307,16 +329,19 @@ def print_table(result: dict) -> None:
         c = f["bf16_vs_float32"]
         print(f"{name:<10}{f['bf16_s']:>8.1f}{f['bf16_speedup_scoring']:>16.2f}x{f['bf16_speedup_process']:>7.2f}x"
               f"{c['prediction_agree']:>16.1%}{c['max_abs_logprob_diff']:>12.3f}{f['floor_bfloat16_s']:>13.1f}")
-    print(f"\ncrossknow against lm-eval, same requests (tolerance {result['tolerance']:.0e} nats):")
+    print(f"\ncrossknow against lm-eval, same requests (tolerance {result['tolerance']:.0e} nats "
+          f"+ {result.get('rel_tolerance', 0):.0e} |sum|):")
     for name, f in sets.items():
         c = f["vs_lm_eval"]
         print(f"  {name:<10} {c['options']} requests: max |diff| {c['max_abs_logprob_diff']:.2e}; greedy flags agree "
-              f"{c['greedy_agree']:.1%}; predictions agree {c['prediction_agree']:.1%}")
+              f"{c['greedy_agree']:.1%}; predictions agree {c['prediction_agree']:.1%}"
+              + (f"; {c['unscorable_by_crossknow']} items unscorable by crossknow's rule, left out"
+                 if c.get("unscorable_by_crossknow") else ""))
     t = result["sets"]["trace"]
     print(f"\ntrace sweep: {t['checkpoints']} checkpoints in {t['seconds']:.1f} s as a process "
           f"({t['per_checkpoint_s']:.1f} s per checkpoint; {t['single_evaluations']:.2f} single evaluations); "
           f"peak {t['peak_rss_mb']:.0f} MiB")
-    print("\ngoals (issue 13):")
+    print("\ngoals (issue 13; the release sample's, issue 24):")
     for goal in result["goals"]:
         print(f"  {'met    ' if goal['met'] else 'NOT met'} {goal['goal']}: {goal['value']:.3g} "
               f"(goal {goal['op']} {goal['target']:.3g})")

@@ -55,8 +55,17 @@ def predictions(scores: Scores) -> dict[str, int]:
     return {item_id: index for item_id, (_, index) in best.items()}
 
 
-def compare(ours: Scores, theirs: Scores) -> dict[str, float]:
-    """Largest |difference| of summed log-probability, greedy flags and predictions that agree.
+def crossknow_unscorable(run_dir: Path) -> set[str]:
+    """Ids of the items a `crossknow evaluate` run recorded as unscorable (invalid.jsonl), which lm-eval scores
+    anyway (e.g. a Japanese cloze item whose context and answer merge into one token)."""
+    path = run_dir / "invalid.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return {record["item_id"] for record in map(json.loads, lines) if record["reason"].startswith("unscorable")}
+
+
+def compare(ours: Scores, theirs: Scores, atol: float = 1e-3, rtol: float = 1e-5) -> dict[str, float]:
+    """Largest |difference| of summed log-probability, its largest fraction of the tolerance atol + rtol |sum|
+    (above 1: outside it), greedy flags and predictions that agree.
 
     Raises SystemExit when the two do not hold the same (item, option) keys.
     """
@@ -68,6 +77,8 @@ def compare(ours: Scores, theirs: Scores) -> dict[str, float]:
         "options": len(ours),
         "items": len(ours_pred),
         "max_abs_logprob_diff": max(abs(ours[key][0] - theirs[key][0]) for key in ours),
+        "max_tolerance_fraction": max(abs(ours[key][0] - theirs[key][0]) / (atol + rtol * abs(theirs[key][0]))
+                                      for key in ours),
         "greedy_agree": sum(ours[key][1] == theirs[key][1] for key in ours) / len(ours),
         "prediction_agree": sum(ours_pred[item] == theirs_pred[item] for item in ours_pred) / len(ours_pred),
     }

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from run_outputs import compare, lm_eval_scores, predictions  # noqa: E402
+from run_outputs import compare, crossknow_unscorable, lm_eval_scores, predictions  # noqa: E402
 
 
 def test_lm_eval_samples_are_read_per_document_and_choice(tmp_path):
@@ -35,3 +35,18 @@ def test_compare_reports_the_largest_difference_and_refuses_other_options():
     assert figures["greedy_agree"] == 0.5 and figures["prediction_agree"] == 0.0
     with pytest.raises(SystemExit, match="different options"):
         compare(ours, {("a", 0): (-2.0, False)})
+
+
+def test_the_tolerance_grows_with_the_sum():
+    """The release sample's worst option: |diff| 3.2e-3 on a sum of -463 is within 1e-3 + 1e-5 |sum|."""
+    ours, theirs = {("a", 0): (-463.48506, False)}, {("a", 0): (-463.48184, False)}
+    assert compare(ours, theirs)["max_tolerance_fraction"] == pytest.approx(0.00322 / 0.0056318, rel=1e-3)
+    assert compare({("a", 0): (-1.0, False)}, {("a", 0): (-1.0021, False)})["max_tolerance_fraction"] > 2
+
+
+def test_unscorable_items_are_read_from_invalid_jsonl(tmp_path):
+    records = [{"path": "x", "line": None, "field": None, "item_id": "cloze:1", "reason": "unscorable: merged"},
+               {"path": "x", "line": 3, "field": "options", "item_id": "cloze:2", "reason": "option 1 is empty"}]
+    (tmp_path / "invalid.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert crossknow_unscorable(tmp_path) == {"cloze:1"}
+    assert crossknow_unscorable(tmp_path / "none") == set()
