@@ -157,6 +157,7 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
     scoring_bf16 = _measurable(bf16.seconds - runs["startup-bfloat16"].seconds)
     floor = rates["float32"].floor_seconds(necessary)
     unscorable = crossknow_unscorable(work / f"ck-{name}")  # lm-eval scores them; they are left out of the comparison
+    ours_scores = crossknow_scores(work / f"ck-{name}")
     return {
         "items": len(items), **stats,
         "crossknow_s": ours.seconds, "lm_eval_s": theirs.seconds, "ratio": theirs.seconds / ours.seconds,
@@ -171,11 +172,11 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
         "crossknow_peak_rss_mb": ours.peak_rss_mb, "lm_eval_peak_rss_mb": theirs.peak_rss_mb,
         "bf16_s": bf16.seconds, "bf16_scoring_s": scoring_bf16, "bf16_speedup_scoring": scoring / scoring_bf16,
         "bf16_speedup_process": ours.seconds / bf16.seconds, "bf16_peak_rss_mb": bf16.peak_rss_mb,
-        "vs_lm_eval": {**compare(crossknow_scores(work / f"ck-{name}"),
+        "vs_lm_eval": {**compare(ours_scores,
                                  {key: value for key, value in lm_eval_scores(work / f"lm-{name}").items()
                                   if key[0] not in unscorable}, TOLERANCE, REL_TOLERANCE),
                        "unscorable_by_crossknow": len(unscorable)},
-        "bf16_vs_float32": compare(crossknow_scores(work / f"ck-{name}"), crossknow_scores(work / f"ck-{name}-bf16")),
+        "bf16_vs_float32": compare(ours_scores, crossknow_scores(work / f"ck-{name}-bf16")),
     }
 
 

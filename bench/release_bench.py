@@ -101,7 +101,7 @@ def run_process(argv: list[str], label: str, work: Path, out: Path, kind: str, k
 
 def measure_file(kind: str, path: Path, usable: int, work: Path, dtype: str, limit: int | None,
                  kill_after: int | None, interval: float) -> dict:
-    """Run (or resume) one file, of `usable` units by crossknow's reader, to its end and return its
+    """Run (or resume) one file, of `usable` units by the command's own reader, to its end and return its
     measurements; saved after every process."""
     name = f"{kind}-{path.stem}-{dtype}" + (f"-limit{limit}" if limit else "")
     record_path, out = work / "measures" / f"{name}.json", work / "runs" / name
