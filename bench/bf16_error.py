@@ -7,9 +7,11 @@ largest error |sum_bf16 - sum_fp32| per square root of the option's tokens (the 
 `crossknow.scoring.refine.BF16_ERROR`), the per-token error's quantiles, and for the bound the module
 states: how many items it leaves open for float32 re-scoring, and whether every item whose bf16
 prediction differs from float32's (under any normalisation) is among them. The figures go to stdout;
-they and every option's numbers in both dtypes to a JSON file.
+they and every option's numbers in both dtypes to a JSON file. With --items FILE, the items of FILE (any
+file `evaluate` reads, e.g. a sample of the AdaXEval release by bench/release_sample.py) under --rule are
+scored instead.
 
-    .venv/bin/python bench/bf16_error.py [--pairs 40] [--json OUT]
+    .venv/bin/python bench/bf16_error.py [--pairs 40] [--items FILE [--rule lm-eval]] [--json OUT]
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ PITFALLS = ("Japanese", "French", "Chinese", "Arabic", "Swahili", "Hindi")
 """Pitfalls files whose first pairs are scored (English and the other language of each pair)."""
 
 
-def items_and_rules(pairs: int) -> list[tuple[object, str]]:
-    """(item, rule) for the paper examples and the first `pairs` pairs of each Pitfalls file."""
+def items_and_rules(pairs: int, items: Path | None = None, rule: str = "lm-eval") -> list[tuple[object, str]]:
+    """(item, rule) for the paper examples and the first `pairs` pairs of each Pitfalls file; with `items`,
+    every item of that file under `rule` instead."""
     from crossknow.data.formats import load_item_set
 
+    if items is not None:
+        return [(item, rule) for item in load_item_set(items).items]
     chosen = [(item, "adaxeval") for item in load_item_set(SHARED / "adaxeval-paper-examples.jsonl").items]
     for name in PITFALLS:
         chosen += [(item, "lm-eval") for item in
@@ -53,6 +58,8 @@ def score_all(scorer, chosen) -> list[list[tuple[float, int, int, int]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--items", type=Path, help="score this item file instead of the default set")
+    parser.add_argument("--rule", default="lm-eval", choices=("adaxeval", "lm-eval"), help="the rule of --items")
     parser.add_argument("--model", default="default", help="model spec (a local model)")
     parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "results" / "bf16_error.json")
     args = parser.parse_args()
@@ -60,7 +67,7 @@ def main() -> None:
     from crossknow.scoring.normalise import Normalisation, OptionScore, predict
     from crossknow.scoring.refine import BF16_ERROR, needs_float32
 
-    chosen = items_and_rules(args.pairs)
+    chosen = items_and_rules(args.pairs, args.items, args.rule)
     full = score_all(load_scorer(args.model, ScorerOptions(device="cpu", dtype="float32")), chosen)
     half = score_all(load_scorer(args.model, ScorerOptions(device="cpu", dtype="bfloat16")), chosen)
     pairs = [(f, h) for fi, hi in zip(full, half, strict=True) for f, h in zip(fi, hi, strict=True)]

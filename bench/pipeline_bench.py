@@ -16,8 +16,10 @@ tool), on the CPU, batch size 8:
 3. The machine's matmul rate for the model's shapes (float32 and bfloat16, torch's thread count),
    the floor time = necessary FLOPs at that rate (bench/matmul_rate.py), and crossknow's fraction
    of it: floor / scoring time (evaluate process minus the 1-item process), and floor / process time.
-4. `evaluate --dtype bfloat16` against float32: speed-up, prediction agreement (argmax of the summed
-   log-probability), the largest |difference| of summed log-probability.
+4. `evaluate --dtype bfloat16` (with float32's decisions: the items its bound leaves open are scored
+   again in float32, `items_rescored_float32`) and `--dtype bfloat16 --no-float32-decisions` (plain
+   bfloat16) against float32: speed-up, prediction agreement (argmax of the summed log-probability),
+   the largest |difference| of summed log-probability.
 5. crossknow's summed log-probabilities against lm-eval's logged per-request log-likelihoods
    (--log_samples): the largest |difference|, checked against TOLERANCE + REL_TOLERANCE |sum|.
 Peak RSS of every process comes from wait4. The table goes to stdout, every figure to a JSON file.
@@ -79,10 +81,10 @@ def tool(name: str) -> str:
     return str(path)
 
 
-def evaluate_argv(model_dir: Path, data_args: list[str], out: Path, dtype: str) -> list[str]:
-    """`crossknow evaluate` on the model directory with lm-eval's rule."""
+def evaluate_argv(model_dir: Path, data_args: list[str], out: Path, dtype: str, *extra: str) -> list[str]:
+    """`crossknow evaluate` on the model directory with lm-eval's rule (`extra`: more options)."""
     return [tool("crossknow"), "evaluate", "--model", f"hf:{model_dir}", *data_args, "--out", str(out),
-            "--device", "cpu", "--dtype", dtype, "--rule", "lm-eval", "--batch-size", str(BATCH_SIZE)]
+            "--device", "cpu", "--dtype", dtype, "--rule", "lm-eval", "--batch-size", str(BATCH_SIZE), *extra]
 
 
 def lm_eval_argv(model_dir: Path, include: Path, group: str, out: Path) -> list[str]:
@@ -151,6 +153,7 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
                 runs: dict[str, ProcessRun], rates: dict[str, MatmulRates]) -> dict:
     """The figures of one set from its processes' times and outputs and its FLOP counts."""
     ours, theirs, bf16 = runs[f"evaluate-{name}"], runs[f"lm_eval-{name}"], runs[f"evaluate-{name}-bf16"]
+    plain = runs[f"evaluate-{name}-bf16-plain"]
     # Scoring = the process minus the 1-item process; under a heavy load the difference can vanish in the
     # noise, and a figure derived from less than MIN_SCORING_S is reported as NaN rather than as a huge ratio.
     scoring = _measurable(ours.seconds - runs["startup-float32"].seconds)
@@ -172,11 +175,16 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
         "crossknow_peak_rss_mb": ours.peak_rss_mb, "lm_eval_peak_rss_mb": theirs.peak_rss_mb,
         "bf16_s": bf16.seconds, "bf16_scoring_s": scoring_bf16, "bf16_speedup_scoring": scoring / scoring_bf16,
         "bf16_speedup_process": ours.seconds / bf16.seconds, "bf16_peak_rss_mb": bf16.peak_rss_mb,
+        "bf16_items_rescored_float32": json.loads((work / f"ck-{name}-bf16" / "metrics.json").read_text())[
+            "items_rescored_float32"],
+        "bf16_plain_s": plain.seconds, "bf16_plain_speedup_process": ours.seconds / plain.seconds,
+        "bf16_plain_peak_rss_mb": plain.peak_rss_mb,
         "vs_lm_eval": {**compare(ours_scores,
                                  {key: value for key, value in lm_eval_scores(work / f"lm-{name}").items()
                                   if key[0] not in unscorable}, TOLERANCE, REL_TOLERANCE),
                        "unscorable_by_crossknow": len(unscorable)},
         "bf16_vs_float32": compare(ours_scores, crossknow_scores(work / f"ck-{name}-bf16")),
+        "bf16_plain_vs_float32": compare(ours_scores, crossknow_scores(work / f"ck-{name}-bf16-plain")),
     }
 
 
@@ -216,6 +224,8 @@ def run_bench(quick: bool, work: Path, release_sample: Path | None = None) -> di
         processes.run(f"lm_eval-{name}", lm_eval_argv(model_dir, task, group, work / f"lm-{name}"))
         bf16_out = work / f"ck-{name}-bf16"
         processes.run(f"evaluate-{name}-bf16", evaluate_argv(model_dir, data_args, bf16_out, "bfloat16"))
+        processes.run(f"evaluate-{name}-bf16-plain", evaluate_argv(
+            model_dir, data_args, work / f"ck-{name}-bf16-plain", "bfloat16", "--no-float32-decisions"))
         necessary, theirs_work, stats = count_work(tokenizer, shapes, items)
         figures[name] = set_figures(name, items, necessary, theirs_work, stats, work, processes.runs, rates)
 
@@ -291,8 +301,14 @@ def goals(result: dict) -> list[dict]:
          sets["trace"]["per_checkpoint_s"] / result["processes"]["evaluate-adaxeval"]["seconds"], "<", 3 / 7),
     ]
     if "release" in sets:
-        checks.append(("process speed-up over lm-eval, AdaXEval release sample (issue 24)", sets["release"]["ratio"],
-                       ">=", 1.85))
+        release = sets["release"]
+        checks += [
+            ("process speed-up over lm-eval, AdaXEval release sample (issue 24)", release["ratio"], ">=", 1.85),
+            ("bfloat16 with float32's decisions over float32, release sample, process (issue 24)",
+             release["bf16_speedup_process"], ">=", 1.35),
+            ("bfloat16 with float32's decisions: predictions equal to float32, release and Pitfalls (issue 24)",
+             min(sets[name]["bf16_vs_float32"]["prediction_agree"] for name in ("release", "pitfalls")), ">=", 1.0),
+        ]
     return [{"goal": goal, "value": value, "op": op, "target": target, "met": value >= target if op == ">=" else
              value < target} for goal, value, op, target in checks]
 
@@ -323,13 +339,20 @@ def print_table(result: dict) -> None:
         print(f"{name:<10}{f['floor_float32_s']:>8.1f}{f['crossknow_scoring_s']:>10.1f}{f['floor_fraction_scoring']:>9.0%}"
               f"{f['crossknow_gflops_scoring']:>9.0f}{f['crossknow_s']:>10.1f}{f['floor_fraction_process']:>9.0%}"
               f"{f['lm_eval_gflops_process']:>16.0f}")
-    print("\nbfloat16 against float32 (crossknow evaluate):")
+    print("\nbfloat16 with float32's decisions against float32 (crossknow evaluate):")
     print(f"{'set':<10}{'bf16 s':>8}{'speed-up scoring':>17}{'process':>8}{'same prediction':>16}{'max |d sum|':>12}"
-          f"{'bf16 floor s':>13}")
+          f"{'bf16 floor s':>13}{'re-scored':>10}")
     for name, f in sets.items():
         c = f["bf16_vs_float32"]
         print(f"{name:<10}{f['bf16_s']:>8.1f}{f['bf16_speedup_scoring']:>16.2f}x{f['bf16_speedup_process']:>7.2f}x"
-              f"{c['prediction_agree']:>16.1%}{c['max_abs_logprob_diff']:>12.3f}{f['floor_bfloat16_s']:>13.1f}")
+              f"{c['prediction_agree']:>16.1%}{c['max_abs_logprob_diff']:>12.3f}{f['floor_bfloat16_s']:>13.1f}"
+              f"{f['bf16_items_rescored_float32']:>6}/{f['items']}")
+    print("plain bfloat16 (--no-float32-decisions) against float32:")
+    print(f"{'set':<10}{'bf16 s':>8}{'process':>8}{'same prediction':>16}{'max |d sum|':>12}{'peak MiB':>9}")
+    for name, f in sets.items():
+        c = f["bf16_plain_vs_float32"]
+        print(f"{name:<10}{f['bf16_plain_s']:>8.1f}{f['bf16_plain_speedup_process']:>7.2f}x"
+              f"{c['prediction_agree']:>16.1%}{c['max_abs_logprob_diff']:>12.3f}{f['bf16_plain_peak_rss_mb']:>9.0f}")
     print(f"\ncrossknow against lm-eval, same requests (tolerance {result['tolerance']:.0e} nats "
           f"+ {result.get('rel_tolerance', 0):.0e} |sum|):")
     for name, f in sets.items():

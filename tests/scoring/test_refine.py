@@ -21,6 +21,7 @@ def test_an_item_is_open_when_the_gap_is_within_both_options_bounds(gap, tokens,
 
 
 def test_an_item_decided_under_one_normalisation_but_not_another_is_open():
-    # the sum prefers option 0 by 1 nat, over its bound 2e; per character both lose 1.0 nat: a tie
-    assert needs_float32([OptionScore(-10.0, 1, 10, 10), OptionScore(-11.0, 1, 11, 11)])
-    assert not needs_float32([OptionScore(-10.0, 1, 10, 10), OptionScore(-20.0, 1, 10, 10)])
+    # the sum prefers option 0 by 10 nats, over its bound 2e; per character both lose 1.0 nat: a tie
+    assert 10.0 > 2 * E
+    assert needs_float32([OptionScore(-100.0, 1, 100, 100), OptionScore(-110.0, 1, 110, 110)])
+    assert not needs_float32([OptionScore(-100.0, 1, 100, 100), OptionScore(-200.0, 1, 100, 100)])
