@@ -117,11 +117,12 @@ def measure_file(kind: str, path: Path, usable: int, work: Path, dtype: str, lim
         record["finished"] = not process["killed"]
         record_path.parent.mkdir(parents=True, exist_ok=True)
         record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    return summarise(record, committed_keys(out, kind), usable, KINDS[kind][1], record_path)
+    return summarise(record, committed_keys(out, kind), usable, KINDS[kind][1], record_path, out)
 
 
-def summarise(record: dict, keys: list[str], usable: int, per_unit: int, record_path: Path) -> dict:
-    """Add the file's figures and the check of its run directory to `record`, and save it."""
+def summarise(record: dict, keys: list[str], usable: int, per_unit: int, record_path: Path, out: Path) -> dict:
+    """Add the file's figures and the check of its run directory `out` to `record`, and save it; for an
+    `evaluate` run in bfloat16, also the items its metrics.json says were re-scored in float32."""
     processes = record["processes"]
     seconds = sum(p["seconds"] for p in processes)
     measured = sum(p["items_after"] - p["items_before"] for p in processes)
@@ -134,20 +135,28 @@ def summarise(record: dict, keys: list[str], usable: int, per_unit: int, record_
         "peak_rss_mb": max(p["peak_rss_mb"] for p in processes),
         f"rss_mb_up_to_{ITEMS_AT}_items": max(early) if processes[0]["items_after"] > ITEMS_AT and early else None,
         "killed_and_resumed": any(p["killed"] for p in processes),
+        "items_rescored_float32": _rescored(out),
     })
     record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
 
 
+def _rescored(out: Path) -> int | None:
+    """`items_rescored_float32` of the run's metrics.json (evaluate only; None where absent)."""
+    metrics = out / "metrics.json"
+    return json.loads(metrics.read_text(encoding="utf-8")).get("items_rescored_float32") if metrics.exists() else None
+
+
 def print_table(records: list[dict]) -> None:
     """One line per file, then the whole release per kind."""
     print(f"{'file':<34}{'items':>7}{'s':>8}{'items/s':>8}{f'MiB<={ITEMS_AT}':>10}{'peak MiB':>9}"
-          f"{'killed':>7}{'intact':>7}")
+          f"{'killed':>7}{'intact':>7}{'re-scored':>10}")
     for r in records:
         early = r[f"rss_mb_up_to_{ITEMS_AT}_items"]
         print(f"{r['name']:<34}{r['items']:>7}{r['seconds']:>8.0f}{r['items_per_second']:>8.2f}"
               f"{early if early is not None else '-':>10}{r['peak_rss_mb']:>9.0f}"
-              f"{'yes' if r['killed_and_resumed'] else '':>7}{'yes' if r['nothing_lost'] else 'NO':>7}")
+              f"{'yes' if r['killed_and_resumed'] else '':>7}{'yes' if r['nothing_lost'] else 'NO':>7}"
+              f"{r.get('items_rescored_float32') or '':>10}")
     for kind in sorted({r["kind"] for r in records}):
         rows = [r for r in records if r["kind"] == kind]
         items, seconds = sum(r["items"] for r in rows), sum(r["seconds"] for r in rows)

@@ -20,10 +20,10 @@ def _process(items_before, items_after, samples, killed=False, seconds=10.0):
 def test_a_run_directory_with_a_unit_twice_or_missing_is_not_intact(tmp_path):
     record = {"processes": [_process(0, 4, [{"seconds": 5, "items": 2, "rss_mb": 100.0}])]}
     path = tmp_path / "m.json"
-    assert summarise(dict(record), ["a", "b"], 2, 2, path)["nothing_lost"]
-    twice = summarise(dict(record), ["a", "b", "b"], 2, 2, path)
+    assert summarise(dict(record), ["a", "b"], 2, 2, path, tmp_path)["nothing_lost"]
+    twice = summarise(dict(record), ["a", "b", "b"], 2, 2, path, tmp_path)
     assert not twice["nothing_lost"] and twice["repeated_units"] == 1
-    assert not summarise(dict(record), ["a"], 2, 2, path)["nothing_lost"]
+    assert not summarise(dict(record), ["a"], 2, 2, path, tmp_path)["nothing_lost"]
     assert json.loads(path.read_text())["committed_units"] == 1
 
 
@@ -32,11 +32,19 @@ def test_rates_add_the_processes_of_a_killed_and_resumed_file(tmp_path):
                 {"seconds": 60, "items": 1200, "rss_mb": 1700.0}]
     first = _process(0, 1200, readings, killed=True, seconds=60.0)
     second = _process(1200, 1600, [{"seconds": 5, "items": 1200, "rss_mb": 2000.0}], seconds=20.0)
-    record = summarise({"processes": [first, second]}, [str(i) for i in range(800)], 800, 2, tmp_path / "m.json")
+    record = summarise({"processes": [first, second]}, [str(i) for i in range(800)], 800, 2, tmp_path / "m.json",
+                       tmp_path)
     assert record["items"] == 1600 and record["seconds"] == 80.0
     assert record["items_per_second"] == 1600 / 80.0
     assert record["rss_mb_up_to_1000_items"] == 1500.0  # the first process's readings up to 1,000 items
     assert record["peak_rss_mb"] == 2000.0 and record["killed_and_resumed"]
+
+
+def test_the_items_rescored_in_float32_come_from_the_runs_metrics(tmp_path):
+    record = {"processes": [_process(0, 2, [{"seconds": 5, "items": 2, "rss_mb": 100.0}])]}
+    assert summarise(dict(record), ["a"], 1, 2, tmp_path / "m.json", tmp_path)["items_rescored_float32"] is None
+    (tmp_path / "metrics.json").write_text(json.dumps({"items": 2, "items_rescored_float32": 1}))
+    assert summarise(dict(record), ["a"], 1, 2, tmp_path / "m.json", tmp_path)["items_rescored_float32"] == 1
 
 
 def test_committed_keys_are_read_from_the_stage_manifest(tmp_path):
