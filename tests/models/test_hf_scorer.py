@@ -12,6 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from crossknow.data.schemas import MCItem
+from crossknow.models.hf_scorer import option_chunks
 from crossknow.models.protocol import ScoreRequest
 from crossknow.scoring.rules import option_requests
 
@@ -71,6 +72,32 @@ def test_scores_equal_plain_float64_computation(embedded_scorer, reference_model
         assert result.logprob_sum == pytest.approx(sum(values), abs=TOLERANCE), request
         assert result.token_logprobs == pytest.approx(values, abs=TOLERANCE), request
         assert result.greedy == greedy, request
+
+
+def test_options_of_very_different_lengths_pass_in_chunks_with_the_float64_numbers(embedded_scorer, reference_model):
+    """One context, options of 1 to about 40 tokens: the option pass splits into chunks of similar length,
+    each continuing its own copy of the context's KV cache."""
+    context = "After the operation, the patient was given"
+    continuations = [" rest", " a long course of antibiotics, physiotherapy twice a day, a strict diet without salt or "
+                     "sugar, and weekly visits to the clinic for blood tests", " insulin", " an injection of morphine",
+                     " a cup of sweet tea", " two weeks of bed rest", " a bag of ice for the pain"]
+    requests = [ScoreRequest(context, continuation) for continuation in continuations]
+    lengths = [len(embedded_scorer.encode_request(request)[1]) - 1 for request in requests]
+    assert len(option_chunks(lengths)) >= 2  # the case under test
+    for request, result in zip(requests, embedded_scorer.score(requests), strict=True):
+        values, greedy = reference(reference_model, embedded_scorer.tokenizer, request.context, request.continuation)
+        assert result.logprob_sum == pytest.approx(sum(values), abs=TOLERANCE), request
+        assert result.greedy == greedy, request
+
+
+def test_option_chunks_minimise_padded_tokens_plus_a_cost_per_pass():
+    # sorted: 30 (row 0), 29 (3), 6 (5), 5 (1), 5 (2), 1 (6); row 4 feeds nothing and needs no pass.
+    # one pass: 6 * 30 + 32 = 212; [30, 29] + [6, 5, 5, 1]: 2 * 30 + 32 + 4 * 6 + 32 = 148;
+    # three passes ([30, 29], [6, 5, 5], [1]): 92 + 50 + 33 = 175
+    assert option_chunks([30, 5, 5, 29, 0, 6, 1], overhead=32) == [[0, 3], [5, 1, 2, 6]]
+    assert option_chunks([30, 5, 5, 29, 0, 6, 1], overhead=0) == [[0], [3], [5], [1, 2], [6]]  # no padding at all
+    assert option_chunks([30, 5, 5, 29, 0, 6, 1], overhead=10**6) == [[0, 3, 5, 1, 2, 6]]  # one pass
+    assert option_chunks([0, 0]) == []  # one-token options: no option pass
 
 
 def test_batching_and_grouping_do_not_change_numbers(embedded_scorer):
