@@ -44,7 +44,7 @@ from pathlib import Path
 
 from flop_counts import ModelShapes, Work, item_tokens, lm_eval_work, necessary_work
 from matmul_rate import MatmulRates, measure_rates
-from run_outputs import compare, crossknow_scores, crossknow_unscorable, lm_eval_scores
+from run_outputs import compare, crossknow_rescored, crossknow_scores, crossknow_unscorable, lm_eval_scores
 from timed_process import ProcessRun, run_timed
 
 SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
@@ -175,8 +175,7 @@ def set_figures(name: str, items: list, necessary: Work, theirs_work: Work, stat
         "crossknow_peak_rss_mb": ours.peak_rss_mb, "lm_eval_peak_rss_mb": theirs.peak_rss_mb,
         "bf16_s": bf16.seconds, "bf16_scoring_s": scoring_bf16, "bf16_speedup_scoring": scoring / scoring_bf16,
         "bf16_speedup_process": ours.seconds / bf16.seconds, "bf16_peak_rss_mb": bf16.peak_rss_mb,
-        "bf16_items_rescored_float32": json.loads((work / f"ck-{name}-bf16" / "metrics.json").read_text())[
-            "items_rescored_float32"],
+        "bf16_items_rescored_float32": crossknow_rescored(work / f"ck-{name}-bf16"),
         "bf16_plain_s": plain.seconds, "bf16_plain_speedup_process": ours.seconds / plain.seconds,
         "bf16_plain_peak_rss_mb": plain.peak_rss_mb,
         "vs_lm_eval": {**compare(ours_scores,

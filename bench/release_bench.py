@@ -30,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pipeline_bench import OFFLINE, SHARED, tool
+from run_outputs import crossknow_rescored
 from timed_process import run_timed
 
 ITEMS_AT = 1000
@@ -135,16 +136,10 @@ def summarise(record: dict, keys: list[str], usable: int, per_unit: int, record_
         "peak_rss_mb": max(p["peak_rss_mb"] for p in processes),
         f"rss_mb_up_to_{ITEMS_AT}_items": max(early) if processes[0]["items_after"] > ITEMS_AT and early else None,
         "killed_and_resumed": any(p["killed"] for p in processes),
-        "items_rescored_float32": _rescored(out),
+        "items_rescored_float32": crossknow_rescored(out),
     })
     record_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return record
-
-
-def _rescored(out: Path) -> int | None:
-    """`items_rescored_float32` of the run's metrics.json (evaluate only; None where absent)."""
-    metrics = out / "metrics.json"
-    return json.loads(metrics.read_text(encoding="utf-8")).get("items_rescored_float32") if metrics.exists() else None
 
 
 def print_table(records: list[dict]) -> None:

@@ -63,6 +63,13 @@ def crossknow_unscorable(run_dir: Path) -> set[str]:
     return {record["item_id"] for record in map(json.loads, lines) if record["reason"].startswith("unscorable")}
 
 
+def crossknow_rescored(run_dir: Path) -> int | None:
+    """`items_rescored_float32` of a `crossknow evaluate` run's metrics.json: the items a low-precision run scored
+    again in float32 (None where the run has no metrics.json yet)."""
+    metrics = run_dir / "metrics.json"
+    return json.loads(metrics.read_text(encoding="utf-8")).get("items_rescored_float32") if metrics.exists() else None
+
+
 def compare(ours: Scores, theirs: Scores, atol: float = 1e-3, rtol: float = 1e-5) -> dict[str, float]:
     """Largest |difference| of summed log-probability, its largest fraction of the tolerance atol + rtol |sum|
     (above 1: outside it), greedy flags and predictions that agree.

@@ -51,7 +51,7 @@ def option_chunks(lengths: Sequence[int], overhead: int = CHUNK_OVERHEAD_TOKENS)
     row, that minimise the padded tokens plus `overhead` per pass. Rows of length 0 need no pass and are
     left out. The passes hold rows in order of decreasing length (ties by index), the longest first."""
     order = sorted((i for i, n in enumerate(lengths) if n > 0), key=lambda i: (-lengths[i], i))
-    best, cut = [0] + [0] * len(order), [0] * (len(order) + 1)
+    best, cut = [0] * (len(order) + 1), [0] * (len(order) + 1)
     for end in range(1, len(order) + 1):  # best[end]: cheapest split of the `end` longest rows
         best[end], cut[end] = min(
             (best[start] + (end - start) * lengths[order[start]] + overhead, start) for start in range(end)
