@@ -8,6 +8,11 @@ otherwise than its tokenizer.json says, so the fast load is used only for a chec
 whose verdict file (written by `crossknow.models.checkpoint_cache`, under the transformers version
 that made it) records that both loads give the same token ids, decoded text and special tokens on
 `PROBES`. Directories without a current verdict (every user's `hf:` model) load with AutoTokenizer.
+
+The scorer needs less: the token ids of a text and the special tokens' ids. For it, `ScoringTokenizer`
+encodes straight through the Rust tokenizer, without importing transformers (a third of a second of
+start-up), where the verdict records that this too gives the same ids on `PROBES`; anything else asked
+of it goes to the fast load, made on first use.
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ import os
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 VERDICT_FILE = "crossknow-tokenizer.json"
 """Name of the verdict file in a checkpoint directory."""
+VERDICT_FORMAT = 2
+"""Version of the verdict's fields (2 added `scoring_tokenizer_equal`); a verdict of another is not current."""
 SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "pad_token", "mask_token")
 """Special tokens taken from tokenizer_config.json."""
 PROBES = (
@@ -40,12 +48,8 @@ PROBES = (
 """Texts on which the fast and the AutoTokenizer load must agree (the tests check hundreds more)."""
 
 
-def load_fast_tokenizer(path: str | Path) -> Any:
-    """The tokenizer of checkpoint `path` from its tokenizer.json through the Rust loader, with the
-    special tokens of its tokenizer_config.json."""
-    from transformers import PreTrainedTokenizerFast  # not AutoTokenizer: its import alone costs seconds
-
-    path = Path(path)
+def _special_tokens(path: Path) -> dict[str, str]:
+    """SPECIAL_TOKENS' texts as the checkpoint's tokenizer_config.json gives them."""
     config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
     specials = {}
     for name in SPECIAL_TOKENS:
@@ -54,7 +58,55 @@ def load_fast_tokenizer(path: str | Path) -> Any:
             value = value.get("content")
         if value is not None:
             specials[name] = value
-    return PreTrainedTokenizerFast(tokenizer_file=str(path / "tokenizer.json"), name_or_path=str(path), **specials)
+    return specials
+
+
+def load_fast_tokenizer(path: str | Path) -> Any:
+    """The tokenizer of checkpoint `path` from its tokenizer.json through the Rust loader, with the
+    special tokens of its tokenizer_config.json."""
+    from transformers import PreTrainedTokenizerFast  # not AutoTokenizer: its import alone costs seconds
+
+    path = Path(path)
+    return PreTrainedTokenizerFast(tokenizer_file=str(path / "tokenizer.json"), name_or_path=str(path),
+                                   **_special_tokens(path))
+
+
+class ScoringTokenizer:
+    """A checked checkpoint's tokenizer for the scorer: `tokenizer(text).input_ids` and the special tokens'
+    ids straight from the Rust tokenizer; any other call or attribute from `load_fast_tokenizer`'s
+    tokenizer, loaded on first use."""
+
+    def __init__(self, path: str | Path):
+        from tokenizers import Tokenizer
+
+        self.path = Path(path)
+        self._rust = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        self._full: Any = None
+        specials = _special_tokens(self.path)
+        for name in SPECIAL_TOKENS:
+            content = specials.get(name)
+            setattr(self, name + "_id", None if content is None else self._rust.token_to_id(content))
+
+    def __call__(self, text: Any, **kwargs: Any) -> Any:
+        """The encoding of `text` with `.input_ids`, special tokens added, as the fast load gives it."""
+        if kwargs or not isinstance(text, str):
+            return self.full(text, **kwargs)
+        return SimpleNamespace(input_ids=self._rust.encode(text).ids)
+
+    @property
+    def full(self) -> Any:
+        """`load_fast_tokenizer`'s tokenizer of the same checkpoint."""
+        if self._full is None:
+            self._full = load_fast_tokenizer(self.path)
+        return self._full
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_full", "_rust", "path"):
+            raise AttributeError(name)
+        return getattr(self.full, name)
+
+    def __len__(self) -> int:
+        return len(self.full)
 
 
 def differences(fast: Any, reference: Any, texts: tuple[str, ...] | list[str]) -> list[str]:
@@ -74,14 +126,20 @@ def differences(fast: Any, reference: Any, texts: tuple[str, ...] | list[str]) -
 
 
 def record_verdict(path: str | Path) -> bool:
-    """Compare both loads of checkpoint `path` on PROBES, write the verdict file atomically, return it."""
+    """Compare the fast load and the ScoringTokenizer of checkpoint `path` with AutoTokenizer's on PROBES,
+    write the verdict file atomically, return whether the fast load is the same."""
     from transformers import AutoTokenizer
 
     path = Path(path)
-    equal = (path / "tokenizer.json").is_file() and not differences(
-        load_fast_tokenizer(path), AutoTokenizer.from_pretrained(path), PROBES
-    )
-    verdict = {"fast_tokenizer_equal": equal, "transformers": version("transformers")}
+    reference = AutoTokenizer.from_pretrained(path)
+    has_json = (path / "tokenizer.json").is_file()
+    equal = has_json and not differences(load_fast_tokenizer(path), reference, PROBES)
+    verdict = {
+        "fast_tokenizer_equal": equal,
+        "scoring_tokenizer_equal": equal and not differences(ScoringTokenizer(path), reference, PROBES),
+        "transformers": version("transformers"),
+        "format": VERDICT_FORMAT,
+    }
     with tempfile.NamedTemporaryFile("w", dir=path, prefix=".verdict-", delete=False, encoding="utf-8") as file:
         json.dump(verdict, file)
     os.replace(file.name, path / VERDICT_FILE)
@@ -89,18 +147,21 @@ def record_verdict(path: str | Path) -> bool:
 
 
 def has_current_verdict(path: str | Path) -> bool:
-    """Whether checkpoint `path` holds a verdict made under the installed transformers."""
+    """Whether checkpoint `path` holds a verdict of VERDICT_FORMAT made under the installed transformers."""
     try:
         verdict = json.loads((Path(path) / VERDICT_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return verdict.get("transformers") == version("transformers")
+    return verdict.get("transformers") == version("transformers") and verdict.get("format") == VERDICT_FORMAT
 
 
-def load_tokenizer(path: str, revision: str | None) -> Any:
-    """The tokenizer of `path`: the fast load where a current verdict says it is the same, else AutoTokenizer."""
+def load_tokenizer(path: str, revision: str | None, scoring: bool = False) -> Any:
+    """The tokenizer of `path`: where a current verdict says they are the same, the ScoringTokenizer (with
+    `scoring`) or the fast load; else AutoTokenizer."""
     if revision is None and has_current_verdict(path):
         verdict = json.loads((Path(path) / VERDICT_FILE).read_text(encoding="utf-8"))
+        if scoring and verdict.get("scoring_tokenizer_equal"):
+            return ScoringTokenizer(path)
         if verdict.get("fast_tokenizer_equal"):
             return load_fast_tokenizer(path)
     from transformers import AutoTokenizer

@@ -9,7 +9,6 @@ from crossknow.models.device import resolve_device
 
 try:
     import torch
-    from transformers import AutoModelForCausalLM
 
     from crossknow.models.fast_tokenizer import load_tokenizer
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
@@ -55,8 +54,26 @@ def load_causal_lm(path: str, revision: str | None, model_id: str, device: str, 
     if dtype not in DTYPES:
         raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     try:
+        from transformers import AutoModelForCausalLM
+    except ImportError as error:  # pragma: no cover - exercised only without the hf extra
+        raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from error
+    try:
         tokenizer = load_tokenizer(path, revision)
         model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES[dtype])
     except OSError as error:
         raise CrossknowError(f"cannot load model {model_id!r}: {error}") from error
     return tokenizer, model.to(device).eval()
+
+
+def load_scoring_model(path: str, revision: str | None, model_id: str, device: str, dtype: str) -> tuple[Any, Any]:
+    """`load_causal_lm` for the scorer: a local Gemma 3 text checkpoint that `crossknow.models.gemma3_text`
+    computes loads through it, without importing transformers' model code (about 1.5 s of start-up);
+    any other model through transformers."""
+    from crossknow.models import gemma3_text
+
+    if dtype not in DTYPES or revision is not None or gemma3_text.unsupported(path) is not None:
+        return load_causal_lm(path, revision, model_id, device, dtype)
+    try:
+        return load_tokenizer(path, revision, scoring=True), gemma3_text.load(path, DTYPES[dtype], device)
+    except OSError as error:
+        raise CrossknowError(f"cannot load model {model_id!r}: {error}") from error

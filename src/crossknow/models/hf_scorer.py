@@ -35,7 +35,7 @@ try:
     import torch
 
     from crossknow.models.device import resolve_device
-    from crossknow.models.hf_loading import load_causal_lm
+    from crossknow.models.hf_loading import load_scoring_model
     from crossknow.models.logit_head import LogitHead, check_head_once
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
@@ -97,7 +97,7 @@ class HFScorer:
         self.dtype = dtype
         self.device = resolve_device(device)
         self.batch_size = batch_size
-        self.tokenizer, self.model = loaded or load_causal_lm(path, revision, self.model_id, self.device, dtype)
+        self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id, self.device, dtype)
         self._body = self.model.get_decoder()
         self._head = LogitHead(self.model)
         check_head_once(self.model, self._head, self.device, self.model_id)

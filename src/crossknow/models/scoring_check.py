@@ -6,8 +6,10 @@ cache and builds attention masks, which changes between releases (5.24 renamed `
 to `cache` inside every decoder layer, and the frozen-block replay silently stopped filling the
 cache). `path_differences` measures both paths against a plain forward of each whole sequence,
 one option at a time; `check_scoring_path` runs that on a tiny random Gemma 3 model with
-sliding-window and full-attention layers, in well under a second, so that `crossknow demo`,
-`train` and `trace` fail at start with a clear message instead of after minutes of training.
+sliding-window and full-attention layers, as transformers computes it and as crossknow's own
+`crossknow.models.gemma3_text` does (which scores Gemma 3 checkpoints), in well under a second, so
+that `crossknow demo`, `train` and `trace` fail at start with a clear message instead of after
+minutes of training.
 """
 
 from __future__ import annotations
@@ -109,15 +111,22 @@ def path_differences(tokenizer: Any, model: Any, requests: Sequence[ScoreRequest
 
 def check_scoring_path() -> None:
     """Raise CrossknowError, naming the installed versions, when a fast path of the HF scorer does not
-    give the plain forward's numbers (within TOLERANCE) on the tiny sliding-window model. Without torch
-    and transformers there is no HF path to check, and nothing is done."""
+    give the plain forward's numbers (within TOLERANCE) on the tiny sliding-window model, in transformers'
+    module or in crossknow's. Without torch and transformers there is no HF path to check, and nothing is done."""
     from importlib.metadata import version
     from importlib.util import find_spec
 
     if find_spec("torch") is None or find_spec("transformers") is None:
         return
     try:
-        differences = path_differences(ByteTokenizer(), tiny_sliding_model())
+        from crossknow.models.gemma3_text import from_transformers
+
+        model = tiny_sliding_model()
+        differences = {
+            f"{path} ({kind})": value
+            for kind, module in (("transformers' Gemma 3", model), ("crossknow's Gemma 3", from_transformers(model)))
+            for path, value in path_differences(ByteTokenizer(), module).items()
+        }
     except Exception as error:  # any failure here is the environment's: say so before minutes of work
         problem = f"it failed with {type(error).__name__}: {error}"
     else:
