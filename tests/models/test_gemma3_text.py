@@ -201,3 +201,25 @@ def test_a_verdict_of_the_old_format_is_not_current(embedded_checkpoint_dir, tmp
     assert not has_current_verdict(checkpoint)
     (checkpoint / VERDICT_FILE).write_text(json.dumps(verdict))
     assert has_current_verdict(checkpoint)
+
+
+@pytest.mark.slow
+def test_a_one_item_evaluate_of_the_embedded_model_never_imports_transformers(embedded_checkpoint_dir, tmp_path):
+    """What keeps the start-up short (docs/speed.md): neither transformers' model code nor its tokenizer
+    classes are imported on the scoring path of a Gemma 3 checkpoint with a current verdict."""
+    import subprocess
+    import sys
+
+    assert json.loads((embedded_checkpoint_dir / VERDICT_FILE).read_text())["scoring_tokenizer_equal"]
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('imported transformers:', 'transformers' in sys.modules))\n"
+        f"sys.argv = ['crossknow', 'evaluate', '--data', 'sample', '--limit', '1', '--out', {str(tmp_path / 'run')!r},"
+        " '--device', 'cpu']\n"
+        "from crossknow.cli.app import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 items in" in done.stdout
+    assert "imported transformers: False" in done.stdout

@@ -17,8 +17,8 @@ SENTENCES = ["The capital of France is Paris.", "東京は日本の首都です�
 
 
 @pytest.mark.slow
-def test_mean_pooling_equals_a_plain_computation(embedded_scorer) -> None:
-    tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
+def test_mean_pooling_equals_a_plain_computation(embedded_generator) -> None:
+    tokenizer, model = embedded_generator.tokenizer, embedded_generator.model
     # Batched together (the shorter one right-padded) ...
     batched = mean_pooled(tokenizer, model, SENTENCES, batch_size=2)
     for row, sentence in enumerate(SENTENCES):

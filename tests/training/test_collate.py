@@ -48,12 +48,12 @@ def _mean_token_loss(model: Any, batch: dict[str, Any], tokens: int) -> float:
         return float(model(**batch, num_items_in_batch=tokens).loss)
 
 
-def test_a_padded_batch_has_the_loss_of_its_sequences_alone(embedded_scorer: Any) -> None:
+def test_a_padded_batch_has_the_loss_of_its_sequences_alone(embedded_generator: Any) -> None:
     """Two demo documents cut to 40 and 16 tokens: the mean token loss of the padded pair equals the one
     computed from each document alone. transformers' DataCollatorForLanguageModeling pads on the Gemma
     tokenizer's side, the left, and fails this: measured 1.7% off on two tiny-run documents (4.4079
     against 4.3330)."""
-    tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
+    tokenizer, model = embedded_generator.tokenizer, embedded_generator.model
     lines = (DEMO_DIR / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:2]
     texts = [json.loads(line)["text"] for line in lines]
     cut = [tokenizer(text)["input_ids"][:length] for text, length in zip(texts, (40, 16), strict=True)]

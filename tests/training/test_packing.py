@@ -79,11 +79,11 @@ def _log_probs(model: Any, batch: dict[str, Any]) -> Any:
         model.eval()
 
 
-def test_a_packed_text_sees_only_itself(embedded_scorer: Any) -> None:
+def test_a_packed_text_sees_only_itself(embedded_generator: Any) -> None:
     """Two real texts packed into one sequence, through the collator as training runs them: each position's
     next-token log-probabilities equal those of its text run alone, so no token of the second text attends to
     the first. Packed straight through (unmasked), the second text's differ by tens of nats."""
-    tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
+    tokenizer, model = embedded_generator.tokenizer, embedded_generator.model
     first, second = _ids(tokenizer, DOC_1), _ids(tokenizer, DOC_2)
     collate = SequenceCollator(pad_token_id(tokenizer))
     width = len(first) + len(second)
@@ -100,10 +100,10 @@ def test_a_packed_text_sees_only_itself(embedded_scorer: Any) -> None:
     assert (crossing[len(first):] - alone_second).abs().max() > 1.0  # measured: 17 nats
 
 
-def test_the_packed_loss_is_the_sum_of_the_texts_losses_alone(embedded_scorer: Any) -> None:
+def test_the_packed_loss_is_the_sum_of_the_texts_losses_alone(embedded_generator: Any) -> None:
     """What training minimises: the summed next-token loss of a packed sequence equals that of its texts alone
     (the boundary prediction, first text's EOS -> second text's BOS, is out of the loss)."""
-    tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
+    tokenizer, model = embedded_generator.tokenizer, embedded_generator.model
     first, second = _ids(tokenizer, DOC_1), _ids(tokenizer, DOC_2)
     collate = SequenceCollator(pad_token_id(tokenizer))
     targets = len(first) - 1 + len(second) - 1
@@ -117,10 +117,10 @@ def test_the_packed_loss_is_the_sum_of_the_texts_losses_alone(embedded_scorer: A
     assert packed == pytest.approx(alone, rel=1e-5)
 
 
-def test_packing_holds_in_gemmas_sliding_window_layers(embedded_scorer: Any) -> None:
+def test_packing_holds_in_gemmas_sliding_window_layers(embedded_generator: Any) -> None:
     """Gemma 3's sliding-window layers (5 of every 6) build their own mask. With the window shrunk to 4 tokens,
     so that it matters inside these short texts, the packed second text still equals itself alone."""
-    tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
+    tokenizer, model = embedded_generator.tokenizer, embedded_generator.model
     first, second = _ids(tokenizer, DOC_1), _ids(tokenizer, DOC_2)
     collate = SequenceCollator(pad_token_id(tokenizer))
     full_window = _log_probs(model, collate(sequences([second], len(second), "masked")))
@@ -135,8 +135,8 @@ def test_packing_holds_in_gemmas_sliding_window_layers(embedded_scorer: Any) -> 
     assert (packed[len(first):] - alone).abs().max() < 1e-2
 
 
-def test_the_run_time_check_passes_gemma_and_stops_a_model_that_crosses(embedded_scorer: Any) -> None:
-    tokenizer, model = embedded_scorer.tokenizer, embedded_scorer.model
+def test_the_run_time_check_passes_gemma_and_stops_a_model_that_crosses(embedded_generator: Any) -> None:
+    tokenizer, model = embedded_generator.tokenizer, embedded_generator.model
     collate = SequenceCollator(pad_token_id(tokenizer))
     assert check_document_masking(model, tokenizer, collate) < MASK_TOLERANCE
     assert not model.training  # left in the mode it was in

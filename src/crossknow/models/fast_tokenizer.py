@@ -22,7 +22,6 @@ import os
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 VERDICT_FILE = "crossknow-tokenizer.json"
@@ -71,6 +70,15 @@ def load_fast_tokenizer(path: str | Path) -> Any:
                                    **_special_tokens(path))
 
 
+class Encoded(dict):
+    """{"input_ids": ids}, read as a mapping or as `.input_ids`, as transformers' encodings are."""
+
+    @property
+    def input_ids(self) -> list[int]:
+        """The token ids."""
+        return self["input_ids"]
+
+
 class ScoringTokenizer:
     """A checked checkpoint's tokenizer for the scorer: `tokenizer(text).input_ids` and the special tokens'
     ids straight from the Rust tokenizer; any other call or attribute from `load_fast_tokenizer`'s
@@ -91,7 +99,7 @@ class ScoringTokenizer:
         """The encoding of `text` with `.input_ids`, special tokens added, as the fast load gives it."""
         if kwargs or not isinstance(text, str):
             return self.full(text, **kwargs)
-        return SimpleNamespace(input_ids=self._rust.encode(text).ids)
+        return Encoded(input_ids=self._rust.encode(text).ids)
 
     @property
     def full(self) -> Any:

@@ -80,17 +80,14 @@ class Gemma3TextConfig:
 
 def unsupported(directory: str | Path) -> str | None:
     """Why the checkpoint in `directory` is not one this module computes exactly, or None when it is."""
-    from crossknow.models.weights import weight_files
-
     directory = Path(directory)
     try:
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return f"no readable config.json ({error})"
-    files = weight_files(directory)
     rope = raw.get("rope_parameters")
     checks = {
-        "no weights in safetensors files": not files or any(path.suffix != ".safetensors" for path in files),
+        "no weights in safetensors files": not _weight_files(directory),
         "not a Gemma 3 text model": raw.get("model_type") != "gemma3_text"
         or raw.get("architectures", ["Gemma3ForCausalLM"]) != ["Gemma3ForCausalLM"],
         "quantised": "quantization_config" in raw,
@@ -347,6 +344,11 @@ class Gemma3TextModel(nn.Module):
         return LMOutput(torch.tanh(logits / cap) * cap if cap else logits)
 
 
+def _weight_files(directory: Path) -> list[Path]:
+    """The checkpoint's safetensors files (transformers reads these before any PyTorch .bin files)."""
+    return sorted(directory.glob("*.safetensors"))
+
+
 def _mapped_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The tensors of a safetensors file, mapped copy-on-write: no copy is made until a tensor is written."""
     dtypes = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
@@ -397,15 +399,13 @@ def from_transformers(model: Any) -> Gemma3TextModel:
 def load(directory: str | Path, dtype: torch.dtype, device: str) -> Gemma3TextModel:
     """The checkpoint in `directory` (config.json, model.safetensors or its shards) in `dtype` on `device`,
     in eval mode. Weights already in `dtype` on the CPU stay mapped from the file (copy-on-write)."""
-    from crossknow.models.weights import weight_files
-
     directory = Path(directory)
     reason = unsupported(directory)
     if reason is not None:
         raise ValueError(f"{directory}: {reason}")
     config = Gemma3TextConfig.from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
     tensors: dict[str, torch.Tensor] = {}
-    for path in weight_files(directory):
+    for path in _weight_files(directory):
         tensors.update(_mapped_tensors(path))
     try:
         return build(config, tensors, dtype, device)
