@@ -223,3 +223,25 @@ def test_a_one_item_evaluate_of_the_embedded_model_never_imports_transformers(em
     assert done.returncode == 0, done.stderr[-2000:]
     assert "1 items in" in done.stdout
     assert "imported transformers: False" in done.stdout
+
+
+def test_linear_rope_scaling_equals_transformers():
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    config = Gemma3TextConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, head_dim=16, sliding_window=4, layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=128, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}},
+    )
+    torch.manual_seed(5)
+    theirs = Gemma3ForCausalLM(config).eval()
+    assert theirs.config.rope_parameters["full_attention"]["rope_type"] == "linear"
+    ours = gemma3_text.from_transformers(theirs)
+    ids = torch.randint(3, 64, (1, 30), generator=torch.Generator().manual_seed(6))
+    with torch.inference_mode():
+        expected = theirs(input_ids=ids).logits
+        assert (ours(input_ids=ids).logits - expected).abs().max() <= TOLERANCE * expected.abs().max()
+    # the global blocks' second frequency: 1e6 ** (-2 / 16), divided by the factor 8
+    assert ours.get_decoder().full_attention_inv_freq[1].item() == pytest.approx(1e6 ** (-2 / 16) / 8, rel=1e-6)
