@@ -245,3 +245,19 @@ def test_linear_rope_scaling_equals_transformers():
         assert (ours(input_ids=ids).logits - expected).abs().max() <= TOLERANCE * expected.abs().max()
     # the global blocks' second frequency: 1e6 ** (-2 / 16), divided by the factor 8
     assert ours.get_decoder().full_attention_inv_freq[1].item() == pytest.approx(1e6 ** (-2 / 16) / 8, rel=1e-6)
+
+
+def test_weights_that_do_not_fit_the_config_are_a_clear_error(embedded_checkpoint_dir, tmp_path):
+    from crossknow.errors import CrossknowError
+
+    layer_types = json.loads((embedded_checkpoint_dir / "config.json").read_text())["layer_types"]
+    checkpoint = _checkpoint_with(embedded_checkpoint_dir, tmp_path, num_hidden_layers=19,
+                                  layer_types=[*layer_types, "sliding_attention"])
+    for name in ("tokenizer.json", "tokenizer_config.json", VERDICT_FILE):
+        shutil.copy(embedded_checkpoint_dir / name, checkpoint / name)
+    with pytest.raises(CrossknowError, match=r"cannot load model 'variant'.*missing.*model\.layers\.18\."):
+        load_scoring_model(str(checkpoint), None, "variant", "cpu", "float32")
+    (checkpoint / "config.json").write_text(json.dumps(
+        {**json.loads((checkpoint / "config.json").read_text()), "layer_types": layer_types}))
+    with pytest.raises(CrossknowError, match="18 layer_types for 19 layers"):
+        load_scoring_model(str(checkpoint), None, "variant", "cpu", "float32")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import mmap
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -67,10 +67,16 @@ class Gemma3TextConfig:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Gemma3TextConfig:
-        """The config from config.json's mapping (fields it lacks take the defaults above)."""
-        names = cls.__dataclass_fields__.keys()
-        values = {name: raw[name] for name in names if name in raw}
+        """The config from config.json's mapping (fields it lacks take the defaults above); ValueError when
+        it lacks a field without a default or its layer_types do not name every layer."""
+        fields = cls.__dataclass_fields__.values()
+        lacking = [f.name for f in fields if f.default is MISSING and f.name not in raw]
+        if lacking:
+            raise ValueError(f"config.json lacks {', '.join(lacking)}")
+        values = {f.name: raw[f.name] for f in fields if f.name in raw}
         values["layer_types"] = tuple(values["layer_types"])
+        if len(values["layer_types"]) != values.get("num_hidden_layers"):
+            raise ValueError(f"{len(values['layer_types'])} layer_types for {values.get('num_hidden_layers')} layers")
         return cls(**values)
 
     def to_json_string(self, use_diff: bool = False) -> str:
@@ -241,7 +247,6 @@ class Block(nn.Module):
 
     def __init__(self, config: Gemma3TextConfig, layer_idx: int):
         super().__init__()
-        self.sliding = config.layer_types[layer_idx] == "sliding_attention"
         self.self_attn = Attention(config, layer_idx)
         self.mlp = FeedForward(config)
         eps = config.rms_norm_eps
@@ -403,11 +408,11 @@ def load(directory: str | Path, dtype: torch.dtype, device: str) -> Gemma3TextMo
     reason = unsupported(directory)
     if reason is not None:
         raise ValueError(f"{directory}: {reason}")
-    config = Gemma3TextConfig.from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
-    tensors: dict[str, torch.Tensor] = {}
-    for path in _weight_files(directory):
-        tensors.update(_mapped_tensors(path))
     try:
+        config = Gemma3TextConfig.from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
+        tensors: dict[str, torch.Tensor] = {}
+        for path in _weight_files(directory):
+            tensors.update(_mapped_tensors(path))
         return build(config, tensors, dtype, device)
     except ValueError as error:
         raise ValueError(f"{directory}: {error}") from error

@@ -75,5 +75,5 @@ def load_scoring_model(path: str, revision: str | None, model_id: str, device: s
         return load_causal_lm(path, revision, model_id, device, dtype)
     try:
         return load_tokenizer(path, revision, scoring=True), gemma3_text.load(path, DTYPES[dtype], device)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # ValueError: weights that do not fit its config.json
         raise CrossknowError(f"cannot load model {model_id!r}: {error}") from error
