@@ -1,4 +1,6 @@
-"""Scorer for transformers causal LMs (the `default`, `hf:` and `gguf:` specs).
+"""Scorer for local causal LMs (the `default`, `hf:` and `gguf:` specs): Gemma 3 text checkpoints through
+crossknow's own module (`crossknow.models.gemma3_text`), every other model through transformers
+(`crossknow.models.hf_loading.load_scoring_model` decides).
 
 Speed comes from doing less, never from approximating:
 - requests that share a context are grouped; the context runs once per group and its KV cache
