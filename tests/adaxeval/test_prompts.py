@@ -34,14 +34,15 @@ def test_content_free_prompts_empty_every_input_but_the_kept_ones():
 
 
 def test_every_task_renders_with_its_placeholders():
+    """Each packaged prompt shows every input its task is given (a prompt that left one out would ask the model
+    about a sentence, a cloze or an answer it never sees), and no placeholder is left unfilled."""
     table = PromptTable.load()
     for lang in ("en", "ja"):
         for task, names in TASKS.items():
             values = {name: f"<{name}>" for name in names}
             text = table.render(task, lang, **values).user
-            assert "$" not in text
-            if task != "ner":
-                assert any(f"<{name}>" in text for name in names)
+            assert "$" not in text, (lang, task)
+            assert [name for name in sorted(names) if f"<{name}>" not in text] == [], (lang, task)
 
 
 def test_missing_language_and_missing_task_fail_loudly(tmp_path):
@@ -60,27 +61,34 @@ def test_missing_language_and_missing_task_fail_loudly(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("content", "words"),
+    ("content", "field", "words"),
     [
-        ("language: de\nnames: {}\ntasks:\n  facts: 'Satz: $satz'\n", "unknown placeholder(s) $satz"),
-        ("language: de\nnames: {}\ntasks:\n  fakts: 'x'\n", "unknown task"),
-        ("language: fr\nnames: {}\ntasks: {}\n", "must be named fr.yaml"),
-        ("language: de\nnames: {}\ntasks:\n  facts: 'costs $ 5 $sentence'\n", "lone '$'"),
-        ("- a list\n", "expected a mapping"),
+        ("language: de\nnames: {}\ntasks:\n  facts: 'Satz: $satz'\n", "tasks.facts",
+         "unknown placeholder(s) $satz; this task has: $sentence"),
+        ("language: de\nnames: {}\ntasks:\n  fakts: 'x'\n", "tasks.fakts", "unknown task (tasks: ner, facts, "),
+        ("language: fr\nnames: {}\ntasks: {}\n", "language", "the file of language 'fr' must be named fr.yaml"),
+        ("language: de\nnames: {}\ntasks:\n  facts: 'costs $ 5 $sentence'\n", "tasks.facts",
+         "a lone '$' (write $$ for a dollar sign)"),
+        ("- a list\n", None, "expected a mapping with language, names and tasks"),
     ],
 )
-def test_malformed_prompt_files_name_the_file_and_field(tmp_path, content, words):
-    (tmp_path / "de.yaml").write_text(content, encoding="utf-8")
-    with pytest.raises(InputError, match="de.yaml") as caught:
+def test_malformed_prompt_files_name_the_file_and_field(tmp_path, content, field, words):
+    """The file, the field at fault and the problem, each checked on its own: the path alone would match any
+    error about this file."""
+    path = tmp_path / "de.yaml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
         PromptTable.load(tmp_path)
-    assert words in str(caught.value)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(path), None, field)
+    where = f"{path}: " + (f"field '{field}': " if field else "")
+    assert str(caught.value).startswith(where + words)
 
 
 def test_a_replaced_language_changes_the_digest(tmp_path):
     base = PromptTable.load()
-    (tmp_path / "en.yaml").write_text(
-        (PACKAGED / "en.yaml").read_text(encoding="utf-8").replace("Decide whether", "Judge whether"), encoding="utf-8"
-    )
+    packaged = (PACKAGED / "en.yaml").read_text(encoding="utf-8")
+    assert "Decide whether" in packaged  # else the copy below would be unchanged
+    (tmp_path / "en.yaml").write_text(packaged.replace("Decide whether", "Judge whether"), encoding="utf-8")
     changed = PromptTable.load(tmp_path)
     assert base.digest(["en", "ja"]) != changed.digest(["en", "ja"])
     assert base.digest(["ja"]) == changed.digest(["ja"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from .fake_llm import FakeLLM, default_answer, head, reference_of, sentence_of
 
 MED = "Insulin lowers the blood glucose level."
 """The first sentence of the mini corpus's medical document (key med-en#0)."""
+JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+"""Kana or kanji: a sentence of the mini corpus's Japanese documents (its English ones hold none)."""
 AGAIN = "does not occur in the sentence"
 """Words of the 'triple_again' note (English), which only a rejected triple brings."""
 
@@ -60,7 +63,12 @@ def test_the_cloze_uses_the_regenerated_triple_not_the_detectors(run_fake, tmp_p
     med = next(p for p in cloze_prompts if MED in p)
     assert reference_of(med) == {"subject": "regenerated subject", "relation": "regenerated relation",
                                  "object": "Insulin lowers"}
-    assert all('relation "regenerated relation"' in p or "関係「regenerated relation」" in p for p in cloze_prompts)
+    # each in its sentence's language, naming the relation as that language's template writes it, and only so
+    relation = {"en": 'relation "regenerated relation"', "ja": "関係「regenerated relation」"}
+    langs = ["ja" if JAPANESE.search(sentence_of(p)) else "en" for p in cloze_prompts]
+    assert set(langs) == {"en", "ja"}
+    for prompt, lang in zip(cloze_prompts, langs, strict=True):
+        assert [name for name, words in relation.items() if words in prompt] == [lang], prompt
     # the quality judge is shown the regenerated triple too
     judged = [r.messages[-1].content for r in fake.requests if r.json_schema["title"] == "InLanguageJudgement"]
     assert all("regenerated relation" in p for p in judged) and len(judged) == 15

@@ -22,7 +22,7 @@ from crossknow.data.pitfalls import read_pitfalls
 from crossknow.data.schemas import MCItem
 from crossknow.data.sequence_variants import read_variants
 from crossknow.dynamics.checkpoints import discover_checkpoints
-from crossknow.errors import InputError
+from crossknow.errors import CrossknowError, InputError
 from crossknow.generation.pricing import PriceTable
 from crossknow.pitfalls.categories import candidate_pairs
 from crossknow.pitfalls.flaws import read_pair_file
@@ -109,18 +109,21 @@ def error_field(side: dict) -> str:
 # ---- prices -----------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("suffix", "text"), [
-    (".yaml", "m: {prompt: .inf, completion: 1}"), (".yaml", "m: {prompt: .nan, completion: 1}"),
-    (".yaml", "m: {prompt: true, completion: 1}"), (".yaml", "m: {prompt: '2', completion: 1}"),
-    (".json", '{"m": {"prompt": Infinity, "completion": 1}}'), (".json", '{"m": {"prompt": NaN, "completion": 1}}'),
-    (".json", '{"m": {"prompt": true, "completion": 1}}'),
+@pytest.mark.parametrize(("suffix", "text", "line", "field", "message"), [
+    (".yaml", "m: {prompt: .inf, completion: 1}", None, "m", "prompt: Input should be a finite number"),
+    (".yaml", "m: {prompt: .nan, completion: 1}", None, "m", "prompt: Input should be a finite number"),
+    (".yaml", "m: {prompt: true, completion: 1}", None, "m", "prompt: Input should be a valid number"),
+    (".yaml", "m: {prompt: '2', completion: 1}", None, "m", "prompt: Input should be a valid number"),
+    (".json", '{"m": {"prompt": Infinity, "completion": 1}}', 1, "m.prompt", "Infinity is no JSON number"),
+    (".json", '{"m": {"prompt": NaN, "completion": 1}}', 1, "m.prompt", "NaN is no JSON number"),
+    (".json", '{"m": {"prompt": true, "completion": 1}}', None, "m", "prompt: Input should be a valid number"),
 ])
-def test_a_price_that_is_no_finite_number_is_refused(tmp_path, suffix, text):
+def test_a_price_that_is_no_finite_number_is_refused(tmp_path, suffix, text, line, field, message):
+    """JSON's non-finite literals are refused by the JSON reader itself, at the value's path and line; every other
+    bad price parses and is refused by the price record's validation, which names the model entry."""
     path = tmp_path / f"prices{suffix}"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(InputError) as info:
-        PriceTable.load(path)
-    assert info.value.path == str(path) and info.value.field in ("m", "m.prompt")
+    refused(lambda: PriceTable.load(path), path, line, field, message)
 
 
 def test_json_nan_and_infinity_are_refused_with_their_field(tmp_path):
@@ -238,13 +241,24 @@ def test_a_template_table_of_the_wrong_shape_is_refused_by_name(tmp_path, text, 
     assert (info.value.path, info.value.field) == (str(path), field)
 
 
-@pytest.mark.parametrize("text", ["model: [1, 2]", "[", "- model"])
-def test_a_training_run_config_that_is_no_mapping_names_the_file(tmp_path, text):
+@pytest.mark.parametrize("text", ["model: [1, 2]", "- model"])
+def test_a_training_run_config_without_a_model_entry_names_the_file(tmp_path, text):
+    """A config.yaml that parses but holds no string 'model' (a list value, or no mapping at all) is no train run."""
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
-    (tmp_path / "run" / "config.yaml").write_text(text, encoding="utf-8")
-    with pytest.raises(Exception, match="config.yaml") as info:
+    config = tmp_path / "run" / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    with pytest.raises(CrossknowError) as info:
         discover_checkpoints([str(tmp_path / "run")])
-    assert isinstance(info.value, InputError) or "no 'model' entry" in str(info.value)
+    assert type(info.value) is CrossknowError
+    assert str(info.value) == f"{config}: no 'model' entry; is {tmp_path / 'run'} a crossknow train run?"
+
+
+def test_a_training_run_config_that_is_no_yaml_names_the_file_and_line(tmp_path):
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    config = tmp_path / "run" / "config.yaml"
+    config.write_text("[", encoding="utf-8")
+    refused(lambda: discover_checkpoints([str(tmp_path / "run")]), config, 1, None,
+            "not valid YAML: expected the node content, but found '<stream end>'")
 
 
 def test_load_item_set_agrees_with_read_jsonl_on_a_strict_answer(tmp_path):

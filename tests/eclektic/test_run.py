@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from crossknow.eclektic.answer import ANSWER_SCHEMA
 from crossknow.eclektic.run import rescore_run, run_eclektic
 from crossknow.eclektic.run_config import EclekticConfig, ScoreConfig
 from crossknow.report.eclektic_runs import rebuild_eclektic_report
@@ -128,32 +129,52 @@ def test_run_end_to_end_on_the_llama_server(llama_chat_server, tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_and_pays_nothing_twice(llama_chat_server_process, llama_chat_server, tmp_path):
+def test_killed_run_resumes_and_pays_nothing_twice(llama_chat_server_process, tmp_path):
+    """kill -9 after the first committed question, then the same command: the committed answers are kept as they
+    were, every question is answered once, and the run's own cache replays it whole into a new directory with the
+    same texts and metrics. Texts are compared only where a record or the cache guarantees them; a fresh run on
+    another cache would rely on the server generating the same text twice."""
     data = write_set(tmp_path / "set.jsonl")
+    cache = tmp_path / "requests.sqlite"
     with FaultProxy(llama_chat_server_process.port) as proxy:
         out = tmp_path / "run"
         command = [sys.executable, "-m", "crossknow", "eclektic", "run", "--data", str(data), "--model",
                    "openai:gemma-3-270m", "--base-url", proxy.base_url, "--variant", "popular", "--judge-free",
                    "recall", "--batch-size", "1", "--concurrency", "1", "--max-tokens", "24", "--max-attempts", "2",
-                   "--cache", str(tmp_path / "requests.sqlite"), "--out", str(out)]
+                   "--cache", str(cache), "--out", str(out)]
         stage = out / "stages" / "answers"
         run_until_then_kill(command, tmp_path, tmp_path / "killed.log", lambda: len(ShardedTable(stage).done_keys())
                             >= 1, 300, "the first committed question")
         committed = ShardedTable(stage).done_keys()
         assert 1 <= len(committed) < 3 and not (out / "metrics.json").exists()
+        first_pass = ShardedTable(stage).read(ANSWER_SCHEMA).to_pylist()
         resumed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert resumed.returncode == 0, resumed.stderr
         sent = [seen["body"] for seen in proxy.seen if seen["path"].endswith("/chat/completions")]
+        # the run's own cache, replayed into a new directory through the same address: no request goes out
+        before_replay = len(proxy.seen)
+        replay = run_eclektic(config(data, proxy.base_url, cache, judge_free=["recall"]), tmp_path / "replay")
+        assert len(proxy.seen) == before_replay and replay.meter.calls == 0
     # at most the one request in flight at the kill (concurrency 1) went out twice; nothing else was repeated
     repeated = [body for body, count in Counter(sent).items() if count > 1]
     assert len(repeated) <= 1 and all(Counter(sent)[body] == 2 for body in repeated)
+
     answers = pq.read_table(out / "answers.parquet").to_pylist()
-    assert sorted((r["q_id"], r["lang"]) for r in answers) == sorted(
-        {(q[0], lang) for q in QUESTIONS for lang in ("en", "ja")})
-    # the same numbers as a run never interrupted (direct to the server, its own cache)
-    reference = run_eclektic(config(data, llama_chat_server, tmp_path / "reference.sqlite", judge_free=["recall"]),
-                             tmp_path / "reference")
+    keys = [(r["q_id"], r["lang"]) for r in answers]
+    assert sorted(keys) == sorted({(q[0], lang) for q in QUESTIONS for lang in ("en", "ja")}) and len(set(keys)) == 6
+    assert all((r["text"] is None) != (r["error"] is None) for r in answers)  # text or a reason, never dropped
+    # the questions committed before the kill keep the first pass's records: the resume did not ask them again
+    assert {q for q, _ in keys} >= committed and {r["q_id"] for r in first_pass} == committed
+    kept = {(r["q_id"], r["lang"]): (r["text"], r["error"]) for r in answers if r["q_id"] in committed}
+    assert kept == {(r["q_id"], r["lang"]): (r["text"], r["error"]) for r in first_pass}
+    # the metrics are those of the run's own judgements, and the replay from its cache gives the same texts and metrics
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-    assert metrics == reference.metrics.model_dump(mode="json")
-    reference_answers = pq.read_table(tmp_path / "reference" / "answers.parquet").column("text").to_pylist()
-    assert [r["text"] for r in answers] == reference_answers
+    judgements = pq.read_table(out / "judgements.parquet").to_pylist()
+    (overall_num, overall_n), (transfer_num, transfer_n), invalid = by_hand(judgements)
+    assert (metrics["overall"]["numerator"], metrics["overall"]["n"]) == (overall_num, overall_n)
+    assert (metrics["transfer"]["numerator"], metrics["transfer"]["n"]) == (transfer_num, transfer_n)
+    assert metrics["n_invalid"] == invalid
+    assert metrics == replay.metrics.model_dump(mode="json")
+    replayed = pq.read_table(tmp_path / "replay" / "answers.parquet").to_pylist()
+    assert [(r["q_id"], r["lang"], r["text"], r["error"]) for r in replayed] == [
+        (r["q_id"], r["lang"], r["text"], r["error"]) for r in answers]

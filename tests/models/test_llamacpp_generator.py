@@ -21,7 +21,8 @@ PROMPTS = ("The capital of France is", "日本の首都は", "Water boils at", "
 
 @pytest.fixture(scope="module")
 def generator(gemma_gguf):
-    """The embedded GGUF on llama.cpp, loaded once for this module."""
+    """The embedded GGUF on llama.cpp, loaded once for this module, with batch_size 4: a test that needs another
+    sets it with `monkeypatch`, so the next test finds 4 again whatever ran before it."""
     from crossknow.models.llamacpp_generator import LlamaCppGenerator
 
     return LlamaCppGenerator(gemma_gguf, batch_size=4)
@@ -66,8 +67,8 @@ def test_a_ggufs_chat_template_renders_as_transformers_renders_it(generator, emb
 
 
 @pytest.mark.slow
-def test_greedy_output_and_top_logprobs_equal_llama_cpp_pythons_own_loop(generator, reference):
-    generator.batch_size = 1
+def test_greedy_output_and_top_logprobs_equal_llama_cpp_pythons_own_loop(generator, reference, monkeypatch):
+    monkeypatch.setattr(generator, "batch_size", 1)
     for prompt in PROMPTS:
         ours = generator.generate([GenerateRequest(prompt=prompt, max_tokens=8, top_logprobs=3)])[0]
         reference.reset()  # no prefix reused from the last prompt: BOS alone in a call of its own rounds otherwise
@@ -82,20 +83,20 @@ def test_greedy_output_and_top_logprobs_equal_llama_cpp_pythons_own_loop(generat
 
 
 @pytest.mark.slow
-def test_batches_are_deterministic_and_leave_nothing_behind(generator):
-    generator.batch_size = 4
+def test_batches_are_deterministic_and_leave_nothing_behind(generator, monkeypatch):
+    monkeypatch.setattr(generator, "batch_size", 4)
     requests = [GenerateRequest(prompt=p, max_tokens=12) for p in PROMPTS]
     first = [r.text for r in generator.generate(requests)]
     alone = generator.generate(requests[:1])[0].text  # another batch in between
     again = [r.text for r in generator.generate(requests)]
     assert first == again and all(first)
-    generator.batch_size = 1
+    monkeypatch.setattr(generator, "batch_size", 1)
     assert generator.generate(requests[:1])[0].text == alone
 
 
 @pytest.mark.slow
 def test_stop_strings_stop_tokens_and_budgets_end_each_row_on_its_own(generator, monkeypatch):
-    generator.batch_size = 4
+    monkeypatch.setattr(generator, "batch_size", 4)
     free = GenerateRequest(prompt="Q: What is the capital of France?\nA:", max_tokens=20)
     ask = GenerateRequest(prompt=free.prompt, max_tokens=20, stop=("\n",))
     short = GenerateRequest(prompt=PROMPTS[0], max_tokens=2)
@@ -110,8 +111,8 @@ def test_stop_strings_stop_tokens_and_budgets_end_each_row_on_its_own(generator,
 
 
 @pytest.mark.slow
-def test_seeded_sampling_repeats_in_and_out_of_a_batch(generator):
-    generator.batch_size = 4
+def test_seeded_sampling_repeats_in_and_out_of_a_batch(generator, monkeypatch):
+    monkeypatch.setattr(generator, "batch_size", 4)
     sampled = GenerateRequest(prompt=PROMPTS[0], max_tokens=6, temperature=1.0, seed=11)
     other = GenerateRequest(prompt=PROMPTS[0], max_tokens=6, temperature=1.0, seed=12)
     state = torch.random.get_rng_state()
@@ -141,7 +142,7 @@ def test_a_long_prompt_is_prefilled_in_several_calls_with_the_same_result(gemma_
     long_prompt = " ".join(f"Fact {i}: item {i} is blue." for i in range(40)) + " Fact 40: item 40 is"
     requests = [GenerateRequest(prompt=long_prompt, max_tokens=6, top_logprobs=1),
                 GenerateRequest(prompt=PROMPTS[1], max_tokens=6, top_logprobs=1)]
-    generator.batch_size = 2
+    monkeypatch.setattr(generator, "batch_size", 2)
     whole = generator.generate(requests)
     assert len(generator.request_ids(requests[0])) > 300
     monkeypatch.setattr(llamacpp_generator, "BATCH_TOKENS", 64)

@@ -242,12 +242,15 @@ def test_retries_give_the_same_numbers(llama_server, llama_server_process, caplo
 
 
 def test_timeouts_are_retried_then_reported():
-    with FaultProxy(upstream_port=9, script=["hang"] * 3, hang_s=2.0) as proxy:
+    """A server silent for 120 s, a read timeout of 0.3 s: three attempts, each ended by the client's ReadTimeout
+    (the message says so; the server never closed). Measured about 1 s in all; the clock bound of 15 s only has
+    to stay below the server's 120 s."""
+    with FaultProxy(upstream_port=9, script=["hang"] * 3, hang_s=120.0) as proxy:
         scorer = OpenAIScorer(MODEL, proxy.base_url, timeout_s=0.3, max_retries=2, backoff_base_s=0.01)
         started = time.monotonic()
         with pytest.raises(CrossknowError, match=r"failed 3 times.*ReadTimeout"):
             scorer.score([ScoreRequest("a", " b")])
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 15.0
     assert len(proxy.seen) == 3
 
 

@@ -26,7 +26,7 @@ from crossknow.perturb.completion_prompts import (
 from crossknow.perturb.pipeline import run_perturb
 from crossknow.perturb.prompts import LANGUAGE_NAMES
 from crossknow.perturb.rewrites import REWRITE_SCHEMA, RewriteRequest, run_rewrites
-from crossknow.perturb.sentence_level import segment
+from crossknow.perturb.sentence_level import rewritten_sentences, segment
 from crossknow.store.run_dir import ShardedTable
 from tests.eclektic.scripted import Scripted
 
@@ -141,7 +141,7 @@ def test_invalid_outputs_are_retried_then_valid(tmp_path: Path, demo_documents: 
     sentences = segment(doc.text, "en").sentences
     assert len(base.requests) == 2 * 2 * len(sentences)  # each asked twice: the echo, then the rewrite
     first, retry = base.requests[0], base.requests[2]  # shards of 2 requests (config_for), each retried in turn
-    assert first.messages is None or not first.messages
+    assert first.messages == ()  # a completion request: a prompt and no chat messages
     assert (first.temperature, first.stop, first.max_tokens) == (0.0, ("\n",), 256)  # 512 asked, capped
     assert (retry.temperature, retry.seed, retry.prompt) == (RETRY_TEMPERATURE, 1, first.prompt)
     assert first.prompt.startswith("Sentences rewritten with another word order or voice")
@@ -179,9 +179,14 @@ def test_outputs_still_invalid_are_recorded_with_the_models_text(tmp_path: Path,
     assert (rows[second]["error"], rows[second]["raw_output"], rows[second]["attempts"]) == (UNCHANGED,
                                                                                           f" {second}", 3)
     assert [r.temperature for r in base.requests if asked_sentence(r.prompt) == first] == [0.0, 0.7, 0.7]
-    failures = read_lines(tmp_path / "run" / "failures.jsonl")
-    assert summary.failures == len(failures) >= 1
-    assert all(f["raw_output"] in (" 語順を変えた文: そのまま\n", f" {second}") for f in failures)
+    # syntax-34 rewrites one of the 3 sentences, drawn by the seed: the second (seed 0); syntax-100 rewrites all
+    # three and fails at the first. Each failure names its sentence and keeps that sentence's last raw output.
+    assert rewritten_sentences(doc.id, 3, 34, config.seed) == [1]
+    failures = [(f["x"], f["reason"].split(":")[0], f["raw_output"])
+                for f in read_lines(tmp_path / "run" / "failures.jsonl")]
+    assert failures == [(34, "sentence 2 has no valid syntax rewrite", f" {second}"),
+                        (100, "sentence 1 has no valid syntax rewrite", " 語順を変えた文: そのまま\n")]
+    assert summary.failures == 2
 
 
 def test_the_chat_form_is_recorded_and_unchanged(tmp_path: Path, demo_documents: dict[str, Document]) -> None:

@@ -14,7 +14,7 @@ from crossknow.models.generator import GenerationFailed
 from crossknow.pitfalls.pairs import SourceQuestion
 from crossknow.pitfalls.probe.probe import run_probe
 from crossknow.pitfalls.probe.recipes import RECIPES, get_recipe
-from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation
+from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation, placement
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion, SimAnswer
 from crossknow.report.pitfalls_probe_report import probe_lead
@@ -68,9 +68,12 @@ def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
     assert len(items.items) == 30 and not items.invalid
     english, target = items.items[:2]
     assert english.pair_id == target.pair_id and (english.lang, target.lang) == ("en", "fr")
-    hint, translated = "hint about option 1", "FR(hint about option 1)"  # on one side of both questions
-    assert (english.prompt.startswith(hint) and target.prompt.startswith(translated)) or (
-        english.prompt.endswith(hint) and target.prompt.endswith(translated))
+    # the distraction written from option 1 of root s0 goes after both questions: the side the seeded coin of
+    # `placement` gives that root and option, the same on every run
+    first = json.loads((out / "candidates.jsonl").read_text().splitlines()[0])
+    assert first["lineage"][0]["wrong_option"] == 1 and placement(first["parent_id"], 1) == "after"
+    assert (english.prompt, target.prompt) == ("Question 0? hint about option 1",
+                                               "FR(Question 0?) FR(hint about option 1)")
     # killed during the second batch: its line and its last two pairs never written
     lines = (out / "candidates.jsonl").read_text().splitlines(keepends=True)
     (out / "candidates.jsonl").write_text("".join(lines[:-2]))

@@ -145,8 +145,15 @@ def test_reopen_with_added_key_names_it(tmp_path):
 
 
 def test_reopen_with_only_volatile_key_changed_passes(tmp_path):
+    """A volatile key (the batch size) may differ on resume: the run reopens with its results, and the recorded
+    config and inputs stay the first run's (only a raised growable bound is ever written back)."""
     _with_results(tmp_path / "run")
-    RunDir(tmp_path / "run").open(CONFIG | {"batch_size": 1}, INPUTS, volatile=("batch_size",))
+    again = RunDir(tmp_path / "run")
+    again.open(CONFIG | {"batch_size": 1}, INPUTS, volatile=("batch_size",))
+    assert again.stage("scores").done_keys() == {"a"}
+    assert _pairs(again.stage("scores").read(SCHEMA)) == [("a", 1.0)]
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text()) == CONFIG
+    assert json.loads((tmp_path / "run" / "inputs.json").read_text()) == INPUTS
 
 
 def test_volatile_key_is_checked_when_not_declared_volatile(tmp_path):

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from crossknow.cli.train_cmd import stage_table
 from crossknow.data.corpus import Document
+from crossknow.errors import CrossknowError
 from crossknow.generation.structured import StructuredClient, parse_structured
 from crossknow.models.generator import GenerateRequest, GenerateResult
 from crossknow.store.request_cache import RequestCache
@@ -298,8 +299,9 @@ def test_the_prompt_is_in_the_documents_language_and_asks_for_n_pairs() -> None:
     assert ENGLISH.text in english.user and "write 5 question-answer pairs" in english.user
     assert JAPANESE.text in japanese.user and "3個" in japanese.user
     assert "質問" in japanese.user and "question-answer" not in japanese.user
-    with pytest.raises(Exception, match="no question-answer prompt for language 'fr'"):
+    with pytest.raises(CrossknowError, match="no question-answer prompt for language 'fr' \\(has: en, ja\\)") as info:
         qa_prompt(Document(id="x", lang="fr", text="Bonjour."), 5)
+    assert type(info.value) is CrossknowError
 
 
 def test_every_pair_is_a_training_text_of_its_own() -> None:
