@@ -1,4 +1,8 @@
-"""The `crossknow` command line across the process boundary: exit codes, messages, nothing half-done."""
+"""The `crossknow` command line: exit codes, messages, nothing half-done.
+
+Error paths run in this process (`tests.cli.in_process`); a real process is started where the boundary itself
+is under test: the exit status and stderr of `python -m crossknow`, and the printed output of a real run.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +16,15 @@ import pytest
 
 from crossknow.errors import MissingDependencyError
 from crossknow.models.registry import ScorerOptions, load_scorer
+from tests.cli.in_process import user_error
 
 SAMPLE = Path(str(resources.files("crossknow") / "samples" / "sample.jsonl"))
 
-BLOCK_HTTPX_THEN_RUN = (
-    "import sys; sys.modules['httpx'] = None; "  # as if the openai extra were not installed
-    "from crossknow.cli.app import main; sys.argv = ['crossknow'] + sys.argv[1:]; main()"
-)
 
-
-def crossknow(*args: str, cwd: Path, prelude: str | None = None) -> subprocess.CompletedProcess:
+def crossknow(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run the real command line in a fresh interpreter."""
-    command = [sys.executable, "-c", prelude, *args] if prelude else [sys.executable, "-m", "crossknow", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "crossknow", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
 
 
 def assert_user_error(result: subprocess.CompletedProcess) -> str:
@@ -47,6 +47,23 @@ def _write_sample_with_bad_line_3(path: Path, mutate) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
 
 
+def _long_named_items(tmp_path: Path, mutate) -> Path:
+    """The sample's first 5 items with line 3 changed, under a directory name long enough to push the message past
+    eighty columns (it must not be wrapped or cut where it names the file)."""
+    data = tmp_path / ("a-directory-name-long-enough-to-push-the-message-past-eighty-columns" * 2) / "items.jsonl"
+    data.parent.mkdir()
+    _write_sample_with_bad_line_3(data, mutate)
+    return data
+
+
+def test_a_real_process_exits_2_with_the_message_whole_on_stderr(tmp_path):
+    data = _long_named_items(tmp_path, lambda record: record.pop("lang"))
+    out = tmp_path / "run"
+    stderr = assert_user_error(crossknow("evaluate", "--data", str(data), "--out", str(out), cwd=tmp_path))
+    assert f"{data}, line 3: field 'lang'" in stderr and stderr.count("error:") == 1
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("field", "mutate"),
     [
@@ -55,40 +72,34 @@ def _write_sample_with_bad_line_3(path: Path, mutate) -> None:
     ],
     ids=["answer-not-an-index", "missing-lang"],
 )
-def test_malformed_jsonl_names_file_line_and_field(tmp_path, field, mutate):
-    # A long directory name: the message must not be wrapped or cut where it names the file.
-    data = tmp_path / ("a-directory-name-long-enough-to-push-the-message-past-eighty-columns" * 2) / "items.jsonl"
-    data.parent.mkdir()
-    _write_sample_with_bad_line_3(data, mutate)
+def test_malformed_jsonl_names_file_line_and_field(tmp_path, monkeypatch, capsys, field, mutate):
+    data = _long_named_items(tmp_path, mutate)
     out = tmp_path / "run"
-    stderr = assert_user_error(crossknow("evaluate", "--data", str(data), "--out", str(out), cwd=tmp_path))
-    assert str(data) in stderr
-    assert "line 3" in stderr
-    assert f"'{field}'" in stderr
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", str(data), "--out", str(out))
+    assert f"{data}, line 3: field '{field}'" in stderr
     assert not out.exists()
 
 
-def test_missing_data_file(tmp_path):
+def test_missing_data_file(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     missing = tmp_path / "no-such-file.jsonl"
-    stderr = assert_user_error(crossknow("evaluate", "--data", str(missing), "--out", str(out), cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", str(missing), "--out", str(out))
     assert str(missing) in stderr and "not found" in stderr
     assert not out.exists()
 
 
-def test_limit_zero_is_refused(tmp_path):
+def test_limit_zero_is_refused(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
-    result = crossknow("evaluate", "--data", "sample", "--limit", "0", "--out", str(out), cwd=tmp_path)
-    stderr = assert_user_error(result)
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", "sample", "--limit", "0", "--out",
+                        str(out))
     assert "--limit" in stderr and "1" in stderr
     assert not out.exists()
 
 
-def test_unknown_model_spec_lists_the_valid_forms(tmp_path):
+def test_unknown_model_spec_lists_the_valid_forms(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
-    stderr = assert_user_error(
-        crossknow("evaluate", "--data", "sample", "--model", "gemma-270m", "--out", str(out), cwd=tmp_path)
-    )
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", "sample", "--model", "gemma-270m",
+                        "--out", str(out))
     assert "gemma-270m" in stderr
     # Printed verbatim: square brackets are not swallowed as console markup.
     for form in ("default", "hf:PATH_OR_ID[@REVISION]", "gguf:FILE", "openai:MODEL"):
@@ -96,11 +107,10 @@ def test_unknown_model_spec_lists_the_valid_forms(tmp_path):
     assert_nothing_half_done(out)
 
 
-def test_openai_without_base_url(tmp_path):
+def test_openai_without_base_url(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
-    stderr = assert_user_error(
-        crossknow("evaluate", "--data", "sample", "--model", "openai:gpt-x", "--out", str(out), cwd=tmp_path)
-    )
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", "sample", "--model", "openai:gpt-x",
+                        "--out", str(out))
     assert "--base-url" in stderr
     assert_nothing_half_done(out)
 
@@ -114,13 +124,11 @@ def test_missing_optional_dependency_gives_the_install_hint(monkeypatch):
     assert "httpx" in str(error.value)
 
 
-def test_missing_optional_dependency_from_the_command_line(tmp_path):
+def test_missing_optional_dependency_from_the_command_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "httpx", None)  # as if the openai extra were not installed
     out = tmp_path / "run"
-    result = crossknow(
-        "evaluate", "--data", "sample", "--model", "openai:m", "--base-url", "http://127.0.0.1:9",
-        "--out", str(out), cwd=tmp_path, prelude=BLOCK_HTTPX_THEN_RUN,
-    )
-    stderr = assert_user_error(result)
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", "sample", "--model", "openai:m",
+                        "--base-url", "http://127.0.0.1:9", "--out", str(out))
     assert "pip install 'crossknow[openai]'" in stderr
     assert_nothing_half_done(out)
 

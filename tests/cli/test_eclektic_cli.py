@@ -1,4 +1,5 @@
-"""`crossknow eclektic score` across the process boundary, on a hand-built judgements file."""
+"""`crossknow eclektic score` on a hand-built judgements file: its scores across the process boundary, its errors
+in process."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from statistics import NormalDist
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cli.test_cli import assert_user_error, crossknow
+from tests.cli.in_process import user_error
+from tests.cli.test_cli import crossknow
 
 # q1 and q2 come from English, q3 and q4 from Japanese; each is asked in en, ja and de. q3's German verdict is
 # invalid (null).
@@ -75,21 +77,21 @@ def test_bootstrap_keeps_the_values_and_widens_by_question(tmp_path):
     assert overall["half_width"] > 0
 
 
-def test_a_bad_record_names_file_line_and_field(tmp_path):
+def test_a_bad_record_names_file_line_and_field(tmp_path, monkeypatch, capsys):
     path = write_judgements(tmp_path / "bad.jsonl", [*JUDGEMENTS[:3], ("q2", "en", "ja", "yes")])
     out = tmp_path / "scores"
-    stderr = assert_user_error(crossknow("eclektic", "score", "--judgements", str(path), "--out", str(out),
-                                         cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, "eclektic", "score", "--judgements", str(path), "--out",
+                        str(out))
     assert "bad.jsonl, line 4" in stderr and "correct" in stderr
     assert not (out / "metrics.json").exists()
 
 
-def test_score_needs_one_source(tmp_path):
-    stderr = assert_user_error(crossknow("eclektic", "score", cwd=tmp_path))
+def test_score_needs_one_source(tmp_path, monkeypatch, capsys):
+    stderr = user_error(monkeypatch, capsys, tmp_path, "eclektic", "score")
     assert "--run" in stderr and "--judgements" in stderr
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_demo_measures_no_transfer_of_facts_learnt_in_english(tmp_path):
     """The embedded model learns 40 invented facts as English question-answer pairs: before training it answers
     none (nothing a model can know); after, it answers English questions and no Japanese one. With no

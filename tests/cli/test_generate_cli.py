@@ -1,5 +1,5 @@
-"""`crossknow generate` and `crossknow annotate` across the process boundary: clear errors with nothing
-half-done, and (slow) a real run against the llama.cpp server with the embedded model, killed with
+"""`crossknow generate` and `crossknow annotate`: clear errors with nothing half-done (in process), and (slow,
+across the process boundary) a real run against the llama.cpp server with the embedded model, killed with
 SIGKILL mid-run and resumed to the same outputs as the uninterrupted run."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.in_process import user_error
+
 MINI = Path(__file__).resolve().parents[1] / "adaxeval" / "fixtures" / "mini_corpus.jsonl"
 
 
@@ -23,24 +25,17 @@ def crossknow(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Complet
     )
 
 
-def assert_user_error(result: subprocess.CompletedProcess) -> str:
-    """Exit status 2, one message on stderr, no traceback; returns stderr."""
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr + result.stdout and "error:" in result.stderr
-    return result.stderr
-
-
 def generate_args(out: Path, *extra: str, corpus: Path = MINI) -> list[str]:
     return ["generate", "--corpus", str(corpus), "--out", str(out), "--detector", "default", "--writer", "default",
             *extra]
 
 
-def test_bad_corpus_line_names_file_line_and_field(tmp_path):
+def test_bad_corpus_line_names_file_line_and_field(tmp_path, monkeypatch, capsys):
     corpus = tmp_path / "corpus.jsonl"
     lines = MINI.read_text(encoding="utf-8").splitlines()
     bad = json.loads(lines[2]) | {"text": 42}
     corpus.write_text("\n".join([*lines[:2], json.dumps(bad), *lines[3:]]) + "\n", encoding="utf-8")
-    stderr = assert_user_error(crossknow(*generate_args(tmp_path / "run", corpus=corpus), cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, *generate_args(tmp_path / "run", corpus=corpus))
     assert str(corpus) in stderr and "line 3" in stderr and "'text'" in stderr
     assert not (tmp_path / "run").exists()
 
@@ -58,21 +53,21 @@ def test_bad_corpus_line_names_file_line_and_field(tmp_path):
     ],
     ids=["no-prompts", "one-language", "json-mode", "no-server", "bad-spec", "bad-ner", "fact-order"],
 )
-def test_bad_options_fail_before_anything_is_written(tmp_path, extra, words):
+def test_bad_options_fail_before_anything_is_written(tmp_path, monkeypatch, capsys, extra, words):
     out = tmp_path / "run"
-    stderr = assert_user_error(crossknow(*generate_args(out), *extra, cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, *generate_args(out), *extra)
     assert words in stderr
     assert not (out / "stages").exists()
 
 
-def test_annotate_score_names_row_and_column(tmp_path):
+def test_annotate_score_names_row_and_column(tmp_path, monkeypatch, capsys):
     from crossknow.adaxeval.annotate import MATERIAL, score_columns
 
     header = [*MATERIAL, *(column for column, _ in score_columns()), "notes"]
     row = dict.fromkeys(header, "") | {"item_id": "d#0", "lang": "en", "paraphrase_fluency": "5"}
     sheet = tmp_path / "filled.csv"
     sheet.write_text(",".join(header) + "\n" + ",".join(row[h] for h in header) + "\n", encoding="utf-8")
-    stderr = assert_user_error(crossknow("annotate", "score", "--sheet", str(sheet), cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, "annotate", "score", "--sheet", str(sheet))
     assert "row 1 (item d#0), column 'paraphrase_fluency': '5'" in stderr
 
 
@@ -118,7 +113,7 @@ def reference_run(llama_chat_server, tmp_path_factory):
             "seconds": time.monotonic() - started, "url": llama_chat_server}
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_generate_end_to_end_on_llama_cpp(reference_run):
     out, stdout = reference_run["out"], reference_run["stdout"]
     assert "AdaXEval generation" in stdout and "Document pairs" in stdout and "After quality filtering" in stdout
@@ -151,7 +146,7 @@ def test_generate_end_to_end_on_llama_cpp(reference_run):
     assert "seed: 3" in config and "openai:gemma" in config
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_rerun_is_answered_by_the_cache(reference_run):
     root = reference_run["root"]
     out = root / "from-cache"
@@ -169,7 +164,7 @@ def _committed(manifest: Path) -> list[str]:
         return []
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_sigkill_after_the_first_stage_then_resume(reference_run):
     root = reference_run["root"]
     out = root / "killed"

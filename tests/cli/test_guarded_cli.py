@@ -6,24 +6,11 @@ import json
 
 import pytest
 
-from crossknow.cli import app as app_module
+from tests.cli.in_process import user_error
 
 DEEP = "[" * 100_000 + "]" * 100_000
 ITEM = {"id": "q1", "lang": "en", "kind": "question", "prompt": "Q?", "options": ["a", "b"], "answer": 0}
 JUDGEMENT = {"q_id": "q1", "source_lang": "en", "target_lang": "en", "correct": True}
-
-
-def run_main(monkeypatch, capsys, tmp_path, *args: str) -> str:
-    """Run crossknow's entry point in this process; assert a user error and return stderr on one line."""
-    monkeypatch.setattr("sys.argv", ["crossknow", *args])
-    monkeypatch.setenv("CROSSKNOW_CACHE", str(tmp_path))  # where a crash report would go
-    with pytest.raises(SystemExit) as exit_info:
-        app_module.main()
-    assert exit_info.value.code == 2
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out
-    assert captured.err.count("error:") == 1
-    return " ".join(captured.err.split())  # rich wraps the line at the terminal's width
 
 
 @pytest.mark.parametrize(
@@ -35,7 +22,7 @@ def test_a_deeply_nested_value_is_one_error_line(tmp_path, monkeypatch, capsys, 
     path = tmp_path / "deep.jsonl"
     path.write_text(json.dumps(record) + "\n" + json.dumps(record)[:-1] + f', "extra": {DEEP}}}\n', encoding="utf-8")
     out = tmp_path / "out"
-    stderr = run_main(monkeypatch, capsys, tmp_path, *command, str(path), "--out", str(out))
+    stderr = user_error(monkeypatch, capsys, tmp_path, *command, str(path), "--out", str(out))
     assert f"error: {path}, line 2: " in stderr and "nested more than" in stderr
     assert not (out / "metrics.json").exists()
 
@@ -78,6 +65,17 @@ def test_a_malformed_file_is_one_error_line_at_every_command(tmp_path, monkeypat
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
     out = tmp_path / "out"
-    stderr = run_main(monkeypatch, capsys, tmp_path, *before, str(path), *after, "--out", str(out))
+    stderr = user_error(monkeypatch, capsys, tmp_path, *before, str(path), *after, "--out", str(out))
     assert f"error: {path}, " in stderr and words in stderr
+    assert not (out / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("text", ["", " \n\t\n"], ids=["empty", "white-space"])
+def test_an_empty_judgements_file_is_refused_by_eclektic_score(tmp_path, monkeypatch, capsys, text):
+    path = tmp_path / "judgements.jsonl"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    stderr = user_error(monkeypatch, capsys, tmp_path, "eclektic", "score", "--judgements", str(path), "--out",
+                        str(out))
+    assert f"error: {path}: the file is empty" in stderr
     assert not (out / "metrics.json").exists()

@@ -16,7 +16,7 @@ from crossknow.pitfalls.probe import run as probe_run
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import SimAnswer
 from crossknow.store.request_cache import RequestCache
-from tests.cli.test_cli import assert_user_error, crossknow
+from tests.cli.in_process import user_error
 from tests.pitfalls.test_judge_similarity import ProxyThatJudges
 
 
@@ -111,22 +111,22 @@ def test_probe_with_the_paper_recipe_finds_the_hinted_pairs_and_leads_with_the_r
     assert "table-categories" in report
 
 
-def test_a_source_file_of_the_wrong_shape_is_one_error_naming_file_line_and_field(tmp_path):
+def test_a_source_file_of_the_wrong_shape_is_one_error_naming_file_line_and_field(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"question": "q", "choices": ["a", "b"], "answer": "a"}, {"question": "q"}]))
     args = ["pitfalls", "probe", "--recipe", "np", "--sources", str(bad), "--n", "2", "--proxy", "default",
             "--simulator", "default", "--out", str(tmp_path / "run")]
-    stderr = assert_user_error(crossknow(*args, cwd=tmp_path))
-    assert f"{bad}, line 2: field 'choices'" in stderr.replace("\n", "")
+    stderr = user_error(monkeypatch, capsys, tmp_path, *args)
+    assert f"{bad}, line 2: field 'choices'" in stderr
 
 
-def test_base_url_is_given_once_or_deprecated_once_per_simulator(tmp_path):
+def test_base_url_is_given_once_or_deprecated_once_per_simulator(tmp_path, monkeypatch, capsys):
     source = write_sources(tmp_path / "s.json", 2)
     args = ["pitfalls", "probe", "--recipe", "np", "--sources", str(source), "--n", "2", "--proxy", "default",
             "--simulator", "openai:a", "--simulator", "openai:b", "--simulator", "openai:c",
             "--base-url", "http://127.0.0.1:9/v1", "--base-url", "http://127.0.0.1:8/v1",
             "--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "run")]
-    stderr = assert_user_error(crossknow(*args, cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, *args)
     assert "--base-url: give it once (the server of the specs that name none), not 2 times" in stderr
 
 
@@ -189,7 +189,7 @@ def test_the_new_way_names_each_server_in_its_spec_and_says_nothing_of_deprecati
                                    ("openai:b", "http://127.0.0.1:9/v1", "RUN_KEY")]
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_the_demo_runs_three_recipes_with_local_models_and_resumes_for_free(tmp_path):
     out = tmp_path / "demo"
     args = ["pitfalls", "demo", "--out", str(out), "--proxy-max-tokens", "24"]

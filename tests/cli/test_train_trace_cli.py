@@ -1,4 +1,5 @@
-"""`crossknow train` and `crossknow trace` across the process boundary: user errors, and a trace end to end."""
+"""`crossknow train` and `crossknow trace`: user errors (in process), and a trace end to end across the process
+boundary."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from tests.cli.in_process import user_error
 from tests.training.tiny_run import TinyTraceRun, TinyTrainRun, write_items, write_tiny_corpus
 
 
@@ -20,45 +23,37 @@ def crossknow(*args: str, cwd: Path, timeout: int = 400) -> subprocess.Completed
                           timeout=timeout)
 
 
-def one_line_user_error(result: subprocess.CompletedProcess) -> str:
-    """Exit status 2 and a single 'error:' line on stderr, no traceback; returns that line."""
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr + result.stdout
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    return lines[0]
-
-
-def test_train_with_a_bad_train_layers_spec_stops_before_writing_anything(tmp_path: Path) -> None:
+def test_train_with_a_bad_train_layers_spec_stops_before_writing_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
     out = tmp_path / "run"
-    result = crossknow("train", "--corpus", str(corpus), "--out", str(out), "--train-layers", "last:x",
-                       "--device", "cpu", cwd=tmp_path)
-    line = one_line_user_error(result)
+    line = user_error(monkeypatch, capsys, tmp_path, "train", "--corpus", str(corpus), "--out", str(out),
+                      "--train-layers", "last:x", "--device", "cpu")
     assert "--train-layers" in line and "last:x" in line
     assert not out.exists()
 
 
 def test_train_with_the_instruction_recipe_and_no_question_answer_generator_stops_before_writing_anything(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The instruction recipe's question-answer half (Appendix A.4.1(2)) needs a generator; the error says how
     to leave that half out."""
     corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
     out = tmp_path / "run"
-    result = crossknow("train", "--corpus", str(corpus), "--out", str(out), "--recipe", "instruction",
-                       "--device", "cpu", cwd=tmp_path)
-    line = one_line_user_error(result)
+    line = user_error(monkeypatch, capsys, tmp_path, "train", "--corpus", str(corpus), "--out", str(out),
+                      "--recipe", "instruction", "--device", "cpu")
     assert "--qa-generator" in line and "--qa-pairs 0" in line
     assert not out.exists()
 
 
-def test_trace_with_a_missing_data_file_names_it(tmp_path: Path) -> None:
+def test_trace_with_a_missing_data_file_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run"
     missing = tmp_path / "no-such-items.jsonl"
-    result = crossknow("trace", "--checkpoints", "default", "--data", str(missing), "--out", str(out),
-                       "--device", "cpu", cwd=tmp_path)
-    line = one_line_user_error(result)
+    line = user_error(monkeypatch, capsys, tmp_path, "trace", "--checkpoints", "default", "--data", str(missing),
+                      "--out", str(out), "--device", "cpu")
     assert "--data" in line and "no-such-items.jsonl" in line
     assert not out.exists()
 
@@ -115,13 +110,13 @@ def test_trace_end_to_end_scores_the_new_checkpoint_and_writes_the_report(
 
 
 def test_trace_with_other_data_on_a_finished_run_is_refused(
-    tiny_train_run: TinyTrainRun, tiny_trace_run: TinyTraceRun, tmp_path: Path
+    tiny_train_run: TinyTrainRun, tiny_trace_run: TinyTraceRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     items = write_items(tmp_path / "items.jsonl", 4)
     run = shutil.copytree(tiny_trace_run.out, tmp_path / "run")
     before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
-    result = crossknow("trace", "--checkpoints", str(tiny_train_run.out), "--data", str(items), "--out", str(run),
-                       "--device", "cpu", cwd=tmp_path)
-    line = one_line_user_error(result)
+    line = user_error(monkeypatch, capsys, tmp_path, "trace", "--checkpoints", str(tiny_train_run.out), "--data",
+                      str(items), "--out", str(run), "--device", "cpu")
     assert "another config" in line and "data" in line
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before

@@ -80,5 +80,5 @@ def test_bad_line_names_file_line_and_field(tmp_path, line3, field, words):
 
 
 def test_empty_corpus_is_an_error(tmp_path):
-    with pytest.raises(InputError, match="no documents"):
+    with pytest.raises(InputError, match="the file is empty"):
         read_corpus(_write(tmp_path / "c.jsonl", []))

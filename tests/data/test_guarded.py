@@ -17,12 +17,16 @@ from crossknow.data.guarded import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
     MAX_TABLE_BYTES,
+    first_char,
     iter_text_lines,
+    load_json,
+    load_yaml,
     parse_json,
     parse_yaml,
+    read_head,
     read_text,
 )
-from crossknow.data.jsonl import read_jsonl
+from crossknow.data.jsonl import iter_json_lines, read_jsonl
 from crossknow.data.parquet import read_parquet, write_parquet
 from crossknow.data.schemas import MCItem
 from crossknow.errors import InputError
@@ -168,3 +172,67 @@ def test_parse_errors_name_the_line():
     assert info.value.path == "a.yaml" and info.value.line == 3
     assert parse_json('{"a": "[[[[", "b": [[1]]}', "a.json") == {"a": "[[[[", "b": [[1]]}
     assert parse_json("[" * MAX_DEPTH + "]" * MAX_DEPTH, "a.json") is not None
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_byte_order_mark_is_dropped_at_the_start_of_a_file_and_nowhere_else(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(BOM + "a\n\ufeffb\n".encode())
+    assert read_text(path) == "a\n\ufeffb\n"
+    assert list(iter_text_lines(path)) == [(1, "a\n"), (2, "\ufeffb\n")]
+    assert read_head(path, 2) == b"a\n"
+    path.write_bytes(BOM + b'  [{"a": 1}]')
+    assert first_char(path) == "[" and load_json(path) == [{"a": 1}]
+    path.write_bytes(BOM + b"a: 1\n")
+    assert load_yaml(path) == {"a": 1}
+
+
+@pytest.mark.parametrize("read", [read_text, lambda path: list(iter_text_lines(path))], ids=["whole", "by-line"])
+def test_a_byte_after_a_byte_order_mark_is_named_by_its_offset_in_the_file(tmp_path, read):
+    path = tmp_path / "a.txt"
+    path.write_bytes(BOM + b"ok\n\xff\n")
+    with pytest.raises(InputError, match=r"byte 6 \(0xff\)") as info:
+        read(path)
+    assert info.value.line == 2
+
+
+def test_a_line_after_a_byte_order_mark_is_held_to_the_same_length(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(BOM + b"x" * 50 + b"\n" + b"y" * 51 + b"\n")
+    lines = iter_text_lines(path, max_line_bytes=50)
+    assert next(lines) == (1, "x" * 50 + "\n")
+    with pytest.raises(InputError, match="longer than 50 bytes") as info:
+        next(lines)
+    assert info.value.line == 2
+
+
+READERS = {
+    "read_text": read_text,
+    "iter_text_lines": lambda path: list(iter_text_lines(path)),
+    "first_char": first_char,
+    "load_json": load_json,
+    "load_yaml": load_yaml,
+    "items": load_item_set,
+    "corpus": read_corpus,
+    "prices": PriceTable.load,
+}
+
+
+@pytest.mark.parametrize("data", [b"", b"\n \t\r\n", BOM, BOM + b" \n"],
+                         ids=["empty", "white-space", "bom", "bom-space"])
+@pytest.mark.parametrize("reader", READERS.values(), ids=list(READERS))
+def test_a_file_of_nothing_but_white_space_is_refused_by_name(tmp_path, reader, data):
+    path = tmp_path / "input.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match="the file is empty") as info:
+        reader(path)
+    assert info.value.path == str(path)
+
+
+def test_an_append_only_log_may_be_empty(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"")
+    assert list(iter_text_lines(path, allow_empty=True)) == []
+    assert list(iter_json_lines(path, allow_empty=True)) == []

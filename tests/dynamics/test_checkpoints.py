@@ -154,3 +154,9 @@ def test_checkpoint_hash_is_the_weights_content(tmp_path: Path) -> None:
     (path / "model.safetensors").write_bytes(b"weights v2, retrained")
     assert checkpoint_hash(checkpoint) == f"model.safetensors:{hashlib.sha256(b'weights v2, retrained').hexdigest()}"
     assert checkpoint_hash(Checkpoint(5, "hf:org/model@step5", "step5")) == "hf:org/model@step5"
+
+
+@pytest.mark.parametrize("source", [f"{'9' * 5000}=default", f"{'9' * 20}=default", f"hf:org/model@step{'9' * 5000}"])
+def test_a_step_past_64_bits_is_refused_by_name(source):
+    with pytest.raises(CrossknowError, match="is past the 64-bit range"):
+        discover_checkpoints([source])

@@ -370,7 +370,7 @@ def build_with(config: BuildConfig, generator, cache: Path, out: Path, prices: P
     pool = ClientPool(cache_path=cache, prices=prices)
     pool.adopt("writer", generator)
     try:
-        return build_set(config, pool.client("writer", build_role(config)), out, on_progress=on_progress)
+        return build_set(config, lambda: pool.client("writer", build_role(config)), out, on_progress=on_progress)
     finally:
         pool.close()
 
@@ -631,7 +631,7 @@ class FirstQuestionScripted:
                                self.name, self.model_id) if scripted(r) else next(answers) for r in requests]
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_a_real_build_against_the_llama_server(llama_chat_server, tmp_path):
     """Gemma 3 270M may write anything: the test asserts the build's structure, that every invalid
     output is recorded after its attempts, and that a second build sends no request."""

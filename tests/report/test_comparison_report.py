@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +17,7 @@ from crossknow.cli.app import app
 from crossknow.dynamics.comparison_records import RecipeComparisonSummary
 from crossknow.errors import CrossknowError
 from crossknow.report.comparison_report import COMPARISON_FILE, FIGURES, compare_runs, read_runs, training_config
+from tests.cli.in_process import user_error
 from tests.dynamics.test_recipe_comparison import recipe_traces
 from tests.report.parse import parse_report
 from tests.report.test_report_layout import collapsed_ids, position
@@ -150,11 +149,10 @@ def test_the_command(run_dirs, tmp_path):
     assert (tmp_path / "cmp" / "report.html").is_file()
 
 
-def test_the_command_names_a_directory_that_is_not_a_trace_run(run_dirs, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "crossknow", "compare", str(run_dirs[0]), str(tmp_path),
-                             "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr and f"{tmp_path} has no trace.parquet" in result.stderr.replace("\n", "")
+def test_the_command_names_a_directory_that_is_not_a_trace_run(run_dirs, tmp_path, monkeypatch, capsys):
+    stderr = user_error(monkeypatch, capsys, tmp_path, "compare", str(run_dirs[0]), str(tmp_path), "--out",
+                        str(tmp_path / "out"))
+    assert f"{tmp_path} has no trace.parquet" in stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import yaml
 from typer.testing import CliRunner
 
 from crossknow.cli.app import app
 from crossknow.report.run_report import rebuild_report
+from tests.cli.in_process import user_error
 from tests.report.parse import parse_report
 from tests.report.test_report import run_trace, train_log
 
@@ -40,10 +39,9 @@ def test_out_elsewhere_and_no_training_log(tmp_path):
     assert not (tmp_path / "report.html").exists()
 
 
-def test_directory_without_trace_is_a_clear_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "crossknow", "report", "--run", str(tmp_path)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert "has no trace.parquet" in result.stderr
-    assert list(tmp_path.iterdir()) == []
+def test_directory_without_trace_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    stderr = user_error(monkeypatch, capsys, tmp_path, "report", "--run", str(run))
+    assert f"{run} has no trace.parquet" in stderr
+    assert list(run.iterdir()) == []

@@ -15,12 +15,10 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from crossknow.adaxeval.records import QualityRecord
 from crossknow.adaxeval.stages import StageStore
 from crossknow.data.corpus import pair_documents, read_corpus
-from crossknow.data.guarded import read_text
+from crossknow.data.guarded import load_yaml, parse_int, read_text
 from crossknow.data.schemas import language_tag
 from crossknow.errors import CrossknowError, InputError
 from crossknow.store.atomic import atomic_write, atomic_write_text
@@ -121,7 +119,7 @@ def export_sheet(run_dir: Path, n: int, seed: int, sheet: Path) -> dict[str, int
     config_path = run_dir / CONFIG_FILE
     if not config_path.exists():
         raise CrossknowError(f"{run_dir} is not a generation run directory (no {CONFIG_FILE})")
-    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config = load_yaml(config_path)
     store = StageStore("quality", RunDir(run_dir).stage("quality"), QualityRecord)
     kept = [row.record for row in store.rows() if row.status == "kept"]
     if not kept:
@@ -182,7 +180,7 @@ def score_sheet(sheet: Path) -> ScoreTable:
     bad cell (the first ten): a score out of range, an empty item id, a language that is no language tag,
     an item listed twice; or a missing column.
     """
-    reader = csv.DictReader(io.StringIO(read_text(sheet, bom=True), newline=""))
+    reader = csv.DictReader(io.StringIO(read_text(sheet), newline=""))
     try:
         table = list(reader)
     except csv.Error as error:
@@ -207,10 +205,11 @@ def score_sheet(sheet: Path) -> ScoreTable:
             cell = (row.get(column) or "").strip()
             if not cell:
                 continue
-            score = int(cell) if cell.isdecimal() else None
-            if score is None or score > rubric.maximum:
+            score = parse_int(cell)
+            if score is None or not 0 <= score <= rubric.maximum:
+                shown = repr(cell) if len(cell) <= 40 else f"{cell[:40]!r}... ({len(cell)} characters)"
                 problems.append(
-                    f"row {number} (item {row.get('item_id')}), column '{column}': {cell!r} is not a whole number "
+                    f"row {number} (item {row.get('item_id')}), column '{column}': {shown} is not a whole number "
                     f"from 0 to {rubric.maximum}"
                 )
                 continue

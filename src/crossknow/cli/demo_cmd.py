@@ -44,12 +44,10 @@ def demo(
     from crossknow.cli.trace_cmd import trace_with_progress
     from crossknow.dynamics.trace_config import TraceConfig
     from crossknow.models.hf_loading import resolve_dtype
-    from crossknow.models.scoring_check import check_scoring_path
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
     started = time.monotonic()
-    check_scoring_path()
     dtype = resolve_dtype(dtype, "cpu")
     train_dir, trace_dir = out / "train", out / "trace"
     train_config = TrainConfig(

@@ -149,9 +149,8 @@ def build(
     role.parse(model)
     pool = ClientPool(ModelSettings(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None)
     try:
-        client = pool.client(model, role)
         with stage_bars(errors) as update:
-            result = build_set(config, client, out, on_progress=update)
+            result = build_set(config, lambda: pool.client(model, role), out, on_progress=update)
     finally:
         pool.close()
     summary = result.summary

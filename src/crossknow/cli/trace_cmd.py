@@ -35,8 +35,5 @@ def trace(
     out: Path = typer.Option(..., help="Run directory; run again on it to resume (and to add new checkpoints)."),
 ) -> None:
     """Score each checkpoint on each set (trace.parquet), then write report.html with the dynamics figures."""
-    from crossknow.models.scoring_check import check_scoring_path
-
-    check_scoring_path()
     report = trace_with_progress(config, out)
     console.print(f"report: {report}", highlight=False, soft_wrap=True)

@@ -49,10 +49,8 @@ def train(
     out: Path = typer.Option(..., help="Run directory; run again on it to resume from the newest checkpoint."),
 ) -> None:
     """Continually pretrain a causal LM; write checkpoints, the per-step loss log and the training texts."""
-    from crossknow.models.scoring_check import check_scoring_path
     from crossknow.training.trainer import run_train
 
-    check_scoring_path()  # its checkpoints are scored later: fail now, not after the training
     with bar(errors, "training") as update:
         summary = run_train(config, out, update)
     console.print(stage_table(summary))

@@ -4,6 +4,12 @@ Every reader of a user file reads its text with `read_text` (a whole file) or `i
 file a line at a time), and parses it with `parse_json` or `parse_yaml`. Each failure is an
 InputError naming the file, the line where it can be told and the field where it is known.
 
+Two rules hold for every file read here, so that no reader states them again:
+- a UTF-8 byte-order mark at the start of the file is dropped (spreadsheet programs write one);
+- a file holding nothing but white space is refused as empty (an input of nothing is a mistake,
+  never a run of nothing); only crossknow's own append-only logs, which a kill may leave empty,
+  are read with `allow_empty`.
+
 The limits, each checked before any parsing, so that refusing a huge file costs no more than
 reading its first bytes:
 - a whole data file (a JSON list, a CSV sheet): MAX_FILE_BYTES;
@@ -12,16 +18,21 @@ reading its first bytes:
   takes seconds per ten megabytes);
 - lists and objects nested at most MAX_DEPTH deep (the standard parsers recurse, and fail with a
   RecursionError about a thousand levels down);
-- integers of at most MAX_INT_DIGITS digits (Python's own limit on converting text to int);
-- no lone surrogate (a JSON escape such as "\\ud800" alone): it is no character, and no UTF-8
-  file or Parquet table can hold it;
-- no NaN, Infinity or -Infinity: Python's json module accepts these constants, JSON has none, and
-  every number of crossknow's records is finite.
+- integers in the signed 64-bit range (MIN_INT to MAX_INT), the range of the Parquet, SQLite and
+  numpy columns that crossknow stores them in, in JSON, YAML and the text of a CSV cell
+  (`parse_int`); one of more than MAX_INT_DIGITS digits, Python's own limit on converting text
+  to int, is refused before it is converted;
+- no lone surrogate (a JSON or YAML escape such as "\\ud800" alone): it is no character, and no
+  UTF-8 file or Parquet table can hold it;
+- in JSON, no NaN, Infinity or -Infinity, nor a number too large for a float (1e400, which Python
+  reads as infinity): Python's json module accepts these, JSON has none, and every number of
+  crossknow's records is finite (YAML's .nan and .inf are left to each record's validation).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -44,6 +55,8 @@ MAX_DEPTH = 100
 """The deepest nesting of lists and objects (mappings and sequences in YAML)."""
 MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 """The most digits of an integer: Python's limit on converting text to int."""
+MIN_INT, MAX_INT = -(2**63), 2**63 - 1
+"""The range of an integer: a signed 64-bit integer."""
 
 _QUOTE = ord('"')
 _BRACKET_STEPS = np.zeros(256, np.int8)
@@ -51,19 +64,20 @@ _BRACKET_STEPS[[ord("["), ord("{")]] = 1
 _BRACKET_STEPS[[ord("]"), ord("}")]] = -1
 _SCAN_CHUNK = 1 << 20
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_YAML_SURROGATE_ESCAPE = re.compile(r"\\(u|U0000)[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_LONG_INTEGER = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
-_NON_FINITE = object()
-"""What parse_json reads NaN, Infinity and -Infinity as, before refusing them."""
+_REFUSED_NUMBER = object()
+"""What parse_json reads a number outside its limits as, before refusing it."""
 _HEAD_BYTES = 4096
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark, dropped at the start of every file."""
 
 
-def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES, *, bom: bool = False) -> str:
+def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The whole text of a UTF-8 file, refused before decoding when it is over `max_bytes`.
 
-    A leading byte-order mark is dropped when `bom` (files that spreadsheet programs write).
-    Raises InputError for a file that cannot be read, is too large, or holds a byte that is not
-    UTF-8 (naming its offset and line).
+    A leading byte-order mark is dropped. Raises InputError for a file that cannot be read, is too
+    large, is empty (white space only), or holds a byte that is not UTF-8 (naming its offset and line).
     """
     try:
         with open(path, "rb") as handle:
@@ -72,47 +86,75 @@ def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES, *, bom: bool = 
         raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:
         raise InputError(path, f"the file is larger than {max_bytes:,} bytes, the most crossknow reads")
-    if bom:
-        data = data.removeprefix(b"\xef\xbb\xbf")
+    body = data.removeprefix(BOM)
     try:
-        return data.decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _not_utf8(path, exc, data.count(b"\n", 0, exc.start) + 1, exc.start) from None
+        skipped = len(data) - len(body)
+        raise _not_utf8(path, exc, body.count(b"\n", 0, exc.start) + 1, skipped + exc.start) from None
+    if not text.strip():
+        raise _empty(path)
+    return text
+
+
+def read_head(path: str | Path, size: int = _HEAD_BYTES) -> bytes:
+    """The first `size` bytes of a file, a byte-order mark dropped (fewer when the file is shorter), to tell its
+    format before it is read whole; InputError for a file that cannot be read or is empty (white space only)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(BOM) + size).removeprefix(BOM)[:size]
+            whole = not handle.read(1)
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
+    if whole and not head.strip():
+        raise _empty(path)
+    return head
 
 
 def first_char(path: str | Path) -> str:
     """The first character of a file that is not white space ('' when its first 4 KB hold none), telling a
     JSON list ('[') from JSON lines or an object ('{') before the file is read whole."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(_HEAD_BYTES).lstrip()[:1].decode("ascii", "replace")
-    except OSError as exc:
-        raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
+    return read_head(path).lstrip()[:1].decode("ascii", "replace")
 
 
-def iter_text_lines(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
+def iter_text_lines(
+    path: str | Path, max_line_bytes: int = MAX_LINE_BYTES, *, allow_empty: bool = False
+) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line with its newline) for each line of a UTF-8 file.
 
-    A line is refused before decoding when it is over `max_line_bytes`; only that much of it is
-    ever held. Raises InputError for a file that cannot be read, a line too long, or a byte that
-    is not UTF-8 (naming its offset in the file and its line).
+    A byte-order mark at the start of the first line is dropped. A line is refused before decoding
+    when it is over `max_line_bytes`; only that much of it is ever held. Raises InputError for a
+    file that cannot be read, a line too long, or a byte that is not UTF-8 (naming its offset in the
+    file and its line), and, once every line is read, for a file of white space only unless
+    `allow_empty`.
     """
+    blank = True
     try:
         with open(path, "rb") as handle:
             offset = 0
             for number in count(1):
-                raw = handle.readline(max_line_bytes + 2)
+                raw = handle.readline(max_line_bytes + 2 + (len(BOM) if number == 1 else 0))
+                if number == 1 and raw.startswith(BOM):
+                    offset, raw = len(BOM), raw[len(BOM) :]
                 if not raw:
-                    return
+                    break
                 if len(raw.removesuffix(b"\n").removesuffix(b"\r")) > max_line_bytes:
                     raise InputError(path, f"the line is longer than {max_line_bytes:,} bytes", line=number)
                 try:
-                    yield number, raw.decode("utf-8")
+                    line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise _not_utf8(path, exc, number, offset + exc.start) from None
+                blank = blank and not line.strip()
+                yield number, line
                 offset += len(raw)
     except OSError as exc:
         raise InputError(path, f"cannot read the file: {exc.strerror or exc}") from exc
+    if blank and not allow_empty:
+        raise _empty(path)
+
+
+def _empty(path: str | Path) -> InputError:
+    return InputError(path, "the file is empty (nothing but white space)")
 
 
 def _not_utf8(path: str | Path, exc: UnicodeDecodeError, line: int, offset: int) -> InputError:
@@ -130,21 +172,19 @@ def parse_json(text: str, path: str | Path, line: int | None = None, field: str 
     if _too_deep(text):
         message = f"a value nested more than {MAX_DEPTH} deep (lists and objects)"
         raise InputError(path, message, line=line, field=field)
-    constants: list[str] = []
+    numbers = _JsonNumbers()
     try:
-        value = json.loads(text, parse_constant=lambda name: constants.append(name) or _NON_FINITE)
+        value = json.loads(
+            text, parse_constant=numbers.constant, parse_int=numbers.integer, parse_float=numbers.real
+        )
     except json.JSONDecodeError as exc:
         message = f"invalid JSON: {exc.msg} (column {exc.colno})"
         raise InputError(path, message, line=line or exc.lineno, field=field) from None
-    except ValueError:  # the only other: an integer over Python's digit limit
-        found = _LONG_INTEGER.search(text)
-        where = line or (text.count("\n", 0, found.start()) + 1 if found else None)
-        message = f"an integer of more than {MAX_INT_DIGITS} digits"
-        raise InputError(path, message, line=where, field=field) from None
-    if constants:
-        found = _field_of(value, lambda item: item is _NON_FINITE, field or "")
-        where = line or text.count("\n", 0, text.find(constants[0])) + 1
-        message = f"{constants[0]} is no JSON number: a finite number is expected"
+    if numbers.refused:
+        literal, message = numbers.refused[0]
+        found = _field_of(value, lambda item: item is _REFUSED_NUMBER, field or "")
+        at = re.search(rf"(?<![\w.]){re.escape(literal)}(?![\w.])", text)
+        where = line or (text.count("\n", 0, at.start()) + 1 if at else None)
         raise InputError(path, message, line=where, field=found or None)
     if _SURROGATE_ESCAPE.search(text):
         found = _field_of(value, _holds_surrogate, field or "")
@@ -152,6 +192,45 @@ def parse_json(text: str, path: str | Path, line: int | None = None, field: str 
             message = "a lone surrogate (a \\ud800-\\udfff escape without its pair) is no character"
             raise InputError(path, message, line=line, field=found or None)
     return value
+
+
+class _JsonNumbers:
+    """The number hooks of json.loads: each number outside this module's limits is read as _REFUSED_NUMBER
+    and noted as (its text, why), for parse_json to refuse by field."""
+
+    def __init__(self) -> None:
+        self.refused: list[tuple[str, str]] = []
+
+    def constant(self, name: str) -> object:
+        """NaN, Infinity or -Infinity."""
+        self.refused.append((name, f"{name} is no JSON number: a finite number is expected"))
+        return _REFUSED_NUMBER
+
+    def integer(self, literal: str) -> object:
+        """An integer, refused past MAX_INT_DIGITS digits (before converting it) or outside the 64-bit range."""
+        if len(literal) < 19:  # within the range whatever the digits
+            return int(literal)
+        if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+            self.refused.append((literal, f"an integer of more than {MAX_INT_DIGITS} digits"))
+            return _REFUSED_NUMBER
+        value = int(literal)
+        if not MIN_INT <= value <= MAX_INT:
+            self.refused.append((literal, f"{_shown_number(literal)} is outside the 64-bit integer range"))
+            return _REFUSED_NUMBER
+        return value
+
+    def real(self, literal: str) -> object:
+        """A number with a fraction or an exponent, refused when too large for a float."""
+        value = float(literal)
+        if not math.isfinite(value):
+            self.refused.append((literal, f"{_shown_number(literal)} is too large for a number: a finite one is "
+                                          "expected"))
+            return _REFUSED_NUMBER
+        return value
+
+
+def _shown_number(literal: str) -> str:
+    return literal if len(literal) <= 24 else f"{literal[:12]}... ({len(literal)} characters)"
 
 
 def _too_deep(text: str) -> bool:
@@ -196,7 +275,8 @@ def _field_of(value: Any, bad: Callable[[Any], bool], field: str = "") -> str | 
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses nesting past MAX_DEPTH and integers past MAX_INT_DIGITS."""
+    """yaml.SafeLoader that refuses nesting past MAX_DEPTH, and integers past MAX_INT_DIGITS or outside the 64-bit
+    range."""
 
     depth = 0
 
@@ -212,11 +292,15 @@ class _BoundedLoader(yaml.SafeLoader):
             self.depth -= 1
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        """An integer, refused when longer than MAX_INT_DIGITS."""
+        """An integer, refused when longer than MAX_INT_DIGITS or outside the 64-bit range."""
         if len(node.value) > MAX_INT_DIGITS:
             message = f"an integer of more than {MAX_INT_DIGITS} digits"
             raise yaml.constructor.ConstructorError(None, None, message, node.start_mark)
-        return super().construct_yaml_int(node)
+        value = super().construct_yaml_int(node)
+        if not MIN_INT <= value <= MAX_INT:
+            message = f"{_shown_number(node.value)} is outside the 64-bit integer range"
+            raise yaml.constructor.ConstructorError(None, None, message, node.start_mark)
+        return value
 
 
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
@@ -228,11 +312,17 @@ def parse_yaml(text: str, path: str | Path) -> Any:
     Raises InputError naming `path` and the line of the problem.
     """
     try:
-        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader
+        value = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(path, f"not valid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+    if _YAML_SURROGATE_ESCAPE.search(text):
+        found = _field_of(value, _holds_surrogate)
+        if found is not None:
+            message = "a lone surrogate (a \\ud800-\\udfff escape without its pair) is no character"
+            raise InputError(path, message, field=found or None)
+    return value
 
 
 def load_json(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
@@ -243,3 +333,15 @@ def load_json(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> Any:
 def load_yaml(path: str | Path, max_bytes: int = MAX_TABLE_BYTES) -> Any:
     """The value of the YAML file at `path` (`read_text`, then `parse_yaml`)."""
     return parse_yaml(read_text(path, max_bytes), path)
+
+
+_INTEGER_TEXT = re.compile(r"[-+]?[0-9]{1,19}")
+
+
+def parse_int(text: str) -> int | None:
+    """The integer that a text field (a CSV cell) holds: ASCII digits after an optional sign, in the 64-bit
+    range of parse_json and parse_yaml; None for any other text, so that the caller can name the field."""
+    if not _INTEGER_TEXT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if MIN_INT <= value <= MAX_INT else None

@@ -42,14 +42,14 @@ _JSON_TYPE_NAMES: dict[type, str] = {
 }
 
 
-def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(path: str | Path, *, allow_empty: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for each non-blank line of a JSON-lines file.
 
     Lines are read and parsed through `crossknow.data.guarded`: InputError for a file that cannot
     be read, a line that is too long, not UTF-8, not valid JSON (within its limits) or not a JSON
-    object.
+    object, and for an empty file unless `allow_empty` (crossknow's own append-only logs).
     """
-    for line_no, line in iter_text_lines(path):
+    for line_no, line in iter_text_lines(path, allow_empty=allow_empty):
         if line.strip():
             yield line_no, _json_object(line, path, line_no)
 

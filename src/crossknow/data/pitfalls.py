@@ -59,7 +59,7 @@ METADATA_FIELDS = (
 """Fields of a pair kept in both items' metadata, when present: among them the original question and the
 text inserted before it (`prequestion`, `transpre`) and after it (`sufquestion`, `transsuf`) on each side."""
 
-_SIDES = (
+SIDES = (
     ("question", "choices", "answer"),  # English
     ("transquestion", "transchoices", "transanswer"),  # target language
 )
@@ -129,6 +129,20 @@ def read_pitfalls(path: str | Path, limit: int | None = None) -> ItemSet:
     return ItemSet(name=language, format=FORMAT, items=items, invalid=invalid)
 
 
+def side_item(
+    fields: tuple[str, str, str], item_id: str, lang: str, question: str, choices: list[str], answer: int,
+    **more: Any,
+) -> MCItem | tuple[str | None, str]:
+    """One side of a pair as an MCItem (`more`: its other fields), or (the field as the release names it, why it
+    is no item): the rule of every multiple-choice item (an empty question, an option past the limits), which
+    each reader of the release applies to both sides."""
+    return mc_item_or_problem(
+        {"id": item_id, "lang": lang, "kind": "question", "prompt": question, "options": choices, "answer": answer,
+         **more},
+        dict(zip(("prompt", "options", "answer"), fields, strict=True)),
+    )
+
+
 def _pair_items(
     pair: dict[str, Any], path: str | Path, index: int, language: str, code: str
 ) -> list[MCItem] | InvalidRecord:
@@ -140,28 +154,16 @@ def _pair_items(
             require_strings(pair, choices_field, path, line),
             require(pair, answer_field, str, path, line),
         )
-        for question_field, choices_field, answer_field in _SIDES
+        for question_field, choices_field, answer_field in SIDES
     ]
     items = []
-    for lang, fields, (question, choices, answer) in zip(("en", code), _SIDES, values, strict=True):
+    for lang, fields, (question, choices, answer) in zip(("en", code), SIDES, values, strict=True):
         _, choices_field, answer_field = fields
         if answer not in choices:
             reason = f"{answer_field} {answer!r} is not among the {len(choices)} {choices_field}"
             return InvalidRecord(path=str(path), line=line, field=answer_field, reason=reason)
-        item = mc_item_or_problem(
-            {
-                "id": f"{lang}:{index}",
-                "lang": lang,
-                "kind": "question",
-                "prompt": question,
-                "options": choices,
-                "answer": choices.index(answer),
-                "source_lang": "en",
-                "pair_id": f"{language}:{index}",
-                "metadata": dict(metadata),
-            },
-            dict(zip(("prompt", "options", "answer"), fields, strict=True)),
-        )
+        item = side_item(fields, f"{lang}:{index}", lang, question, choices, choices.index(answer),
+                         source_lang="en", pair_id=f"{language}:{index}", metadata=dict(metadata))
         if not isinstance(item, MCItem):
             field, reason = item
             return InvalidRecord(path=str(path), line=line, field=field, reason=reason)

@@ -18,13 +18,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from crossknow.data.guarded import load_yaml
+from crossknow.data.guarded import load_yaml, parse_int
 from crossknow.errors import CrossknowError
 from crossknow.models.weights import weights_hash
 
-STEP_NAME = re.compile(r"^(?:checkpoint|step)[-_]?(\d+)$")
-REVISION_STEP = re.compile(r"step[-_]?(\d+)")
-TRAILING_DIGITS = re.compile(r"(\d+)$")
+STEP_NAME = re.compile(r"^(?:checkpoint|step)[-_]?([0-9]+)$")
+REVISION_STEP = re.compile(r"step[-_]?([0-9]+)")
+TRAILING_DIGITS = re.compile(r"([0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -51,23 +51,33 @@ def _is_complete(path: Path) -> bool:
     return _is_model_dir(path) and has_weights and trainer_done
 
 
+def _step(digits: str, where: str) -> int:
+    """The step that `digits` (of a name, a revision or a STEP= prefix) write; CrossknowError naming `where` for
+    one past the 64-bit range that steps are stored in."""
+    step = parse_int(digits)
+    if step is None:
+        shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits)} digits)"
+        raise CrossknowError(f"{where}: the step {shown} is past the 64-bit range")
+    return step
+
+
 def _sub_checkpoints(directory: Path) -> list[Checkpoint]:
     found = []
     for path in sorted(directory.iterdir()):
         match = STEP_NAME.match(path.name)
         if match and path.is_dir() and _is_complete(path):
-            found.append(Checkpoint(int(match.group(1)), f"hf:{path}", path.name))
+            found.append(Checkpoint(_step(match.group(1), str(path)), f"hf:{path}", path.name))
     return found
 
 
 def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
     """The checkpoints `source` names; with `step_given` (a STEP= prefix), a name or revision need not hold a step."""
     step_text, sep, rest = source.partition("=")
-    if sep and step_text.isdigit() and not step_given:
+    if sep and step_text.isascii() and step_text.isdigit() and not step_given:
         found = _one(rest, step_given=True)
         if len(found) != 1:
             raise CrossknowError(f"--checkpoints {source}: {rest} holds {len(found)} checkpoints, not one")
-        return [Checkpoint(int(step_text), found[0].spec, found[0].label)]
+        return [Checkpoint(_step(step_text, f"--checkpoints {source}"), found[0].spec, found[0].label)]
     if source == "default":
         return [Checkpoint(0, "default", "base (default)")]
     if source.startswith("hf:") and "@" in source:
@@ -75,7 +85,7 @@ def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
         match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
         if not match and not step_given:
             raise CrossknowError(f"--checkpoints {source}: no step in revision {revision!r}; write STEP={source}")
-        return [Checkpoint(int(match.group(1)) if match else 0, source, revision)]
+        return [Checkpoint(_step(match.group(1), f"--checkpoints {source}") if match else 0, source, revision)]
     path = Path(source[3:] if source.startswith("hf:") else source)
     if not path.is_dir():
         raise CrossknowError(f"--checkpoints {source}: not a directory, a default spec or an hf:ID@REVISION spec")
@@ -92,7 +102,7 @@ def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
         match = STEP_NAME.match(path.name)
         if not match and not step_given:
             raise CrossknowError(f"--checkpoints {source}: no step in the name {path.name!r}; write STEP={source}")
-        return [Checkpoint(int(match.group(1)) if match else 0, f"hf:{path}", path.name)]
+        return [Checkpoint(_step(match.group(1), f"--checkpoints {source}") if match else 0, f"hf:{path}", path.name)]
     found = _sub_checkpoints(path)
     if not found:
         raise CrossknowError(f"--checkpoints {source}: no checkpoint-STEP or step-STEP model directories in it")

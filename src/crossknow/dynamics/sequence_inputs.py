@@ -20,7 +20,6 @@ from crossknow.data.corpus import read_corpus
 from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.schemas import Record
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
-from crossknow.errors import InputError
 from crossknow.models.device import DEVICE_HELP, Device
 
 
@@ -86,9 +85,7 @@ def read_sequences(path: str | Path) -> list[TracedSequence]:
     for a malformed line or a repeated id."""
     path = Path(path)
     lines = iter_json_lines(path)
-    first = next(lines, None)
-    if first is None:
-        raise InputError(path, "no sequences: the file is empty")
+    first = next(lines)  # an empty file is an InputError
     if "method" not in first[1]:
         numbers = [line for line, _ in iter_json_lines(path)]
         return [TracedSequence(variant_id=doc.id, source_id=doc.id, lang=doc.lang, method="original", x=None,

@@ -39,6 +39,7 @@ from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
 from crossknow.models.registry import ScorerOptions
+from crossknow.models.scoring_check import ensure_scoring_path
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.stage import ScoringStage, ScoringTask, task_key
 from crossknow.store.atomic import atomic_write, atomic_write_json
@@ -159,10 +160,13 @@ def run_trace(
     `on_progress(items done, items total, checkpoint label)` is called after each committed shard.
     An item that some checkpoint could not score is left out of the trace at every checkpoint (the
     analyses compare the same items throughout) and listed in invalid.jsonl with the reason.
+    Every input (checkpoints, sets, pairings) is read and checked before the scoring path is, and
+    before any model loads.
     """
     out = Path(out)
     checkpoints = discover_checkpoints(config.checkpoints)
     sets = load_sets(config.data, config.train_lang, config.pairing)
+    ensure_scoring_path()
     with RunDir(out) as run:
         inputs = {str(s.path): file_sha256(s.path) for s in sets}
         inputs |= {str(s.pairing): file_sha256(s.pairing) for s in sets if s.pairing is not None}

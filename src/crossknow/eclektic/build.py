@@ -1,6 +1,6 @@
 """Build a new ECLEKTIC-style set from a multilingual document collection (section 3.1, Appendix A.1).
 
-`build_set(config, client, out)`:
+`build_set(config, make_client, out)`:
 
 1. select: the main set's articles (in only one language of the set, a seeded sample per language) or
    popular pages (the most viewed articles that lack an equivalent in at least one language of the set),
@@ -109,13 +109,14 @@ def build_role(config: BuildConfig, base_url: str | None = None, api_key_env: st
 
 def build_set(
     config: BuildConfig,
-    client: StructuredClient,
+    make_client: Callable[[], StructuredClient],
     out: str | Path,
     *,
     on_progress: Progress | None = None,
 ) -> BuildResult:
-    """Build the set `config` asks for with `client` (the writer's, from a `ClientPool` with `build_role(config)`:
-    its request cache and prices) into the directory `out`.
+    """Build the set `config` asks for with the client `make_client()` returns (the writer's, from a `ClientPool`
+    with `build_role(config)`: its request cache and prices) into the directory `out`; the client, and so the
+    writer's model, is made once the collection is read and checked.
 
     Writes the files listed in the module docstring; the same call again replays every model output
     from the cache and writes the same files. InputError for a malformed collection (file, line,
@@ -129,6 +130,7 @@ def build_set(
             documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,
             n_sentences=config.n_sentences, seed=config.seed, selection=config.selection, min_views=config.min_views,
             path=config.documents)
+        client = make_client()
         steps = _Steps(client, config, on_progress)
         generated = steps.generate(selected)
         questions = steps.translate_and_check(generated)

@@ -134,8 +134,6 @@ def read_documents(path: str | Path) -> list[tuple[int, SourceDocument]]:
                              field=f"other_langs.{document.lang}")
         first_line[document.id] = line_no
         documents.append((line_no, document))
-    if not documents:
-        raise InputError(path, "the collection holds no documents")
     return documents
 
 

@@ -300,8 +300,6 @@ def read_judgement_file(path: str | Path) -> pa.Table:
         sample = require(record, "sample", int, path, line, optional=True) or 0
         if sample < 0:
             raise InputError(path, f"must be >= 0, got {sample}", line=line, field="sample")
-        if sample >= 2**63:
-            raise InputError(path, "must be below 2**63 (a 64-bit integer)", line=line, field="sample")
         source_lang, source_line = sources.setdefault(q_id, (langs[0], line))
         if source_lang != langs[0]:
             message = f"q_id {q_id!r} has source_lang {source_lang!r} on line {source_line}"

@@ -156,7 +156,7 @@ def import_sheet(path: str | Path, out: str | Path) -> ImportSummary:
 def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, str]]]:
     """(first line of the record, its cells) for every record of the sheet (read through
     `crossknow.data.guarded`), checked for shape."""
-    reader = csv.DictReader(io.StringIO(read_text(path, bom=True), newline=""))
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
     try:
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
         if missing:

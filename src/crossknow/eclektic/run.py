@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from crossknow.data.guarded import load_yaml
 from crossknow.data.jsonl import write_invalid
 from crossknow.eclektic.answer import ANSWER_SCHEMA, answer_questions
 from crossknow.eclektic.examples import EclekticSet, load_eclektic_set
@@ -239,15 +240,13 @@ def run_eclektic(
 def rescore_run(run_dir: Path, config: ScoreConfig) -> EclekticMetrics:
     """Score the answers and judgements a run directory holds again, as `config` says (another reading of the
     source rows, another interval); rewrites metrics.json, examples.parquet and judges.json."""
-    import yaml
-
     run_dir = Path(run_dir)
     paths = [run_dir / name for name in (CONFIG_FILE, ANSWERS_FILE, JUDGEMENTS_FILE)]
     missing = [path.name for path in paths if not path.is_file()]
     if missing:
         raise CrossknowError(f"{run_dir} has no {', '.join(missing)}: is it an ECLEKTIC run that got to its "
                              "judgements (`crossknow eclektic judge` or `run`)?")
-    recorded = yaml.safe_load(paths[0].read_text(encoding="utf-8")) or {}
+    recorded = load_yaml(paths[0]) or {}
     run_config = EclekticConfig.model_validate(recorded | config.model_dump())
     run, eclektic_set = open_run(run_config, run_dir)
     with run:

@@ -203,6 +203,9 @@ def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
             parsed.model.partition(":")[2], base_url=parsed.base_url, api_key_env=options.api_key_env,
             concurrency=options.concurrency,
         )
+    from crossknow.models.device import resolve_device
+
+    resolve_device(options.device)  # a device this machine lacks is refused before a model is converted or loaded
     local = resolve_local(parsed.model)
     assert local is not None  # check_spec accepted a local spec
     from crossknow.models.hf_scorer import HFScorer

@@ -9,12 +9,14 @@ one option at a time; `check_scoring_path` runs that on a tiny random Gemma 3 mo
 sliding-window and full-attention layers, as transformers computes it and as crossknow's own
 `crossknow.models.gemma3_text` does (which scores Gemma 3 checkpoints), in well under a second, so
 that `crossknow demo`, `train` and `trace` fail at start with a clear message instead of after
-minutes of training.
+minutes of training. Their pipelines call `ensure_scoring_path` once their inputs are read, before
+any model loads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -139,3 +141,10 @@ def check_scoring_path() -> None:
         f"{version('torch')}: {problem}. Install the tested versions with `make install` (from the lock "
         "file); see the README's set-up section."
     )
+
+
+@cache
+def ensure_scoring_path() -> None:
+    """`check_scoring_path`, once per process (a failure is checked again on the next call): the installed
+    versions it checks do not change while a process runs, which may run several pipelines."""
+    check_scoring_path()

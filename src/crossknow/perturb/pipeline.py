@@ -42,10 +42,10 @@ from crossknow.perturb.sentence_level import (
     rewritten_sentences,
     segment,
 )
-from crossknow.perturb.synonym_dictionary import load_synonyms
+from crossknow.perturb.synonym_dictionary import SynonymDictionary, load_synonyms
 from crossknow.perturb.synonyms import read_stop_words
 from crossknow.perturb.token_level import TokenSettings, original_variant, token_variants
-from crossknow.perturb.tokenizers import ModelTokens, Vocabulary, load_spec_tokenizer
+from crossknow.perturb.tokenizers import ModelTokens, Vocabulary, check_tokenizer_spec, load_spec_tokenizer
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
@@ -67,7 +67,8 @@ def _inputs(config: PerturbConfig) -> dict[str, str]:
     return {path: file_sha256(path) for path in files if path is not None}
 
 
-def _token_settings(config: PerturbConfig, model: ModelTokens) -> TokenSettings:
+def _token_settings(config: PerturbConfig, model: ModelTokens, dictionary: SynonymDictionary | None,
+                    stop_words: frozenset[str]) -> TokenSettings:
     vocabulary = None
     if "random" in config.methods:
         if config.random_tokenizer is None:
@@ -75,12 +76,8 @@ def _token_settings(config: PerturbConfig, model: ModelTokens) -> TokenSettings:
         else:
             tokenizer, name = load_spec_tokenizer(config.random_tokenizer)
             vocabulary = Vocabulary(tokenizer, name, own=False)
-    synonyms = any(m in SYNONYM_METHODS for m in config.methods)
-    return TokenSettings(
-        seed=config.seed, x=config.x, y=config.y, vocabulary=vocabulary,
-        dictionary=load_synonyms(config.synonyms) if synonyms and config.synonyms else None,
-        stop_words=read_stop_words(config.stop_words), cross_lang=config.cross_lang,
-    )
+    return TokenSettings(seed=config.seed, x=config.x, y=config.y, vocabulary=vocabulary, dictionary=dictionary,
+                         stop_words=stop_words, cross_lang=config.cross_lang)
 
 
 def rewrite_role(config: PerturbConfig) -> Role:
@@ -179,16 +176,23 @@ def run_perturb(
     """Make (or resume making) every asked variant into the run directory `out`; return the summary."""
     started, out = time.monotonic(), Path(out)
     inputs = _inputs(config)
+    for spec in (config.model, config.random_tokenizer):
+        if spec is not None:
+            check_tokenizer_spec(spec)
     styles = [m for m in config.methods if m in REWRITE_METHODS]
     if styles and config.generator is not None:
         rewrite_role(config).parse(config.generator)
         for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language
             language_name(lang)
+    # every input is read and checked before a tokenizer or a model loads
+    sampled = sample_documents(config.corpus, config.lang, config.n, config.seed, config.min_sentences)
+    synonyms = any(m in SYNONYM_METHODS for m in config.methods)
+    dictionary = load_synonyms(config.synonyms) if synonyms and config.synonyms else None
+    stop_words = read_stop_words(config.stop_words)
     tokenizer, name = load_spec_tokenizer(config.model)
     model = ModelTokens(tokenizer, name, config.mask_token)
     mask = model.decode([model.mask_id]) if "mask" in config.methods else None
-    settings = _token_settings(config, model)
-    sampled = sample_documents(config.corpus, config.lang, config.n, config.seed, config.min_sentences)
+    settings = _token_settings(config, model, dictionary, stop_words)
     sources = [Source(doc, model) for doc in sampled]
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}

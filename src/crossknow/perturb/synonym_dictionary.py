@@ -20,7 +20,7 @@ import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
-from crossknow.data.guarded import iter_text_lines
+from crossknow.data.guarded import iter_text_lines, read_head
 from crossknow.data.schemas import LANGUAGE_TAG
 from crossknow.errors import InputError
 
@@ -61,12 +61,7 @@ class SynonymDictionary:
 def load_synonyms(path: str | Path) -> SynonymDictionary:
     """The dictionary in `path`: a Japanese WordNet SQLite file (recognised by its header) or a TSV."""
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-    except OSError as error:
-        raise InputError(path, f"cannot read the synonym dictionary: {error.strerror or error}") from error
-    dictionary = _read_wordnet(path) if head == SQLITE_MAGIC else _read_tsv(path)
+    dictionary = _read_wordnet(path) if read_head(path, len(SQLITE_MAGIC)) == SQLITE_MAGIC else _read_tsv(path)
     if not len(dictionary):
         raise InputError(path, "the synonym dictionary holds no entry")
     return dictionary

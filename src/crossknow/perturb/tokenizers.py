@@ -21,6 +21,13 @@ TOKENIZER_SPECS = "default, hf:PATH_OR_ID[@REVISION] or gguf:FILE"
 """The spec forms that name a local tokenizer."""
 
 
+def check_tokenizer_spec(spec: str) -> None:
+    """CrossknowError for a spec that names no local tokenizer (checked before any input is read)."""
+    kind, _, rest = spec.partition(":")
+    if not (spec == "default" or (kind in ("hf", "gguf") and rest)):
+        raise CrossknowError(f"{spec!r} names no local tokenizer; token perturbations need {TOKENIZER_SPECS}")
+
+
 @lru_cache(maxsize=4)
 def load_spec_tokenizer(spec: str) -> tuple[Any, str]:
     """(tokenizer, its name as recorded) of a model spec, loaded once per process (the perturbations only read
@@ -28,12 +35,11 @@ def load_spec_tokenizer(spec: str) -> tuple[Any, str]:
     from crossknow.models.fast_tokenizer import load_tokenizer
     from crossknow.models.registry import resolve_local
 
+    check_tokenizer_spec(spec)
     kind, _, rest = spec.partition(":")
-    if kind == "hf" and rest:  # a tokenizer-only directory is enough: no config.json needed
+    if kind == "hf":  # a tokenizer-only directory is enough: no config.json needed
         path, _, revision = rest.partition("@")
         return load_tokenizer(path, revision or None), f"hf:{rest}"
-    if spec != "default" and kind != "gguf":
-        raise CrossknowError(f"{spec!r} names no local tokenizer; token perturbations need {TOKENIZER_SPECS}")
     local = resolve_local(spec)
     assert local is not None  # default and gguf: are local specs
     return load_tokenizer(local.path, local.revision), local.model_id or spec

@@ -164,7 +164,7 @@ def read_appended_records(path: Path, schema: type[R]) -> list[R]:
         return []
     cut_torn_last_line(path)
     records = []
-    for line, data in iter_json_lines(path):
+    for line, data in iter_json_lines(path, allow_empty=True):  # a kill in its first write leaves it empty
         try:
             records.append(schema.model_validate(data))
         except ValidationError as error:

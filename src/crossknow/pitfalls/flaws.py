@@ -18,7 +18,7 @@ from pathlib import Path
 from crossknow.data.formats import detect_format, load_item_set
 from crossknow.data.jsonl import require, require_strings
 from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
-from crossknow.data.pitfalls import language_code, load_pairs
+from crossknow.data.pitfalls import SIDES, language_code, load_pairs, side_item
 from crossknow.data.schemas import InvalidRecord, MCItem
 from crossknow.errors import InputError
 from crossknow.pitfalls.simulate import MCQuestion
@@ -50,7 +50,8 @@ class PairFile:
     path: Path
     pairs: list[BilingualPair]
     invalid: list[InvalidRecord]
-    """One record per flawed pair, naming every flaw."""
+    """One record per flawed pair, naming every flaw, or naming the side that is no multiple-choice item (an empty
+    question: the rule of `evaluate`'s reader of the release too)."""
     flaw_counts: dict[str, int]
     """Pairs with each flaw (a pair with several flaws counts under each)."""
     cap_violations: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -100,6 +101,14 @@ def _release(path: Path, limit: int | None, k: int) -> PairFile:
                                     flaws))
             continue
         index_en = choices.index(answer)
+        sides = ((SIDES[0], "en", question, choices), (SIDES[1], code, target_question, target_choices))
+        problems = [side_item(fields, f"{lang}:{index}", lang, text, side_choices, index_en)
+                    for fields, lang, text, side_choices in sides]
+        problem = next((found for found in problems if not isinstance(found, MCItem)), None)
+        if problem is not None:
+            invalid.append(InvalidRecord(path=str(path), line=line, field=problem[0], reason=problem[1],
+                                         item_id=pair_id))
+            continue
         pairs.append(BilingualPair(
             pair_id, MCQuestion(question, tuple(choices), index_en, "en"),
             MCQuestion(target_question, tuple(target_choices), index_en, code), origin, source, category))

@@ -1,29 +1,21 @@
-"""Trainer callbacks: token-interval checkpoints, the per-step loss log, and pruning old optimizer states."""
+"""Trainer callbacks: token-interval checkpoints, the per-step loss log, and pruning old optimizer states.
+
+The files they write are read by `crossknow.training.run_files`, which needs no transformers (its names are
+exported here too, beside the callbacks that write them).
+"""
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 from transformers import TrainerCallback
 
-CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)$")
-RESUME_FILES = ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth")
-"""Files a checkpoint needs only to resume training; kept in the newest checkpoint alone."""
+from crossknow.training.run_files import RESUME_FILES, complete_checkpoints, drop_resume_state, read_step_log
 
-
-def complete_checkpoints(directory: Path) -> dict[int, Path]:
-    """Checkpoints under `directory` whose save finished (trainer_state.json is written last), by step."""
-    found = {}
-    if directory.is_dir():
-        for path in directory.iterdir():
-            match = CHECKPOINT_DIR.match(path.name)
-            if match and (path / "trainer_state.json").exists():
-                found[int(match.group(1))] = path
-    return dict(sorted(found.items()))
+__all__ = ["RESUME_FILES", "PruneResumeState", "StepLog", "TokenIntervalSave", "complete_checkpoints",
+           "drop_resume_state", "read_step_log"]
 
 
 class TokenIntervalSave(TrainerCallback):
@@ -40,16 +32,6 @@ class TokenIntervalSave(TrainerCallback):
         if state.num_input_tokens_seen // self.every > self.last // self.every:
             control.should_save = True
         self.last = state.num_input_tokens_seen
-
-
-def drop_resume_state(checkpoint: Path) -> None:
-    """Delete what only resuming needs from `checkpoint`: RESUME_FILES and, from a run on several
-    processes, each process' rng_state_RANK.pth (and a DeepSpeed global_step folder)."""
-    for name in RESUME_FILES:
-        (checkpoint / name).unlink(missing_ok=True)
-    for rng in checkpoint.glob("rng_state_*.pth"):
-        rng.unlink()
-    shutil.rmtree(checkpoint / "global_step", ignore_errors=True)
 
 
 class PruneResumeState(TrainerCallback):
@@ -99,20 +81,3 @@ class StepLog(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if self.on_step and state.is_world_process_zero:
             self.on_step(state.global_step, state.max_steps)
-
-
-def read_step_log(path: Path, up_to_step: int | None = None) -> list[dict]:
-    """The step log, one row per step (the last line wins when a resumed run logged a step again).
-
-    Rows after `up_to_step` are dropped: they belong to a run killed after its last checkpoint.
-    """
-    rows: dict[int, dict] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill
-            if up_to_step is None or row["step"] <= up_to_step:
-                rows[row["step"]] = row
-    return [rows[step] for step in sorted(rows)]

@@ -35,19 +35,11 @@ from crossknow.data.corpus import Document, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.models.device import resolve_device
 from crossknow.models.registry import resolve_local
+from crossknow.models.scoring_check import ensure_scoring_path
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 from crossknow.training.budget import TokenisedText, budgeted_mix
-from crossknow.training.callbacks import (
-    RESUME_FILES,
-    PruneResumeState,
-    StepLog,
-    TokenIntervalSave,
-    complete_checkpoints,
-    drop_resume_state,
-    read_step_log,
-)
 from crossknow.training.collate import SequenceCollator, pad_token_id
 from crossknow.training.exclusion import EXCLUDED_FILE, TransferExclusion, transfer_documents
 from crossknow.training.layers import select_trainable
@@ -64,6 +56,7 @@ from crossknow.training.records import (
     TrainingExample,
     TrainSummary,
 )
+from crossknow.training.run_files import RESUME_FILES, complete_checkpoints, drop_resume_state, read_step_log
 from crossknow.training.templates import TemplateTable
 
 TRAIN_LOG_SCHEMA = pa.schema(
@@ -191,16 +184,19 @@ def run_train(
 ) -> TrainSummary:
     """Train `config.model` on the mixed corpus into run directory `out`; resume from its newest checkpoint.
 
-    `on_progress(step, total_steps)` is called after each optimizer step.
+    `on_progress(step, total_steps)` is called after each optimizer step. The corpora and the recipe are read
+    and checked first, then the scoring path its checkpoints will be traced with (a broken one fails now, not
+    after the training), and only then are torch and the model loaded.
     """
     started = time.monotonic()
+    inputs = _read_inputs(config)
+    ensure_scoring_path()
     import torch
     from transformers import Trainer
     from transformers.trainer_callback import PrinterCallback
 
     from crossknow.models.hf_loading import load_causal_lm
 
-    inputs = _read_inputs(config)
     out = Path(out)
     checkpoints = complete_checkpoints(out / "checkpoints")
     finished = _open_run_dir(config, out, inputs, has_results=bool(checkpoints))
@@ -291,6 +287,8 @@ def _mix(
 def _callbacks(config: TrainConfig, out: Path, on_progress: Callable[[int, int], None] | None) -> list[Any]:
     """The Trainer's callbacks: the step log, the pruning of old resume state and, with --save-every-tokens, the
     token-interval saves."""
+    from crossknow.training.callbacks import PruneResumeState, StepLog, TokenIntervalSave
+
     callbacks: list[Any] = [StepLog(out / "train_log.jsonl", on_progress), PruneResumeState()]
     if config.save_every_tokens:
         callbacks.append(TokenIntervalSave(config.save_every_tokens))

@@ -48,8 +48,7 @@ from crossknow.pitfalls.finetune.records import (
     PitfallsFinetuneConfig,
     PitfallsFinetuneMetrics,
 )
-from crossknow.pitfalls.finetune.train import run_training
-from crossknow.pitfalls.flaws import BilingualPair, read_pair_file
+from crossknow.pitfalls.flaws import BilingualPair, PairFile, read_pair_file
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir, absolute_path
@@ -135,6 +134,14 @@ def _chat_render(config: PitfallsFinetuneConfig) -> ChatRender:
     return lambda message: chat_prompt_text(tokenizer, [ChatMessage("user", message)])
 
 
+def _usable_pairs(path: Path, limit: int | None) -> PairFile:
+    """The pairs of one file, as its evaluation will read them; CrossknowError when none is usable."""
+    pair_file = read_pair_file(path, limit)
+    if not pair_file.pairs:
+        raise CrossknowError(f"{path}: no usable pair among the {pair_file.n_read} read")
+    return pair_file
+
+
 def run_pitfalls_finetune(config: PitfallsFinetuneConfig, out: Path,
                           on_progress: Progress | None = None) -> PitfallsFinetuneMetrics:
     """Run the stages of the module docstring into run directory `out`; return the metrics.
@@ -144,9 +151,10 @@ def run_pitfalls_finetune(config: PitfallsFinetuneConfig, out: Path,
     out = Path(out)
     files = evaluation_files(config)
     train_key = files[0][0]
-    pair_file = read_pair_file(files[0][1], config.limit)
-    if not pair_file.pairs:
-        raise CrossknowError(f"{config.train_pairs}: no usable pair among the {pair_file.n_read} read")
+    # every file is read and checked before a model loads (the evaluations read them again, as they resume)
+    pair_files = [_usable_pairs(path, config.limit if index == 0 else config.eval_limit)
+                  for index, (_, path) in enumerate(files)]
+    pair_file = pair_files[0]
     simulators = _Simulators(_eval_config(config, files[0][1], config.model, config.limit))
     finished: list[PitfallsEvalMetrics] = []
 
@@ -212,7 +220,10 @@ def _examples(config: PitfallsFinetuneConfig, pairs: Sequence[BilingualPair], ba
 
 def _train(config: PitfallsFinetuneConfig, examples: Sequence[SFTExample | PreferenceExample], out: Path,
            on_step: Callable[[int, int], None]) -> FinetuneSummary:
-    """Write train/examples.jsonl (once) and run the training stage."""
+    """Write train/examples.jsonl (once) and run the training stage (transformers is imported here, once every
+    input is read)."""
+    from crossknow.pitfalls.finetune.train import run_training
+
     path = out / "train" / "examples.jsonl"
     if not path.exists():
         atomic_write_text(path, "".join(example.model_dump_json() + "\n" for example in examples))

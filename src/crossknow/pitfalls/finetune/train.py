@@ -36,9 +36,10 @@ from crossknow.models.boundary import encode_pair
 from crossknow.pitfalls.finetune.examples import PreferenceExample, SFTExample
 from crossknow.pitfalls.finetune.records import FinetuneSummary, PitfallsFinetuneConfig
 from crossknow.store.atomic import atomic_write_json
-from crossknow.training.callbacks import PruneResumeState, StepLog, complete_checkpoints, drop_resume_state
+from crossknow.training.callbacks import PruneResumeState, StepLog
 from crossknow.training.collate import IGNORED_LABEL, SequenceCollator, pad_token_id
 from crossknow.training.records import TrainConfig
+from crossknow.training.run_files import complete_checkpoints, drop_resume_state
 from crossknow.training.trainer import hf_training_arguments, model_source, resume_point
 
 SUMMARY_FILE = "finetune_summary.json"
