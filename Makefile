@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 # Fails when a CUDA build crept in (torch's CUDA wheels pull nvidia-* packages, gigabytes).
 NO_CUDA = if $(1) -m pip list 2>/dev/null | grep -i '^nvidia-'; then echo 'CUDA packages installed: torch must be the CPU build' >&2; exit 1; fi
 
-.PHONY: install demo test test-latest lock bench clean fuzz
+.PHONY: install demo test test-fast test-nightly test-latest lock bench clean fuzz
 
 install: $(STAMP)
 
@@ -36,8 +36,19 @@ $(STAMP): pyproject.toml $(LOCK)
 demo: install
 	$(VENV)/bin/crossknow demo --out runs/demo
 
+# The suite's tiers (tests/tiers.py). `make test`, what CI runs: every test but the nightly ones, the real
+# embedded model and llama.cpp servers included. `make test-fast`: pure logic and in-process CLI tests, no model
+# (loading it fails the test). `make test-nightly`: the end-to-end demos and long server runs.
+FAST_TIER := not (model or server or training or slow or nightly or gpu)
+
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not nightly" $(PYTEST_ARGS)
+
+test-fast: install
+	CROSSKNOW_TEST_TIER=fast $(PY) -m pytest -m "$(FAST_TIER)" $(PYTEST_ARGS)
+
+test-nightly: install
+	$(PY) -m pytest -m nightly $(PYTEST_ARGS)
 
 # The newest releases of every dependency, without the lock, in a fresh environment of their own:
 # run it before every `make lock`, and now and then, to find the next break before users do.
@@ -48,7 +59,7 @@ test-latest:
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LATEST_VENV)/bin/python -m pip install -q -e '.[all,llamacpp,test]'
 	$(call NO_CUDA,$(LATEST_VENV)/bin/python)
 	$(LATEST_VENV)/bin/python -m pip list --format=freeze | grep -iE '^(torch|transformers|accelerate|trl|lm.eval|llama.cpp.python|pydantic|numpy)=='
-	$(LATEST_VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(LATEST_VENV)/bin/python -m pytest -m "not nightly" $(PYTEST_ARGS)
 
 # Regenerate the lock from pyproject.toml with uv, resolving for Linux x86_64 and Python 3.11 (this
 # project's machines), torch's requirements from its CPU wheel.
@@ -78,9 +89,10 @@ bench: install
 clean:
 	rm -rf runs/demo
 
-# The fuzz suite (tests/fuzz) with 450 generated files per reader entry point: over 10,000 malformed inputs in
-# all, each read or refused by name within a time bound; the counts per reader are printed at the end. (The normal
-# test run has it at 20 per reader.)
-FUZZ_EXAMPLES ?= 450
+# The fuzz suite (tests/fuzz) with 900 generated inputs per reader and per command: over 10,000 malformed files
+# through the readers and over 200 through the command line, each refused or read as its mutation class expects;
+# the counts per reader, command and class are printed at the end. Failing inputs are kept in
+# tests/fuzz/regressions (commit them), which every normal test run replays. (The normal run has 20 per reader.)
+FUZZ_EXAMPLES ?= 900
 fuzz: install
 	CROSSKNOW_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -p no:cacheprovider -q -m fuzz tests/fuzz

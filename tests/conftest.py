@@ -1,10 +1,12 @@
-"""Shared fixtures: the real embedded model, loaded once per test session."""
+"""Shared fixtures: the real embedded model, loaded once per test session; the tiers plugin (tests/tiers.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ("tests.tiers",)
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 """The project's real data files (../shared/data beside the checkout); tests read them in place."""

@@ -105,7 +105,7 @@ def write_released_file(path) -> None:
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_answer_and_judge_end_to_end_on_the_llama_server(llama_chat_server, tmp_path):
     from crossknow.eclektic.judge import judge_answers
     from crossknow.models.registry import GeneratorOptions, load_generator

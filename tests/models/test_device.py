@@ -12,8 +12,8 @@ from pydantic import TypeAdapter, ValidationError
 from crossknow.errors import CrossknowError
 from crossknow.models.device import Device, resolve_device
 from crossknow.training.records import TrainConfig
-from tests.cli.test_cli import assert_nothing_half_done, assert_user_error, crossknow
-from tests.cli.test_train_trace_cli import one_line_user_error
+from tests.cli.in_process import user_error
+from tests.cli.test_cli import assert_nothing_half_done
 from tests.training.tiny_run import tiny_cli_args, tiny_config, write_tiny_corpus
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
@@ -48,30 +48,31 @@ def test_a_device_beyond_this_machines_is_refused_naming_what_torch_sees():
 
 
 @NO_CUDA
+@pytest.mark.may_skip
 def test_cuda_on_a_machine_without_it_is_refused():
     with pytest.raises(CrossknowError, match=r"--device cuda: torch sees no CUDA device \(torch .*\).*--device cpu"):
         resolve_device("cuda")
 
 
-def test_evaluate_refuses_a_mistyped_device_before_writing(tmp_path: Path):
+def test_evaluate_refuses_a_mistyped_device_before_writing(tmp_path: Path, monkeypatch, capsys):
     out = tmp_path / "run"
-    stderr = assert_user_error(crossknow("evaluate", "--data", "sample", "--device", "gpu", "--out", str(out),
-                                         cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", "sample", "--device", "gpu", "--out",
+                        str(out))
     assert "--device" in stderr and "'gpu'" in stderr
     assert not out.exists()
 
 
 @NO_CUDA
-@pytest.mark.slow
-def test_evaluate_and_train_on_cuda_without_it_stop_in_one_line(tmp_path: Path):
+@pytest.mark.may_skip
+def test_evaluate_and_train_on_cuda_without_it_stop_in_one_line(tmp_path: Path, monkeypatch, capsys):
     out = tmp_path / "eval"
-    stderr = assert_user_error(crossknow("evaluate", "--data", "sample", "--device", "cuda", "--out", str(out),
-                                         cwd=tmp_path))
+    stderr = user_error(monkeypatch, capsys, tmp_path, "evaluate", "--data", "sample", "--device", "cuda", "--out",
+                        str(out))
     assert "--device cuda: torch sees no CUDA device" in stderr
     assert_nothing_half_done(out)
 
     corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
     args = [*tiny_cli_args(corpus, tmp_path / "train"), "--device", "cuda"]  # the last --device wins
-    line = one_line_user_error(crossknow(*args, cwd=tmp_path))
+    line = user_error(monkeypatch, capsys, tmp_path, *args)
     assert "--device cuda: torch sees no CUDA device" in line
     assert not list((tmp_path / "train").glob("checkpoints/checkpoint-*"))

@@ -169,6 +169,7 @@ def test_a_missing_file_is_named():
         load_generator("llamacpp:/nowhere/model.gguf")
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_the_spec_is_a_generator_and_scores_as_the_dequantised_gguf():
     from crossknow.models.registry import parse_spec, resolve_local
 

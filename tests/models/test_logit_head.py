@@ -27,6 +27,8 @@ def test_streamed_log_probabilities_equal_the_whole_log_softmax(embedded_scorer,
     with torch.inference_mode():
         logprob, is_top = scorer._head.target_logprobs(hidden, source_rows, targets)
     expected = full[source_rows, targets]
-    assert torch.allclose(logprob.double(), expected, atol=1e-5, rtol=0)
+    # float32 sums over 262k words against float64: 1.2e-5 at most measured on an Intel Xeon (AVX-512 kernels) with
+    # the small tiles, less on AMD; 5e-5 is still far below any difference between two words' log-probabilities
+    assert torch.allclose(logprob.double(), expected, atol=5e-5, rtol=0)
     assert is_top.tolist() == (targets == greedy[source_rows]).tolist()
     assert is_top[: n // 2].all()  # the argmax targets are flagged greedy

@@ -23,7 +23,7 @@ def perturb(*args: str):
 
 
 @pytest.fixture(scope="module")
-def run_dir(demo_corpus: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def perturb_run_dir(demo_corpus: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("perturb") / "run"
     result = perturb("--corpus", demo_corpus, "--n", "4", "--methods", "mask,random,delete,reorder,partial",
                      "--x", "8,32", "--y", "2,100", "--partial-unit", "tokens", "--seed", "5", "--out", str(out))
@@ -32,12 +32,12 @@ def run_dir(demo_corpus: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_the_run_writes_variants_failures_and_summary(run_dir: Path) -> None:
+def test_the_run_writes_variants_failures_and_summary(perturb_run_dir: Path) -> None:
     variants = [SequenceVariant.model_validate_json(line)
-                for line in (run_dir / "variants.jsonl").read_text(encoding="utf-8").splitlines()]
+                for line in (perturb_run_dir / "variants.jsonl").read_text(encoding="utf-8").splitlines()]
     failures = [PerturbationFailure.model_validate_json(line)
-                for line in (run_dir / "failures.jsonl").read_text(encoding="utf-8").splitlines()]
-    summary = PerturbSummary.model_validate_json((run_dir / "summary.json").read_text(encoding="utf-8"))
+                for line in (perturb_run_dir / "failures.jsonl").read_text(encoding="utf-8").splitlines()]
+    summary = PerturbSummary.model_validate_json((perturb_run_dir / "summary.json").read_text(encoding="utf-8"))
     sources = {v.source_id for v in variants}
     assert len(sources) == 4 and all(s.endswith("-ja") for s in sources)
     assert len({v.id for v in variants}) == len(variants)
@@ -56,8 +56,8 @@ def test_the_run_writes_variants_failures_and_summary(run_dir: Path) -> None:
     assert row.mean_edit_distance == pytest.approx(sum(v.edit_distance for v in mask8) / 4, abs=1e-4)
 
 
-def test_trace_sequences_reads_the_variants(run_dir: Path) -> None:
-    sequences = read_sequences(run_dir / "variants.jsonl")
+def test_trace_sequences_reads_the_variants(perturb_run_dir: Path) -> None:
+    sequences = read_sequences(perturb_run_dir / "variants.jsonl")
     by_id = {s.variant_id: s for s in sequences}
     original = next(s for s in sequences if s.method == "original")
     assert original.token_ids is None
@@ -66,12 +66,12 @@ def test_trace_sequences_reads_the_variants(run_dir: Path) -> None:
     assert reorder.token_ids is not None and by_id[f"{original.source_id}:partial-3"].a == 3
 
 
-def test_a_rerun_writes_the_same_variants(run_dir: Path, demo_corpus: str, tmp_path: Path) -> None:
+def test_a_rerun_writes_the_same_variants(perturb_run_dir: Path, demo_corpus: str, tmp_path: Path) -> None:
     out = tmp_path / "again"
     result = perturb("--corpus", demo_corpus, "--n", "4", "--methods", "mask,random,delete,reorder,partial",
                      "--x", "8,32", "--y", "2,100", "--partial-unit", "tokens", "--seed", "5", "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert (out / "variants.jsonl").read_bytes() == (run_dir / "variants.jsonl").read_bytes()
+    assert (out / "variants.jsonl").read_bytes() == (perturb_run_dir / "variants.jsonl").read_bytes()
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -101,6 +101,6 @@ def test_a_wrong_synonym_file_names_file_and_line(demo_corpus: str, tmp_path: Pa
     assert not (tmp_path / "x" / "variants.jsonl").exists()
 
 
-def test_summary_json_is_plain_json(run_dir: Path) -> None:
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+def test_summary_json_is_plain_json(perturb_run_dir: Path) -> None:
+    summary = json.loads((perturb_run_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["sequences"] == 4 and summary["mask_token"] == "<unk>"

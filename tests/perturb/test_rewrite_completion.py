@@ -129,6 +129,7 @@ def base_model_reply(prompt: str, seed: int) -> str:
     return f" 訳 {sentence}" if prompt.endswith("\nJapanese:") else f" [{seed}] {sentence}\n"
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_invalid_outputs_are_retried_then_valid(tmp_path: Path, demo_documents: dict[str, Document]) -> None:
     doc = demo_documents["f01-en"]
     corpus = write_corpus(tmp_path / "corpus.jsonl", [doc])
@@ -155,6 +156,7 @@ def test_invalid_outputs_are_retried_then_valid(tmp_path: Path, demo_documents: 
     assert {(row["attempts"], row["error"]) for row in rows} == {(2, None)}
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_outputs_still_invalid_are_recorded_with_the_models_text(tmp_path: Path,
                                                                 demo_documents: dict[str, Document]) -> None:
     doc = demo_documents["f01-ja"]
@@ -189,6 +191,7 @@ def test_outputs_still_invalid_are_recorded_with_the_models_text(tmp_path: Path,
     assert summary.failures == 2
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_the_chat_form_is_recorded_and_unchanged(tmp_path: Path, demo_documents: dict[str, Document]) -> None:
     corpus = write_corpus(tmp_path / "corpus.jsonl", [demo_documents["f02-ja"]])
     chat = Scripted(lambda user, seed: json.dumps({"sentence": "[S]" + re.search(r"^Sentence: (.*)$", user,
@@ -199,6 +202,7 @@ def test_the_chat_form_is_recorded_and_unchanged(tmp_path: Path, demo_documents:
     assert all(r.prompt is None and r.messages and r.json_schema and r.max_tokens == 512 for r in chat.requests)
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_a_base_model_without_examples_in_the_language_stops_before_the_run(
         tmp_path: Path, demo_documents: dict[str, Document]) -> None:
     corpus = write_corpus(tmp_path / "corpus.jsonl", [demo_documents["f01-en"]])

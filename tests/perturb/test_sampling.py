@@ -43,6 +43,7 @@ def test_a_minimum_of_sentences_draws_only_documents_that_have_it(mixed_corpus: 
         sample_documents(mixed_corpus, "ja", 3, 0, min_sentences=7)
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_partial_a_by_sentences_samples_documents_of_four_sentences_or_more(mixed_corpus: Path,
                                                                             tmp_path: Path) -> None:
     config = PerturbConfig(corpus=str(mixed_corpus), lang="ja", n=4, methods=["partial"], seed=1)

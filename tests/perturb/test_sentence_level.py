@@ -130,6 +130,7 @@ def test_rewrites_replace_the_chosen_sentences(tmp_path: Path, demo_documents: d
     assert len(scripted.requests) == 12 and again.rewrite_calls == 0  # resumed: nothing asked again
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_invalid_rewrites_are_failures_never_variants(tmp_path: Path, demo_documents: dict[str, Document]) -> None:
     doc = demo_documents["f01-ja"]
     corpus = write_corpus(tmp_path / "corpus.jsonl", [doc])
@@ -158,6 +159,7 @@ def test_invalid_rewrites_are_failures_never_variants(tmp_path: Path, demo_docum
     assert third  # three sentences, the third rewritten validly in both runs
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_a_transport_failure_stops_before_the_variants_and_resumes(tmp_path: Path,
                                                                    demo_documents: dict[str, Document]) -> None:
     doc = demo_documents["f02-ja"]

@@ -41,6 +41,7 @@ def made(source: Source, method: str, config: TokenSettings) -> list[SequenceVar
     return lines  # type: ignore[return-value]
 
 
+@pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 @pytest.mark.parametrize("which", ["ja_source", "en_source"])
 def test_mask_replaces_exactly_the_target_with_unk(which: str, request: pytest.FixtureRequest) -> None:
     source: Source = request.getfixturevalue(which)

@@ -300,7 +300,7 @@ def test_the_embedded_model_classifies_released_pairs(embedded_generator, tmp_pa
     assert run_categorize(config, tmp_path / "run", again).calls == 0 and again.meter.cached_calls == 0
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_a_llama_cpp_server_classifies_released_pairs(llama_chat_server, tmp_path):
     config = CategorizeConfig(pairs=[str(RELEASE / "Korean.json")], classifier="openai:gemma-3-270m",
                               base_url=llama_chat_server, api_key_env="NO_KEY_NEEDED", limit=2, max_tokens=128,

@@ -179,7 +179,7 @@ def _short_seed_file(directory: Path, source: Path, index: int) -> Path:
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_real_expand_against_the_llama_cpp_chat_server(tmp_path: Path, llama_chat_server: str) -> None:
     """One French seed pair into German and one German (with inserted text) into French through the real
     server: every translation ends made or dropped with a reason, none pending, and the items file reads

@@ -337,7 +337,7 @@ def demo_documents(facts: set[str], langs: set[str]) -> list[str]:
             and json.loads(line)["lang"] in langs]
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_a_training_run_with_pairs_from_the_llama_cpp_server_budgets_and_roman2en(
     llama_chat_server: str, tmp_path: Path
 ) -> None:
