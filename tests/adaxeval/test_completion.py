@@ -194,6 +194,7 @@ def test_a_completion_run_counts_its_rejections_by_reason(run_fake, tmp_path):
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(900)
 def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_path):
     """End to end with `default` (Gemma 3 270M, a base model: completion) as detector and writer on 4 document pairs
     of the demo corpus: items come out in both languages, every one with its answer in its own sentence, and the

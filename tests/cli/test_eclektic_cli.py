@@ -92,6 +92,7 @@ def test_score_needs_one_source(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(1800)
 def test_demo_measures_no_transfer_of_facts_learnt_in_english(tmp_path):
     """The embedded model learns 40 invented facts as English question-answer pairs: before training it answers
     none (nothing a model can know); after, it answers English questions and no Japanese one. With no

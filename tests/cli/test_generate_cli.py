@@ -114,6 +114,7 @@ def reference_run(llama_chat_server, tmp_path_factory):
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(1800)
 def test_generate_end_to_end_on_llama_cpp(reference_run):
     out, stdout = reference_run["out"], reference_run["stdout"]
     assert "AdaXEval generation" in stdout and "Document pairs" in stdout and "After quality filtering" in stdout

@@ -190,6 +190,7 @@ def test_the_new_way_names_each_server_in_its_spec_and_says_nothing_of_deprecati
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(1800)
 def test_the_demo_runs_three_recipes_with_local_models_and_resumes_for_free(tmp_path):
     out = tmp_path / "demo"
     args = ["pitfalls", "demo", "--out", str(out), "--proxy-max-tokens", "24"]

@@ -338,6 +338,7 @@ def demo_documents(facts: set[str], langs: set[str]) -> list[str]:
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(900)
 def test_a_training_run_with_pairs_from_the_llama_cpp_server_budgets_and_roman2en(
     llama_chat_server: str, tmp_path: Path
 ) -> None:
