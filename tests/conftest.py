@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ("tests.tiers",)
+pytest_plugins = ("tests.tiers", "pytester")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 """The project's real data files (../shared/data beside the checkout); tests read them in place."""

@@ -76,6 +76,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     if item.get_closest_marker("gpu") or item.get_closest_marker("may_skip"):
         return
+    _fail_the_skip(report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """The same for a whole module skipped while it was collected (`pytest.importorskip` at its top)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped:
+        _fail_the_skip(report)
+
+
+def _fail_the_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
     report.longrepr = (
