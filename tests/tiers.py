@@ -52,7 +52,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _fast_tier_loads_no_model():
-    """In the fast tier, make every way to the embedded model's weights fail the test that takes it."""
+    """In the fast tier, make every way to the embedded model (weights or tokenizer) fail the test that takes it."""
     if not FAST:
         yield
         return
