@@ -24,7 +24,7 @@ its prompt, and a cloze or question kept already for another fact (`taken`: norm
 of the kept ones, committed or of the same chunk; the first fact in the run's order keeps it).
 
 The completion path (a writer whose `prompt_format` is 'completion', e.g. the embedded base model), crossknow's
-design for base models (issue 20), where structure comes from construction:
+design for base models, where structure comes from construction:
 - the cloze is made by code, not asked: the sentence with the regenerated triple's object replaced by
   [BLANK] (`checks.blank_object`), the closest cloze to the sentence there is; no model call. A fact whose
   object occurs more than once (the cloze would still hold it) or not at all is invalid;

@@ -31,7 +31,7 @@ What the paper does not say, and is therefore crossknow's choice:
   subject is not checked: only the object is blanked, and the paper accepts descriptive phrases. A
   triple that fails the check is rejected and the writer asked again with a note (task
   'triple_again'), up to --max-attempts rounds, through `stages.ask_in_rounds`;
-- with a writer whose `prompt_format` is 'completion' (a base model, crossknow's design for issue 20), nothing
+- with a writer whose `prompt_format` is 'completion' (a base model, crossknow's design), nothing
   is asked: the detector's triple is taken as it is (structure from the fact stage, not from a model
   asked for JSON), checked the same way; its row records no call (`attempts` 0);
 - a sentence whose output stayed malformed or rejected is 'invalid': its row keeps the reason, the

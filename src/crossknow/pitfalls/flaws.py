@@ -3,7 +3,7 @@
 A pair is usable when its two sides are the same question (`crossknow.data.pair_rules`, the rule that
 `evaluate`'s reader of the release applies too): the same number of choices, each side's answer among its
 own choices, the answer at the same index on both sides (and nowhere else on the target side), and no empty
-choice (issue 10's list; the release breaks all four). A flawed pair is reported with every flaw it has,
+choice (the release breaks all four). A flawed pair is reported with every flaw it has,
 never scored. The cap of k pairs per original question is checked per target language and
 reported (the release breaks it); it does not make a pair unusable.
 """

@@ -94,8 +94,8 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
     English with the Japanese script (kanji, hiragana, etc.). Finally, we create translation instructions between
     romanized Japanese and English based on J-STAGE (Medical-Roman2En), which serves as a comparison group." The
     wording supports roman2en: it names only translation instructions, "between" romanised Japanese and English,
-    which fixes no direction (crossknow builds both). roman2en_native is the authors' experiment as issue 22
-    reports it (roman -> English plus roman -> native script); the paper's text does not say that Medical-Roman2En
+    which fixes no direction (crossknow builds both). roman2en_native is the other reading (roman -> English plus
+    roman -> native script); the paper's text does not say that Medical-Roman2En
     holds romanisation instructions, unless "Finally" is read as adding to Medical-Roman's.
     """
     recipe = config.transfer_recipe

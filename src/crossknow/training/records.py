@@ -287,7 +287,7 @@ class QASummary(Record):
     prompt_form: Literal["chat", "completion", "fields"] = Field(
         default="chat",
         description="The prompt format the pairs were asked in: 'chat' (one JSON request per document) or "
-        "'completion' (few-shot fields); 'fields' in runs before issue 20 (the same as completion).",
+        "'completion' (few-shot fields); 'fields' in runs of older versions (the same as completion).",
     )
     calls_this_run: int = Field(description="Model calls this invocation sent (cache misses).")
     cached_calls_this_run: int = Field(description="Model calls this invocation answered from the cache.")
