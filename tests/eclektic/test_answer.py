@@ -3,6 +3,9 @@ whole answer -> judge -> vote chain against the real llama.cpp chat server in al
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -161,3 +164,14 @@ def test_answer_and_judge_end_to_end_on_the_llama_server(llama_chat_server, tmp_
     assert again_judgements.column("verdict").to_pylist() == judgements.column("verdict").to_pylist()
     assert all(r["cached"] for r in again_judgements.to_pylist() if r["attempts"])
     assert all(r["cached"] for table in again_answers.values() for r in table.to_pylist())
+
+
+def test_the_docs_count_an_empty_answer_wrong_as_the_code_does():
+    """docs/eclektic.md must not call an empty answer invalid: `parse_answer` keeps it as an answer ("")."""
+    assert parse_answer("  \n") == ("", None)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "eclektic.md").read_text(encoding="utf-8")
+    sentences = [s for s in re.split(r"(?<=[.;])\s+", " ".join(page.split())) if re.search(r"\bempty\b", s)]
+    about_answers = [s for s in sentences if re.search(r"\banswers?\b", s)]
+    assert about_answers
+    for sentence in about_answers:
+        assert "never wrong" not in sentence and re.search(r"\bwrong\b", sentence), sentence

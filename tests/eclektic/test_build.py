@@ -23,6 +23,7 @@ from crossknow.eclektic.build_prompts import (
     GeneratedQA,
     generation_prompt,
     parse_question_answer,
+    question_answer_parser,
     translation_parser,
     translation_prompt,
 )
@@ -145,6 +146,21 @@ def test_the_question_answer_parser_is_strict(text, expected):
     value, error = parse_question_answer(text)
     assert value == expected
     assert (error is None) == (expected is not None)
+
+
+_BURG = "Die Burg liegt über dem Tal. Die Burg wurde 1200 erbaut. Sie gehörte den Grafen von Tal."
+
+
+@pytest.mark.parametrize(("text", "valid"), [
+    ("Question: Wann wurde die Burg erbaut? Answer: 1200", True),
+    ("Question: Die Burg wurde 1200 erbaut. Answer: 1200", False),  # the question copies the paragraph
+    ("Question: Wem gehörte die Burg über dem Tal? Answer: die Burg", False),  # the question says the answer
+    ("Question: Wann wurde die Burg erbaut? Answer: a banana", False),  # grounded in nothing
+    ("Question: Wem gehörte die Burg? Answer: den Grafen von Tal", True),
+])
+def test_the_chat_parser_checks_what_the_paper_asks_of_a_question(text, valid):
+    value, error = question_answer_parser(_BURG)(text)
+    assert (value is not None, error is None) == (valid, valid), error
 
 
 def test_the_translation_parser():

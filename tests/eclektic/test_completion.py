@@ -17,8 +17,8 @@ from crossknow.eclektic.build_completion import (
     GENERATION_SHOTS,
     answer_parser,
     completion_translation_parser,
-    parse_generated_question,
     question_completion,
+    question_parser,
     translation_completion,
 )
 from crossknow.eclektic.build_records import BuildConfig
@@ -182,14 +182,29 @@ def test_the_build_prompts_ask_one_field_each():
     assert translation.text.endswith("\n\nJapanese: 古い橋\nEnglish:")
 
 
+BRIDGE = "The bridge was built by John Fowler."
+BURG = "Die Burg liegt über dem Tal. Die Burg wurde 1200 erbaut. Sie gehörte den Grafen von Tal."
+
+
 @pytest.mark.parametrize(("parse", "text", "valid"), [
-    (parse_generated_question, " Who built the bridge?", True),
-    (parse_generated_question, " ", False),
-    (parse_generated_question, " " + GENERATION_SHOTS[0][1], False),  # echoes a shot
-    (parse_generated_question, " Who built it? Answer: Fowler", False),  # goes on past its field
-    (answer_parser("The bridge was built by John Fowler."), " Fowler", True),
-    (answer_parser("The bridge was built by John Fowler."), " Gustave Eiffel", False),  # not grounded
-    (answer_parser("清水寺の本堂は1633年に再建された。"), " 1633年", True),
+    (question_parser(BRIDGE), " Who built the bridge?", True),
+    (question_parser(BRIDGE), " ", False),
+    (question_parser(BRIDGE), " " + GENERATION_SHOTS[0][1], False),  # echoes a shot
+    (question_parser(BRIDGE), " Who built it? Answer: Fowler", False),  # goes on past its field
+    (answer_parser(BRIDGE, "Who built it?"), " Fowler", True),
+    (answer_parser(BRIDGE, "Who built it?"), " Gustave Eiffel", False),  # not grounded
+    (answer_parser("清水寺の本堂は1633年に再建された。", "清水寺の本堂は何年に再建されたか？"), " 1633年", True),
+    (question_parser(BURG), " Die Burg wurde 1200 erbaut.", False),  # a sentence of the paragraph, copied
+    (question_parser(BURG), " Wann wurde die Burg erbaut?", True),
+    (question_parser("清水寺の本堂は1633年に再建された。"), " 清水寺の本堂は1633年に再建された。", False),
+    (answer_parser(BRIDGE, "Who built it?"), " a banana", False),  # "a" grounds nothing
+    (answer_parser(BRIDGE, "Who built it?"), " John Fowler", True),
+    (answer_parser(BRIDGE, "Who built the bridge?"),
+     " Who built the bridge?", False),  # echoes the question
+    (answer_parser(BRIDGE, "Who built the bridge?"),
+     " the bridge", False),  # the question mentions its answer
+    (answer_parser(BRIDGE, "Who built the bridge?"), " Fowler", True),
+    (answer_parser("清水寺の本堂は1633年に再建された。", "清水寺の本堂は何年に再建されたか？"), " 清水寺の本堂", False),
     (completion_translation_parser("en", "de", "The bridge is old and very long."), " Die Brücke ist alt.", True),
     (completion_translation_parser("en", "de", "The bridge is old and very long."),
      " The bridge is old and very long.", False),  # a copy

@@ -40,11 +40,12 @@ from pathlib import Path
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import InvalidRecord
 from crossknow.eclektic.build_completion import (
+    GENERATED_FIELD,
     answer_completion,
     answer_parser,
     completion_translation_parser,
-    parse_generated_question,
     question_completion,
+    question_parser,
     translation_completion,
 )
 from crossknow.eclektic.build_documents import SelectedDocument, read_documents, select_documents
@@ -52,6 +53,7 @@ from crossknow.eclektic.build_pivot import FIELDS, Texts, pivot_check
 from crossknow.eclektic.build_prompts import (
     generation_prompt,
     parse_question_answer,
+    question_answer_parser,
     translation_parser,
     translation_prompt,
 )
@@ -163,7 +165,8 @@ class _Steps:
         if self.client.prompt_format == "completion":
             return self._generate_by_fields(selected)
         prompts = [ChatPrompt(None, generation_prompt(s.document.lang, s.context)) for s in selected]
-        outcomes = self._call(prompts, TextOutput(parse_question_answer), "generate")
+        outcomes = self._call(prompts, TextOutput(parse_question_answer), "generate",
+                              [question_answer_parser(s.context) for s in selected])
         generated = []
         for chosen, outcome in zip(selected, outcomes, strict=True):
             if outcome.valid:
@@ -176,7 +179,8 @@ class _Steps:
     def _generate_by_fields(self, selected: list[SelectedDocument]) -> list[tuple[SelectedDocument, Texts]]:
         """`generate` for a base model: the question, then the answer to each valid question."""
         prompts = [question_completion(s.context) for s in selected]
-        outcomes = self._call(prompts, TextOutput(parse_generated_question), "generate question")
+        parsers = [question_parser(chosen.context) for chosen in selected]
+        outcomes = self._call(prompts, GENERATED_FIELD, "generate question", parsers)
         asked = []
         for chosen, outcome in zip(selected, outcomes, strict=True):
             if outcome.valid:
@@ -184,8 +188,8 @@ class _Steps:
             else:
                 self._record_invalid(chosen, "generate.question", outcome)
         prompts = [answer_completion(chosen.context, question) for chosen, question in asked]
-        parsers = [answer_parser(chosen.context) for chosen, _ in asked]
-        outcomes = self._call(prompts, TextOutput(parse_generated_question), "generate answer", parsers)
+        parsers = [answer_parser(chosen.context, question) for chosen, question in asked]
+        outcomes = self._call(prompts, GENERATED_FIELD, "generate answer", parsers)
         generated = []
         for (chosen, question), outcome in zip(asked, outcomes, strict=True):
             if outcome.valid:

@@ -9,10 +9,10 @@ invented texts in the two languages (`crossknow.eclektic.shots`). Every text goe
 line (its whitespace runs as one space), so the stop at the newline ends the field, never a field's text.
 
 Rejected with a reason, never passed on: an empty output; one that echoes a shot's text (the model copied
-its example); a question or answer that goes on to write the prompt's next marker; an answer grounded in
-nothing of the paragraph (neither it nor any of its words occurs there); a translation that copies a text of
-more than three words or 40 characters unchanged (shorter texts, names and numbers, may rightly stay as
-they are).
+its example); a question or answer that goes on to write the prompt's next marker; a question copied from the
+paragraph, an answer that the question already says, an answer not grounded in the paragraph (all three as
+`crossknow.eclektic.build_checks` says, on the chat path too); a translation that copies a text of more than
+three words or 40 characters unchanged (shorter texts, names and numbers, may rightly stay as they are).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from crossknow.eclektic.build_checks import answer_problem, question_problem
 from crossknow.eclektic.prompts import language_name
 from crossknow.eclektic.shots import invented
-from crossknow.generation.structured import CompletionPrompt, TextParser, one_line
+from crossknow.generation.structured import CompletionPrompt, TextOutput, TextParser, one_line
 
 GENERATION_SHOTS: tuple[tuple[str, str, str], ...] = (
     ("The Great Barrier Reef is the world's largest coral reef system, composed of over 2,900 individual reefs and "
@@ -76,26 +77,34 @@ def _field(
     return value, None
 
 
-def parse_generated_question(text: str) -> tuple[str | None, str | None]:
-    """(the question, None) or (None, why not): see the module docstring."""
-    return _field(text, {q for _, q, _ in GENERATION_SHOTS})
+def question_parser(context: str) -> TextParser:
+    """A parser of the question about `context`: the checks of `_field`, then `question_problem`."""
+
+    def parse(text: str) -> tuple[str | None, str | None]:
+        question, error = _field(text, {q for _, q, _ in GENERATION_SHOTS})
+        if question is None:
+            return None, error
+        problem = question_problem(question, context)
+        return (None, problem) if problem else (question, None)
+
+    return parse
 
 
-def answer_parser(context: str) -> TextParser:
-    """A parser of the answer about `context`: the checks of `parse_generated_question`, and grounded in the
-    paragraph (the answer or one of its words occurs in it, ignoring case)."""
-    shown = one_line(context).casefold()
+def answer_parser(context: str, question: str) -> TextParser:
+    """A parser of the answer to `question` about `context`: the checks of `_field`, then `answer_problem`."""
 
     def parse(text: str) -> tuple[str | None, str | None]:
         answer, error = _field(text, {a for _, _, a in GENERATION_SHOTS})
         if answer is None:
             return None, error
-        folded = answer.casefold()
-        if folded not in shown and not any(word in shown for word in re.findall(r"\w+", folded)):
-            return None, f"the answer occurs nowhere in the paragraph: {answer[:80]!r}"
-        return answer, None
+        problem = answer_problem(answer, question, context)
+        return (None, problem) if problem else (answer, None)
 
     return parse
+
+
+GENERATED_FIELD = TextOutput(question_parser(""))
+"""A generated question or answer (each prompt passes its own `question_parser` or `answer_parser`)."""
 
 
 def translation_completion(in_lang: str, out_lang: str, text: str) -> CompletionPrompt:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from crossknow.eclektic.build_checks import answer_problem, question_problem
 from crossknow.eclektic.prompts import language_name
 from crossknow.generation.structured import TextParser
 
@@ -125,6 +126,21 @@ def parse_question_answer(text: str) -> tuple[GeneratedQA | None, str | None]:
         if "\n" in value:
             return None, f"the {name} runs over several lines: {value[:80]!r}"
     return GeneratedQA(question=question, answer=answer), None
+
+
+def question_answer_parser(context: str) -> TextParser:
+    """A parser of the chat output about `context`: `parse_question_answer`, then the question's and the answer's
+    checks (`crossknow.eclektic.build_checks`)."""
+
+    def parse(text: str) -> tuple[GeneratedQA | None, str | None]:
+        generated, error = parse_question_answer(text)
+        if generated is None:
+            return None, error
+        problem = question_problem(generated.question, context) or answer_problem(
+            generated.answer, generated.question, context)
+        return (None, problem) if problem else (generated, None)
+
+    return parse
 
 
 def translation_parser(out_lang: str) -> TextParser:
