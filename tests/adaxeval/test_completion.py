@@ -59,9 +59,9 @@ def test_the_issues_junk_question_and_distractors_are_rejected():
     # the same question for two different facts: the second is rejected
     taken = {normalise(question): "other#3"}
     assert question_problem(question, "Kestrel Bridge", template, taken, "k#0").startswith("duplicate:")
-    good, dropped = screen_options("Kestrel Bridge", ["Uranus", "Neptune", "Saturn", "Arlen Viaduct"], [], 0,
+    good, dropped = screen_options("Kestrel Bridge", ["Uranus", "Neptune", "Saturn"], [], 0,
                                    PROMPTS.template("distractors", "en"))
-    assert good == ["Arlen Viaduct"] and [d.reason for d in dropped] == ["prompt echo"] * 3
+    assert good == [] and [d.reason for d in dropped] == ["prompt echo"] * 3
 
 
 def test_a_cloze_kept_for_one_fact_is_a_duplicate_for_another():
@@ -101,7 +101,8 @@ class BaseModel:
 def test_completion_prompts_ask_one_line_each_and_code_builds_the_item():
     echo = "What material was used to construct the bridge at Varenne across the Ossel?"  # the completion example
     base = BaseModel({"Question:": [f" {echo}", " Tell me about insulin.", " What does insulin reduce?"],
-                      "Wrong answers:": [" cast iron, blood pressure, heart rate", " body weight, heart rate\nmore"]})
+                      "Wrong answer:": [" cast iron", " blood pressure", " heart rate", " heart rate",
+                                        " body weight\nmore"]})
     client = StructuredClient(base, None, max_attempts=3)
     # the triple is the detector's and the cloze is made by code: no call
     [triple] = triple_rows([fact()], ("w", client), PROMPTS)
@@ -120,7 +121,7 @@ def test_completion_prompts_ask_one_line_each_and_code_builds_the_item():
     assert options.status == "kept"
     assert options.record.distractors == ["blood pressure", "heart rate", "body weight"]
     assert [(d.text, d.reason) for d in options.record.dropped] == [
-        ("cast iron", "prompt echo"), (" heart rate", "duplicate")]
+        ("cast iron", "prompt echo"), ("heart rate", "duplicate")]
 
 
 def test_completion_quality_judgements_are_yes_no(tmp_path: Path):
@@ -140,7 +141,7 @@ def test_completion_quality_judgements_are_yes_no(tmp_path: Path):
 
 
 LINES = {"Question:": " Which thing is it?", "質問:": " それは何か。",
-         "Wrong answers:": " cast iron, dressed stone, laminated timber", "誤答:": " 鋳鉄、切り石、集成材"}
+         "Wrong answer:": " cast iron", "誤答:": " 鋳鉄"}
 """What CompletionFake writes after each label: one question for every fact, and the prompts' own options."""
 
 
@@ -187,7 +188,8 @@ def test_a_completion_run_counts_its_rejections_by_reason(run_fake, tmp_path):
     assert table["paraphrase"].counts == {"en": 1, "ja": 1}
     assert table["distractors"].counts == {"en": 0, "ja": 0}
     rejections = summary.rejections
-    assert rejections["paraphrase"]["duplicate"] > 0 and rejections["distractors"]["prompt_echo"] == 2 * 2 * 3
+    # each language's query: its first distractor asked twice, an echo each time
+    assert rejections["paraphrase"]["duplicate"] > 0 and rejections["distractors"]["prompt_echo"] == 2 * 2
     invalid = [json.loads(line) for line in (tmp_path / "run/invalid.jsonl").read_text().splitlines()]
     echo = next(line for line in invalid if line["stage"] == "distractors")
     assert echo["rejected"][0] == {"text": "cast iron", "reason": "prompt echo"}
@@ -217,3 +219,71 @@ def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_pat
         meta = item["metadata"]
         assert blank_object(meta["sentence"], meta["correct_answer"]) is not None, item
     assert sum(summary.rejections.get("distractors", {}).values()) > 0  # the model's junk options were caught
+
+
+BILIARY = "胆道癌は肝門部領域胆管癌、遠位胆管癌、十二指腸乳頭部癌、胆嚢癌などに分類されるが、特に肝門部領域胆管癌は手術難易度が高い。"
+TABLE_A1 = ["肝細胞癌、膵頭部癌、胃癌、食道癌", "腎細胞癌、膀胱癌、前立腺癌、膵体尾部癌", "肺腺癌、大腸癌、直腸癌、膵管癌"]
+"""The paper's Table A-1 example: its answer and every one of its options is a list."""
+
+
+def query_of(sentence: str, answer: str, cloze: str, question: str, lang: str, key: str):
+    from crossknow.adaxeval.records import ClozeRecord, QueryRecord
+
+    cloze_record = ClozeRecord(triple_record=regenerated(sentence, answer, lang, key), reasoning="r", cloze=cloze,
+                               answer=answer, cloze_similarity=0.9, call=CALL)
+    return QueryRecord(cloze_record=cloze_record, reasoning="r", question=question, call=CALL)
+
+
+class Options:
+    """A scripted base model that writes `lines`, one per call, whatever it is asked."""
+
+    name, model_id, prompt_format = "base", "base-1", "completion"
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines, self.requests = list(lines), []
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        self.requests.extend(requests)
+        return [GenerateResult(text=self.lines.pop(0), backend=self.name, model_id=self.model_id, usage=Usage(10, 2))
+                for _ in requests]
+
+
+def test_a_base_model_writes_each_distractor_in_a_call_of_its_own_and_a_list_stays_one_option():
+    query = query_of(BILIARY, "肝門部領域胆管癌、遠位胆管癌、十二指腸乳頭部癌、胆嚢癌", "胆道癌は[BLANK]などに分類される。",
+                     "胆道癌はどのような種類に分類されますか？", "ja", "b-ja#0")
+    base = Options([f" {option}" for option in TABLE_A1])
+    [row] = distractor_rows([query], ("w", StructuredClient(base, None, max_attempts=3)), PROMPTS)
+    assert row.status == "kept" and row.record.distractors == TABLE_A1
+    assert len(base.requests) == 3 and all(r.stop == ("\n",) for r in base.requests)
+    # each call asks for one more, after those kept so far (code keeps the structure, not the model)
+    assert base.requests[2].prompt.endswith(f"\n誤答: {TABLE_A1[0]}\n誤答: {TABLE_A1[1]}\n誤答:")
+
+
+def test_a_base_models_distractor_is_an_echo_only_when_it_is_a_whole_example_output():
+    query = query_of("The Arlen bridge cables are made of copper.", "copper", "The Arlen bridge cables are made of "
+                     "[BLANK].", "What are the cables of the Arlen bridge made of?", "en", "a-en#0")
+    base = Options([" iron", " cast iron", " steel", " bronze"])  # the example's "cast iron" holds "iron"
+    [row] = distractor_rows([query], ("w", StructuredClient(base, None, max_attempts=3)), PROMPTS)
+    assert row.status == "kept" and row.record.distractors == ["iron", "steel", "bronze"]
+    assert [(d.text, d.reason) for d in row.record.dropped] == [("cast iron", "prompt echo")]
+
+
+def test_a_chat_writers_options_are_an_echo_only_when_they_are_the_examples_list():
+    template = PROMPTS.template("distractors", "en")
+    # "Saturn" is one of the example's options, "number" a word of its instructions: neither is an echo
+    good, dropped = screen_options("Jupiter", ["Saturn", "number", "Mars"], [], 0, template)
+    assert good == ["Saturn", "number", "Mars"] and dropped == []
+    good, dropped = screen_options("Kestrel Bridge", ["Uranus", "neptune", "Saturn."], [], 0, template)
+    assert good == [] and [d.reason for d in dropped] == ["prompt echo"] * 3
+
+
+def test_the_example_outputs_are_read_from_either_kind_of_prompt():
+    from crossknow.adaxeval.checks import example_outputs
+
+    assert example_outputs(PROMPTS.template("distractors", "ja"), "distractors") == [["土星", "海王星", "天王星"]]
+    assert example_outputs(PROMPTS.template("cloze", "en"), "cloze") == [ISSUE_CLOZE]
+    assert example_outputs(PROMPTS.template("distractors_fields", "ja"), "distractors") == [
+        "鋳鉄", "切り石", "集成材", "ジギタリスのチンキ", "からしの湿布", "イラクサの根の煎じ薬"]
+    assert example_outputs(PROMPTS.template("paraphrase_fields", "en"), "question") == [
+        "What material was used to construct the bridge at Varenne across the Ossel?",
+        "Which remedy do people of the Tolland valley use against marsh fever?"]

@@ -75,8 +75,12 @@ class Interrupt(BaseException):
 
 
 def test_interrupted_run_resumes_to_the_same_outputs(run_fake, tmp_path):
-    run_fake(out=tmp_path / "reference", cache=str(tmp_path / "reference.sqlite"))
+    from crossknow.store.spend_ledger import SpendLedger
+
+    first, _ = run_fake(out=tmp_path / "reference", cache=str(tmp_path / "reference.sqlite"))
     reference = outputs(tmp_path / "reference")
+    spent = SpendLedger(tmp_path / "reference").total()  # what `crossknow generate` prints as the whole run's
+    assert spent.calls == first.calls_this_run and spent.tokens > 0
     for stop_after in (5, 20, 50, 80):  # in facts, triples, paraphrase, quality (calls, cache misses only)
         out, cache = tmp_path / f"cut-{stop_after}", str(tmp_path / f"cut-{stop_after}.sqlite")
         dying = FakeLLM()
@@ -97,6 +101,9 @@ def test_interrupted_run_resumes_to_the_same_outputs(run_fake, tmp_path):
         resumed = committed_keys(out)
         assert all(resumed[stage][: len(keys)] == keys for stage, keys in partial.items())  # nothing redone
         assert all(len(set(keys)) == len(keys) for keys in resumed.values())  # nothing twice
+        # the whole run's spend over both invocations is the uninterrupted run's, though the resume replayed
+        # what the interrupted one had paid
+        assert SpendLedger(out).total() == spent and summary.calls_this_run < spent.calls
 
 
 def test_transport_failures_are_retried_by_the_next_run_and_nothing_is_written(run_fake, tmp_path):

@@ -15,6 +15,7 @@ from crossknow.data.corpus import Document
 from crossknow.data.sentences import split_sentences
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import StructuredClient
+from crossknow.models.generator import GenerateResult, Usage
 
 from .fake_llm import FakeLLM
 
@@ -100,6 +101,50 @@ def test_llm_ner_invalid_output_is_recorded_and_transport_failure_left_for_later
     assert rows[0].status == "invalid" and "not valid JSON" in rows[0].note
     assert rows[0].record.call.raw_text == "not json" and rows[0].record.call.attempts == 2
     assert rows[1] is None
+
+
+class BaseModel:
+    """A scripted base model (completion form): it continues every prompt by the next of `lines` (the last one
+    again when they run out)."""
+
+    name = "base"
+    model_id = "base-1"
+    prompt_format = "completion"
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+        self.requests = []
+
+    def generate(self, requests):
+        self.requests += list(requests)
+        texts = [self.lines.pop(0) if len(self.lines) > 1 else self.lines[0] for _ in requests]
+        return [GenerateResult(text=text, backend=self.name, model_id=self.model_id, usage=Usage(9, 3)) for text in texts]
+
+
+def test_llm_ner_asks_a_base_model_one_line_of_entities_not_json():
+    """A base model is asked by a few-shot completion prompt, not for JSON in a chat template: one line of entities
+    separated by semicolons, those not in the sentence dropped, the list distinct by code."""
+    base = BaseModel([" insulin; Glucose; liver; insulin"])
+    backend = LlmNer("base", StructuredClient(base), PromptTable.load())
+    [row] = ner_rows(backend, [_sentence("Insulin lowers  blood glucose.")])
+    [request] = base.requests
+    assert request.prompt is not None and not request.messages and request.json_schema is None
+    assert request.stop == ("\n",)
+    assert request.prompt.endswith("Sentence: Insulin lowers blood glucose.\nEntities:")
+    assert row.status == "kept" and row.record.entities == ["insulin", "Glucose"]
+    assert row.record.ner == "llm:base" and row.record.call.attempts == 1
+
+
+def test_llm_ner_rejects_a_base_models_shot_echo_and_asks_again():
+    japanese = SentenceRecord(id="d-ja#0", doc_id="d-ja", pair_id="p", lang="ja", index=0,
+                              text="インスリンは肝臓での糖新生を抑える。")
+    shot = PromptTable.load().template("ner_fields", "ja").split("固有表現:")[1].splitlines()[0]
+    base = BaseModel([shot, "", " インスリン；糖新生"])
+    backend = LlmNer("base", StructuredClient(base, max_attempts=3), PromptTable.load())
+    [row] = ner_rows(backend, [japanese])
+    assert base.requests[0].prompt.endswith("文: インスリンは肝臓での糖新生を抑える。\n固有表現:")
+    assert row.status == "kept" and row.record.entities == ["インスリン", "糖新生"]
+    assert row.record.call.attempts == 3
 
 
 def test_unknown_and_unavailable_backends_fail_clearly():

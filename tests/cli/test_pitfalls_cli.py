@@ -99,8 +99,10 @@ def test_probe_with_the_paper_recipe_finds_the_hinted_pairs_and_leads_with_the_r
     config = (tmp_path / "run" / "config.yaml").read_text()
     assert "width: 3" in config and "depth: 1" in config  # the overrides are recorded
     assert "semantic_check: llm" in config and "judge: scripted:proxy" in config  # the proxy judged
-    per = account["per_found_pair"]
-    assert per["calls"] == pytest.approx((account["proxy"]["calls"] + account["simulation"]["calls"]) / 6)
+    per, search = account["per_found_pair"], account["per_found_pair_search"]
+    assert search["calls"] == pytest.approx((account["proxy"]["calls"] + account["simulation"]["calls"]) / 6)
+    # the headline includes the English prefilter: 3 questions asked of 2 simulators
+    assert account["prefilter"]["calls"] == 6 and per["calls"] == pytest.approx(search["calls"] + 6 / 6)
     report = (tmp_path / "run" / "report.html").read_text()
     assert report.index("Conversion rate 100.0%") < report.index("table-spend") < report.index("table-pairs")
     # every found pair holds a hint, so the scripted classifier puts all 6 in Arts & Literature

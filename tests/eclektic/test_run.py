@@ -17,6 +17,7 @@ from crossknow.eclektic.run import rescore_run, run_eclektic
 from crossknow.eclektic.run_config import EclekticConfig, ScoreConfig
 from crossknow.report.eclektic_runs import rebuild_eclektic_report
 from crossknow.store.run_dir import ShardedTable
+from crossknow.store.spend_ledger import SpendLedger
 from tests.report.parse import parse_report
 
 from ..fault_proxy import FaultProxy
@@ -151,6 +152,10 @@ def test_killed_run_resumes_and_pays_nothing_twice(llama_chat_server_process, tm
         resumed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert resumed.returncode == 0, resumed.stderr
         sent = [seen["body"] for seen in proxy.seen if seen["path"].endswith("/chat/completions")]
+        # the whole run's spend counts every request once, the one in flight at the kill too
+        whole = SpendLedger(out).total()
+        assert whole.calls == len(set(sent)) and whole.tokens > 0
+        assert f"whole run: {whole.calls} calls, {whole.tokens:,} tokens" in " ".join(resumed.stdout.split())
         # the run's own cache, replayed into a new directory through the same address: no request goes out
         before_replay = len(proxy.seen)
         replay = run_eclektic(config(data, proxy.base_url, cache, judge_free=["recall"]), tmp_path / "replay")

@@ -283,3 +283,51 @@ def test_confidence_from_a_scoring_backend_is_exact_batched_cached_and_falls_bac
     client = StructuredClient(odd, max_attempts=1)
     [outcome] = client.call_many([ChatPrompt(None, "q")], Fact, confidence_field="factuality")
     assert outcome.valid and outcome.yes_probability == 1.0 and odd.scored == []
+
+
+class KilledBeforeCaching(RequestCache):
+    """A request cache whose writer dies (a kill -9) when it stores answers."""
+
+    def put_many(self, entries):
+        raise KeyboardInterrupt("killed")
+
+
+def test_the_spend_ledger_counts_a_request_once_over_a_kill_and_a_replay(tmp_path):
+    from crossknow.store.spend_ledger import SpendLedger, SpendTotal
+
+    down = {"flaky": True}
+
+    def answer(user: str, attempt: int) -> str | None:
+        return None if user == "flaky" and down["flaky"] else GOOD
+
+    prompts = [ChatPrompt(None, "a"), ChatPrompt(None, "b"), ChatPrompt(None, "flaky")]
+    paid = SpendTotal(calls=3, prompt_tokens=20, completion_tokens=10, cost_usd=2 * CALL_COST)  # a, b, the failure
+    # killed after the ledger recorded a and b, before their answers reached the cache
+    killed = StructuredClient(ScriptedGenerator(answer), KilledBeforeCaching(tmp_path / "cache.sqlite"), prices=PRICES)
+    killed.record_spend(SpendLedger(tmp_path / "run"), "writer")
+    with pytest.raises(KeyboardInterrupt):
+        killed.call_many(prompts, Fact)
+    assert SpendLedger(tmp_path / "run").total() == paid
+    # the next invocation sends a and b again (not cached) and the flaky one, which answers now
+    down["flaky"] = False
+    ledger = SpendLedger(tmp_path / "run")
+    client = StructuredClient(ScriptedGenerator(answer), RequestCache(tmp_path / "cache.sqlite"), prices=PRICES)
+    client.record_spend(ledger, "writer")
+    assert all(o.valid for o in client.call_many(prompts, Fact))
+    assert client.meter.calls == 3 and ledger.sent() == SpendTotal(3, 30, 15, 3 * CALL_COST)
+    # a and b count once; the failed request counts (it was sent, and nothing could replay it)
+    whole = SpendTotal(4, 30, 15, 3 * CALL_COST)
+    assert ledger.total() == whole
+    # a third invocation replays everything from the cache: it sends nothing, and the whole run is unchanged
+    replay = StructuredClient(ScriptedGenerator(lambda u, k: pytest.fail("the cache answers")),
+                              RequestCache(tmp_path / "cache.sqlite"), prices=PRICES)
+    third = SpendLedger(tmp_path / "run")
+    replay.record_spend(third, "writer")
+    replay.call_many(prompts, Fact)
+    assert third.sent() == SpendTotal() and third.total() == whole and replay.meter.cached_calls == 3
+    # without a cache, nothing replays a request: each one sent counts
+    uncached = StructuredClient(ScriptedGenerator(answer), None, prices=PRICES)
+    uncached.record_spend(SpendLedger(tmp_path / "uncached"))
+    uncached.call_many(prompts[:1], Fact)
+    uncached.call_many(prompts[:1], Fact)
+    assert SpendLedger(tmp_path / "uncached").total().calls == 2

@@ -158,6 +158,40 @@ def test_a_category_outside_the_six_is_retried_then_invalid_and_never_counted(tm
     assert sum(table.counts.values()) == 1
 
 
+class BaseClassifier:
+    """A scripted base model (completion form): it continues every prompt by the next of `lines` (the last one
+    again when they run out)."""
+
+    name = "base"
+    model_id = "base-1"
+    prompt_format = "completion"
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+        self.requests = []
+
+    def generate(self, requests):
+        self.requests.extend(requests)
+        return [GenerateResult(self.lines.pop(0) if len(self.lines) > 1 else self.lines[0], "base", "base-1",
+                               Usage(30, 4)) for _ in requests]
+
+
+def test_a_base_model_is_asked_for_the_domain_by_a_completion_prompt_not_json(tmp_path):
+    """A base model gets crossknow's few-shot completion form: the question and choices on one line each, the
+    domain as one short line, read as one of the six by code; an answer outside the six is asked again."""
+    base = BaseClassifier([" Sports", " Arts & Literature (painting)", " geography & environment"])  # p1, p2, p1
+    client = StructuredClient(base, RequestCache(tmp_path / "requests.sqlite"))
+    pairs = [CategoryPair("p1", "ja", "Which river\nis the longest?", ("Nile", "Amazon"), None),
+             CategoryPair("p2", "ja", "Who painted the Mona Lisa?", ("Leonardo", "Raphael"), None)]
+    first, second = classify_pairs(pairs, client)
+    assert all(r.prompt is not None and not r.messages and r.json_schema is None for r in base.requests)
+    assert base.requests[0].stop == ("\n",)
+    assert base.requests[0].prompt.endswith("Question: Which river is the longest?\nChoices: Nile | Amazon\nDomain:")
+    assert (first.category, first.error, first.attempts) == (GEO, None, 2)
+    assert (second.category, second.error) == (ARTS, None)
+    assert first.reasoning is None  # a base model is not asked for a reason
+
+
 # ---- reading, the stage and its resume ----------------------------------------------------------------------------
 
 

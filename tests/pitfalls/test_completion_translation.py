@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.models.generator import GenerateResult, Usage
-from crossknow.pitfalls.pair_translation import field_problem, translate_pairs
+from crossknow.pitfalls.pair_translation import field_problem, translate_pairs, translation_examples
 from crossknow.pitfalls.probe.search import _kind
 from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation, distraction_parser
 from crossknow.pitfalls.prompts import TRANSLATION_SHOTS, translation_completion
@@ -38,20 +38,24 @@ def code(problem: str | None) -> str | None:
     ("English: Quel organisme est un producteur ?", "Which organism is a producer?", "template_echo"),
     ("French: Quel organisme est un producteur ?", "Which organism is a producer?", "template_echo"),
     ("Quel animal dort pendant tout l'hiver ?", "Which organism is a producer?", "template_echo"),  # a shot
+    ("Un petit bateau en bois.", "a wooden raft", "template_echo"),  # a shot, whole
+    ("Quel organisme dort pendant tout l'hiver ?", "Which organism sleeps?", "template_echo"),  # a long run of one
     ("<the translated question>", "Which organism is a producer?", "placeholder"),
     ("   ", "Which organism is a producer?", "empty_output"),
     ("Quel organisme est un producteur ?", "Which organism is a producer?", None),
     ("Mount Everest", "Mount Everest", None),  # a name may stay as it is
     ("kg/m^3", "kg/m^3", None),
     ("le point d'ébullition de l'eau", "the boiling point of water", None),  # the source holds the shot's text
+    ("Quelle est la température d'ébullition de l'eau ?", "At what temperature does water boil?", None),
 ])
 def test_a_field_is_checked_for_copies_first_then_for_echoes(output, source, expected):
-    assert code(field_problem(output, (source,), "fr", "French")) == expected
+    examples = translation_examples("fr", (source,))
+    assert code(field_problem(output, (source,), "French", examples=examples)) == expected
 
 
 def test_a_chat_field_is_a_copy_only_when_whole():
-    assert field_problem("FR(excretory and digestive)", ("excretory and digestive",), "fr", "French", False) is None
-    assert code(field_problem("Excretory and digestive.", ("excretory and digestive",), "fr", "French", False)) == \
+    assert field_problem("FR(excretory and digestive)", ("excretory and digestive",), "French", mostly=False) is None
+    assert code(field_problem("Excretory and digestive.", ("excretory and digestive",), "French", mostly=False)) == \
         "copied_source"
 
 
@@ -171,3 +175,14 @@ def test_a_seed_in_another_language_is_labelled_by_its_own_language_without_engl
     prompt = translation_completion("水の沸点は？", "fr", "French", "Japanese")
     assert prompt == "Japanese: 水の沸点は？\nFrench:"  # the English examples would teach English -> French
     assert translation_completion("water", "fr", "French").startswith("English: Which animal")
+
+
+def test_multi_line_inputs_are_flattened_so_the_examples_format_holds():
+    """A completion field ends at the newline: an input on two lines would end the prompt's last field early."""
+    from crossknow.pitfalls.prompts import perturbation_completion
+
+    prompt = translation_completion("Which organism\nis a  producer?", "fr", "French")
+    assert prompt.endswith("\n\nEnglish: Which organism is a producer?\nFrench:")
+    prompt = perturbation_completion("Read the text.\n\nWhich organism is a producer?", "a\nfrog")
+    assert prompt.endswith("\n\nQuestion: Read the text. Which organism is a producer?\nWrong option: a frog\n"
+                           "Distraction:")

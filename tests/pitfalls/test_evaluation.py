@@ -186,3 +186,52 @@ def test_generative_run_records_invalid_answers_and_never_counts_them_wrong(tmp_
     assert metrics.calls >= 4 and metrics.tokens > 0
     again = run_pitfalls_eval(config, tmp_path / "run")
     assert again.calls == 0 and again.scores == metrics.scores
+
+
+class CrashAfterAnswering:
+    """A simulator wrapper that raises once, on its `crash_on`-th chunk, after its model has answered it (paid and
+    cached, never committed): a run killed between the calls and the commit."""
+
+    def __init__(self, inner, crash_on: int):
+        self.inner, self.name, self.prompt_format = inner, inner.name, inner.prompt_format
+        self.client, self.chunks, self.crash_on = inner.client, 0, crash_on
+
+    def answer(self, questions, resimulation=0):
+        answers = self.inner.answer(questions)
+        self.chunks += 1
+        if self.chunks == self.crash_on:
+            raise RuntimeError("killed after the calls, before the commit")
+        return answers
+
+
+@needs_release
+def test_a_resumed_run_reports_the_whole_runs_spend_as_an_uninterrupted_one(tmp_path):
+    from crossknow.generation.clients import ClientPool, Role
+    from crossknow.generation.pricing import ModelPrice, PriceTable
+    from crossknow.pitfalls.simulate import GenerativeSimulator
+    from crossknow.store.request_cache import RequestCache
+
+    from .scripted_server import ScriptedGenerator
+
+    spec = "openai:sim-a@http://127.0.0.1:9/v1"  # never reached: the scripted model answers in its place
+
+    def simulator(cache):
+        pool = ClientPool.over(cache, PriceTable({"sim-a": ModelPrice(prompt=1.0, completion=3.0)}))
+        pool.adopt(spec, ScriptedGenerator("sim-a"))
+        return GenerativeSimulator.from_pool(spec, pool, spec, Role())
+
+    config = PitfallsEvalConfig(pairs=str(RELEASE / "French.json"), models=[spec], answering="generative",
+                                limit=6, batch_size=2)
+    with RequestCache(tmp_path / "whole.sqlite") as cache:
+        whole = run_pitfalls_eval(config, tmp_path / "whole", make_simulator=lambda spec, _: simulator(cache))
+    assert whole.calls == 12 and whole.cost_usd > 0  # a fresh cache: both sides of 6 pairs, once each
+    with RequestCache(tmp_path / "killed.sqlite") as cache:
+        with pytest.raises(RuntimeError, match="killed"):
+            run_pitfalls_eval(config, tmp_path / "killed",
+                              make_simulator=lambda spec, _: CrashAfterAnswering(simulator(cache), crash_on=2))
+        resumed = run_pitfalls_eval(config, tmp_path / "killed", make_simulator=lambda spec, _: simulator(cache))
+    # the resume replayed the second chunk's 4 calls from the cache: it sent only the third chunk's
+    assert (resumed.calls, resumed.cached_calls) == (4, 4)
+    assert (resumed.run_calls, resumed.run_tokens, resumed.run_cost_usd) == (whole.calls, whole.tokens,
+                                                                             whole.cost_usd)
+    assert (whole.run_calls, whole.run_tokens, whole.run_cost_usd) == (whole.calls, whole.tokens, whole.cost_usd)

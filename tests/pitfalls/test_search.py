@@ -4,6 +4,7 @@ out by hand from the script."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,10 +12,11 @@ import pytest
 from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.probe.constraints import EnglishAccuracy
 from crossknow.pitfalls.probe.objective import SimulationObjective
+from crossknow.pitfalls.probe.recipes import get_recipe
 from crossknow.pitfalls.probe.search import BeamSearch, BeamSettings
 from crossknow.pitfalls.simulate import SimAnswer
 
-from .scripted import ScriptedTransformation, root, scripted_simulators
+from .scripted import ScriptedSimulator, ScriptedTransformation, root, scripted_simulators
 
 
 def make_search(tmp_path, script, **settings):
@@ -82,20 +84,52 @@ def test_a_later_level_can_extend_the_depth(tmp_path):
     assert [(level.depth, level.depth_limit) for level in levels] == [(0, 2), (1, 2), (2, 4), (3, 4), (4, 4)]
 
 
-def test_a_pair_at_the_inclusion_threshold_enters_the_list_and_leaves_the_search(tmp_path):
-    script = lambda _, path: {(1,): 80, (2,): 79}.get(path, 0 if len(path) > 1 else None)  # noqa: E731
+def test_a_pair_above_the_inclusion_threshold_enters_the_list_and_leaves_the_search(tmp_path):
+    script = lambda _, path: {(1,): 81, (2,): 80}.get(path, 0 if len(path) > 1 else None)  # noqa: E731
     search, transformation = make_search(tmp_path, script, depth=2, extended_depth=2, inclusion=0.8)
     levels = search.run_batch([root(0)])
     [record] = search.candidates.records()
     assert transformation.paths[record.id] == ("s0", (1,))
-    assert record.value == pytest.approx(0.8)
-    assert sum(record.beta_en.values()) == 100 and sum(record.beta_target.values()) == 20  # 80 of 100 wrong
+    assert record.value == pytest.approx(0.81)
+    assert sum(record.beta_en.values()) == 100 and sum(record.beta_target.values()) == 19  # 81 of 100 wrong
     assert levels[1].included == [record.id]
-    assert paths(transformation, levels[1].beam) == [("s0", (2,))]  # 0.79 stays in the beam, 0.80 left it
+    # V = 0.80 does not exceed θ_inc = 0.8: it stays in the beam; 0.81 left it
+    assert paths(transformation, levels[1].beam) == [("s0", (2,))]
     assert paths(transformation, transformation.expanded[1]) == [("s0", (2,))]
 
 
-CAP_SCRIPT = {("s0", (1,)): 95, ("s0", (2,)): 90, ("s0", (3,)): 85, ("s0", (4,)): 80}
+def test_with_the_papers_k_and_gamma_v_of_exactly_theta_inc_does_not_qualify(tmp_path):
+    """Section 2.4: a pair is included "if its simulation score exceeds" θ_inc. With K = 5 simulators and γ = 2,
+    V = 1² − 1/5 = 0.8 exactly (all five right in English, four wrong in the target) is reachable; it does not
+    exceed 0.8. Five wrong in the target, V = 1, does."""
+    settings = dataclasses.replace(get_recipe("paper").settings, depth=1, extended_depth=1)
+    transformation = ScriptedTransformation(lambda source_id, path: {"s0": 4, "s1": 5}[source_id] if path == (1,)
+                                            else None)
+    candidates = CandidateList(tmp_path / "candidates.jsonl", settings.cap)
+    objective = RecordingObjective([ScriptedSimulator(j) for j in range(5)], gamma=2.0)
+    search = BeamSearch(settings, transformation, objective, [EnglishAccuracy(0.2)], candidates, "paper")
+    levels = search.run_batch([root(0), root(1)])
+    values = {transformation.paths[node_id][0]: value for node_id, value in objective.values.items()
+              if node_id in transformation.paths}
+    assert values == {"s0": 0.8, "s1": 1.0}  # exactly, as floats
+    assert [transformation.paths[r.id] for r in candidates.records()] == [("s1", (1,))]
+    assert paths(transformation, levels[1].beam) == [("s0", (1,))]
+
+
+class RecordingObjective(SimulationObjective):
+    """The objective, keeping each scored pair's V by id."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.values = {}
+
+    def score(self, nodes):
+        simulations = super().score(nodes)
+        self.values.update({node.id: sim.value for node, sim in zip(nodes, simulations, strict=True)})
+        return simulations
+
+
+CAP_SCRIPT = {("s0", (1,)): 95, ("s0", (2,)): 90, ("s0", (3,)): 85, ("s0", (4,)): 81}
 
 
 def cap_script(source_id, path):

@@ -9,21 +9,26 @@ junk that passes silently is worse than no item). A check returns None, or why t
   of its words, while a cloze about something else shares only function words). Words are Latin words and
   numbers (case folded); text in Japanese or Chinese script is compared by character bigrams instead,
   since it has no spaces to split at.
-- Echoes (`echo_problem`): an output that is, as a whole, part of the prompt's own fixed text (its
-  instructions and worked examples, its inputs left out) repeats the prompt rather than answers it: the
-  issue's cloze "Blood sugar level can be controlled by [BLANK]." and distractors "Uranus, Neptune, Saturn"
-  were the prompts' examples. Such outputs are rejected in every parser (cloze, question, each distractor).
+- Echoes (`echo_problem`): an output that is, as a whole, the output of one of the prompt's worked examples
+  (`example_outputs`) repeats the prompt rather than answers it: a chat writer's cloze "Blood sugar level can be
+  controlled by [BLANK]." and distractors "Uranus, Neptune, Saturn" were the prompts' examples. Only whole outputs
+  count (`crossknow.generation.echo`, without its long-run rule, crossknow's choice: a distractor or an answer is a
+  few words, and a word of an example, "iron" of "cast iron", or of the instructions, "number", is a fair output).
+  The options of one chat answer are one output, compared as a list with the example's ("Saturn" alone is no echo);
+  on the completion path each option is an output of its own. Such outputs are rejected in every parser (cloze,
+  question, distractors).
 - Duplicates: a cloze or question equal to the one kept for another fact (`duplicate_problem`).
 """
 
 from __future__ import annotations
 
+import json
 import re
-import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from crossknow.adaxeval.stages import MIN_MATCH_CHARS, normalise
+from crossknow.adaxeval.stages import normalise
 from crossknow.data.schemas import BLANK
+from crossknow.generation.echo import echoed_example
 
 MIN_SHARED = 0.6
 """Least share of a cloze's words (without the blank) that must occur in its sentence."""
@@ -81,18 +86,35 @@ def grounding_problem(cloze: str, answer: str, sentence: str) -> str | None:
     return None
 
 
-def fixed_text(template: str) -> str:
-    """A prompt template's own text: its instructions and examples, every placeholder (an input) cut out."""
-    names = string.Template(template).get_identifiers()
-    return string.Template(template).safe_substitute(dict.fromkeys(names, "\n"))
+ECHO_FIELDS = {"cloze": "cloze", "question": "question", "options": "distractors"}
+"""What an output is -> the key of the chat examples' JSON that holds it."""
 
 
-def echo_problem(output: str, template: str, what: str) -> str | None:
-    """Why `output` (a `what`: cloze, question, option) is an echo of the prompt `template`: it occurs as a
-    whole in the template's own text (see `fixed_text`); None when it does not."""
-    needle = normalise(output)
-    if len(needle) >= MIN_MATCH_CHARS and occurs(needle, normalise(fixed_text(template))):
-        return f"prompt_echo: the {what} repeats the prompt's own text"
+def example_outputs(template: str, key: str) -> list[str | list[str]]:
+    """The outputs the worked examples of prompt `template` show: on a chat prompt, the value of `key` in each
+    example line that is a JSON object; on a completion prompt, the text after the label the prompt ends with (its
+    last line, such as "Question:") on each earlier line that starts with it."""
+    lines = [line.strip() for line in template.strip().splitlines()]
+    found: list[str | list[str]] = []
+    for line in lines:
+        try:
+            shown = json.loads(line) if line.startswith("{") else None
+        except ValueError:
+            continue
+        if isinstance(shown, dict) and isinstance(shown.get(key), str | list):
+            found.append(shown[key])
+    if found or not lines or "$" in lines[-1] or not lines[-1].endswith(":"):
+        return found
+    return [line[len(lines[-1]) :].strip() for line in lines[:-1] if line.startswith(lines[-1])]
+
+
+def echo_problem(output: str | Sequence[str], template: str, what: str, sources: Sequence[str] = ()) -> str | None:
+    """Why `output` (a `what`: cloze, question, or the options of one answer) is an echo of prompt `template`: it
+    is, as a whole, the output of one of its worked examples (`example_outputs`; options compared as a list, in any
+    order), which none of `sources`, the prompt's inputs, holds; None when it is not."""
+    example = echoed_example(output, example_outputs(template, ECHO_FIELDS[what]), sources, span=None)
+    if example is not None:
+        return f"prompt_echo: the {what} repeats an example of the prompt ({example!r})"
     return None
 
 

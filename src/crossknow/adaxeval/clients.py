@@ -22,6 +22,7 @@ from crossknow.generation.clients import ClientPool, MakeGenerator, ModelSetting
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.store.atomic import atomic_write_json
+from crossknow.store.spend_ledger import SpendLedger
 
 MODELS_FILE = "models.json"
 FOLD_SYSTEM = {"auto": "auto", "yes": True, "no": False}
@@ -49,6 +50,7 @@ class Clients:
                                  json_mode=config.json_mode, fold_system=FOLD_SYSTEM[config.fold_system])
         self.pool = ClientPool(settings, cache_path, PriceTable.load(config.prices) if config.prices else None,
                                make_generator=make_generator)
+        self.pool.record_spend(SpendLedger(run_dir))  # the whole run's spend, over its invocations
         self._recorded: set[str] = set()
 
     def get(self, spec: str) -> StructuredClient:

@@ -10,18 +10,21 @@ are not distractors, empty ones, one equal to the answer (ignoring case, spaces 
 or a repeat of another, are dropped and recorded with why (`DistractorRecord.dropped`), the good
 ones are kept, and the writer is asked again for the rest, with a note naming what was dropped and
 what is kept (the 'distractors_again' note, through `stages.ask_in_rounds`), up to the client's
-`max_attempts` rounds; the row is invalid only when three good ones never come. An option that is part of
-the prompt's own text (its instructions or examples, `checks.echo_problem`) is dropped as a 'prompt echo'.
+`max_attempts` rounds; the row is invalid only when three good ones never come. Options that are, as a whole,
+the output of one of the prompt's worked examples (`checks.echo_problem`: the three options of a chat answer compared
+as one list with the example's, in any order) are dropped as a 'prompt echo'.
 
 The completion path (a writer whose `prompt_format` is 'completion'), crossknow's design for base models:
-the few-shot prompt 'distractors_fields' asks for one line of options separated by commas, which code
-splits (at ',', '、' and '，') and screens as above; the good ones gather over the client's sampled retries
-(`stages.ask_fields`) until there are three, else the row is invalid (`too_few_options`).
+the few-shot prompt 'distractors_fields' shows each wrong answer on a line of its own, and each distractor is asked
+in a call of its own, one line, after those kept so far (`with_kept`), so that code fixes how many there are and
+an option may itself be a list ("肝細胞癌、膵頭部癌、胃癌、食道癌": nothing is split). Each line is screened as
+above (an echo: a line that is one example wrong answer, whole); a rejected line is asked for again by the client's
+sampled retries (`stages.ask_fields`), and a slot still without a good option makes the row invalid
+(`too_few_options`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from pydantic import Field
@@ -31,7 +34,7 @@ from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import DistractorRecord, DroppedOption, QueryRecord
 from crossknow.adaxeval.stages import Rounds, StageRow, ask_fields, ask_in_rounds, first_line, normalise
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import StructuredClient, TextParser
+from crossknow.generation.structured import CompletionPrompt, StructuredClient, TextParser, one_line
 
 N_DISTRACTORS = 3
 
@@ -45,19 +48,22 @@ class DistractorAnswer(Record):
 
 
 def screen_options(
-    answer: str, options: Sequence[str], kept: Sequence[str], round_: int, template: str = ""
+    answer: str, options: Sequence[str], kept: Sequence[str], round_: int, template: str = "",
+    sources: Sequence[str] = (),
 ) -> tuple[list[str], list[DroppedOption]]:
     """(the options that are distractors, stripped; those dropped, with why), given the answer and the
-    distractors already kept; an option is dropped when empty, equal to the answer, a repeat, or an echo of
-    the prompt `template`."""
+    distractors already kept; an option is dropped when empty, equal to the answer, a repeat, or when `options`,
+    the writer's one output, are as a whole an example output of the prompt `template` that none of `sources` (the
+    prompt's inputs) holds: then all of them are a prompt echo."""
     seen = {normalise(k) for k in kept}
+    echo = bool(template) and echo_problem([o.strip() for o in options], template, "options", sources) is not None
     good: list[str] = []
     dropped: list[DroppedOption] = []
     for option in options:
         key = normalise(option)
         reason = (
             "empty" if not key else "equals the answer" if key == normalise(answer) else
-            "duplicate" if key in seen else "prompt echo" if echo_problem(option, template, "option") else None
+            "duplicate" if key in seen else "prompt echo" if echo else None
         )
         if reason is None:
             seen.add(key)
@@ -98,7 +104,7 @@ def distractor_rows(
 
     def review(i: int, answer: DistractorAnswer, round_: int) -> str | None:
         template = prompts.template("distractors", queries[i].fact.sentence.lang)
-        good, bad = screen_options(queries[i].answer, answer.distractors, kept[i], round_, template)
+        good, bad = screen_options(queries[i].answer, answer.distractors, kept[i], round_, template, inputs(queries[i]))
         kept[i].extend(good[: N_DISTRACTORS - len(kept[i])])
         dropped[i].extend(bad)
         if len(kept[i]) == N_DISTRACTORS:
@@ -116,14 +122,23 @@ def distractor_rows(
     return _rows(queries, ask_in_rounds(client, spec, first, DistractorAnswer, review, again), kept, dropped)
 
 
-OPTION_SEPARATORS = re.compile(r"[,、，]")
-"""Where a completion output's options are split."""
+def inputs(query: QueryRecord) -> tuple[str, ...]:
+    """What the distractor prompts are given about `query` (an option these hold is no echo of an example)."""
+    return query.fact.sentence.text, query.cloze, query.question
+
+
+def with_kept(prompt: str, kept: Sequence[str]) -> str:
+    """The completion prompt `prompt`, which ends with the label of a wrong answer, with each distractor of `kept`
+    on a line of its own under that label before it: the prompt for the next distractor."""
+    head, _, label = prompt.rpartition("\n")
+    return "\n".join([head, *(f"{label} {one_line(option)}" for option in kept), label])
 
 
 def _ask_fields(
     queries: Sequence[QueryRecord], spec: str, client: StructuredClient, prompts: PromptTable
 ) -> list[StageRow[DistractorRecord] | None]:
-    """The completion path: one comma-separated line of options per call, split and screened by code."""
+    """The completion path: each distractor in a call of its own, one line, screened by code (see the module
+    docstring); the calls of one query merged into one `Rounds`."""
     asked = [prompts.render_completion("distractors_fields", q.fact.sentence.lang, cloze=q.cloze, answer=q.answer)
              for q in queries]
     kept: list[list[str]] = [[] for _ in queries]
@@ -134,20 +149,33 @@ def _ask_fields(
         template = prompts.template("distractors_fields", queries[i].fact.sentence.lang)
         label = asked[i].text.rsplit("\n", 1)[-1]
 
-        def parse(text: str) -> tuple[list[str] | None, str | None]:
-            options = [o for o in OPTION_SEPARATORS.split(first_line(text, label)) if o.strip()]
-            good, bad = screen_options(queries[i].answer, options, kept[i], attempt[i], template)
+        def parse(text: str) -> tuple[str | None, str | None]:
+            option = first_line(text, label)
+            good, bad = screen_options(queries[i].answer, [option], kept[i], attempt[i], template, inputs(queries[i]))
             attempt[i] += 1
-            kept[i].extend(good[: N_DISTRACTORS - len(kept[i])])
             dropped[i].extend(bad)
-            if len(kept[i]) == N_DISTRACTORS:
-                return list(kept[i]), None
-            reasons = ", ".join(sorted({d.reason for d in dropped[i]})) or "none"
-            return None, f"too_few_options: {len(kept[i])} of {N_DISTRACTORS} distractors; dropped options: {reasons}"
+            if good:
+                kept[i].append(good[0])
+                return good[0], None
+            return None, (f"too_few_options: {len(kept[i])} of {N_DISTRACTORS} distractors; the next was dropped: "
+                          f"{bad[0].reason if bad else 'no text'}")
 
         return parse
 
-    return _rows(queries, ask_fields(client, spec, asked, [check(i) for i in range(len(queries))]), kept, dropped)
+    merged = [Rounds() for _ in queries]
+    pending = list(range(len(queries)))
+    for _ in range(N_DISTRACTORS):
+        prompts_now = [CompletionPrompt(with_kept(asked[i].text, kept[i])) for i in pending]
+        outcomes = ask_fields(client, spec, prompts_now, [check(i) for i in pending]) if pending else []
+        for i, rounds in zip(pending, outcomes, strict=True):
+            merged[i].calls += rounds.calls
+            merged[i].problems += rounds.problems
+            merged[i].given += rounds.given
+            merged[i].last = rounds.last
+        pending = [i for i, rounds in zip(pending, outcomes, strict=True) if rounds.value is not None]
+    for i in range(len(queries)):
+        merged[i].value = list(kept[i]) if len(kept[i]) == N_DISTRACTORS and merged[i].last is not None else None
+    return _rows(queries, merged, kept, dropped)
 
 
 def _rows(queries: Sequence[QueryRecord], outcomes: Sequence[Rounds], kept: list[list[str]],

@@ -220,12 +220,14 @@ def fact_rows(
     prompts: PromptTable,
     rule: KeepRule,
     order: FactOrder = "paper",
+    calibrate: bool = True,
 ) -> list[StageRow[FactRecord] | None]:
     """Ask every detector about every sentence of the chunk, in the form its model takes: a chat detector answers
-    the fields as JSON in `order`, a base-model detector field by field (`crossknow.adaxeval.facts_completion`);
-    one row per sentence (None when some detector's request failed in transport, to be retried by a later run)."""
+    the fields as JSON in `order`, a base-model detector field by field (`crossknow.adaxeval.facts_completion`, its
+    exact P(yes) calibrated unless `calibrate` is False); one row per sentence (None when some detector's request
+    failed in transport, to be retried by a later run)."""
     per_detector = [
-        completion_votes(sentences, spec, client, prompts) if client.prompt_format == "completion"
+        completion_votes(sentences, spec, client, prompts, calibrate) if client.prompt_format == "completion"
         else _chat_votes(sentences, spec, client, prompts, order)
         for spec, client in detectors
     ]
@@ -253,6 +255,7 @@ def _chat_votes(
             detector=spec,
             factuality=answer.factuality if answer else None,
             confidence=outcome.yes_probability if answer else None,
+            raw_yes_probability=outcome.yes_probability if answer else None,  # the chat path never calibrates
             triple=answer.triple if answer and answer.factuality == "yes" else None,
             reasoning=answer.reasoning if answer else None,
             call=call_info(outcome, spec),

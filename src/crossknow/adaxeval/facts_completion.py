@@ -7,7 +7,9 @@ form of Appendix A.1's fields, asked one at a time, structure by construction.
    An exact P(yes) is calibrated (crossknow's choice, not the paper's: contextual calibration, Zhao et al., 2021):
    divided by P(yes) of the same prompt with the sentence replaced by content-free inputs, per language, since a
    base model's lean differs by language (Gemma 3 270M: about 0.65 in English, 0.21 in Japanese, so that no
-   Japanese sentence reached 0.5 uncalibrated). The vote records that baseline (`yes_baseline`).
+   Japanese sentence reached 0.5 uncalibrated). The vote records that baseline (`yes_baseline`) and the
+   uncalibrated P(yes) (`raw_yes_probability`); `--no-calibrate-yes` turns calibration off, and the raw P(yes)
+   then decides.
 2. `triple`, for a yes only: its subject (`facts_subject`), then its relation (`facts_relation`, given the subject),
    then its object (`facts_object`, given both), each one line ended at the newline. The subject and the object must
    occur in the sentence (`checks.occurs`, case folded), the object differ from the subject, and no field start
@@ -38,12 +40,15 @@ FIELDS = ("subject", "relation", "object")
 
 
 def completion_votes(
-    sentences: Sequence[SentenceRecord], spec: str, client: StructuredClient, prompts: PromptTable
+    sentences: Sequence[SentenceRecord], spec: str, client: StructuredClient, prompts: PromptTable,
+    calibrate: bool = True,
 ) -> list[DetectorVote | None]:
-    """One vote per sentence from the base-model detector `spec` (see the module docstring); None where a request
-    failed in transport (the sentence is left for a later run)."""
-    baselines = {lang: client.yes_no_baseline(prompts.render_content_free("facts_judge", lang))
-                 for lang in sorted({s.lang for s in sentences})}
+    """One vote per sentence from the base-model detector `spec` (see the module docstring), its exact P(yes)
+    calibrated unless `calibrate` is False; None where a request failed in transport (the sentence is left for a
+    later run)."""
+    langs = sorted({s.lang for s in sentences})
+    baselines = {lang: client.yes_no_baseline(prompts.render_content_free("facts_judge", lang)) if calibrate else None
+                 for lang in langs}
     judged = client.yes_no_many([prompts.render_completion("facts_judge", s.lang, sentence=s.text) for s in sentences],
                                 [baselines[s.lang] for s in sentences])
     said_yes = [k for k, outcome in enumerate(judged) if outcome.valid and outcome.value >= YES_THRESHOLD]
@@ -64,6 +69,7 @@ def completion_votes(
             detector=spec,
             factuality=("yes" if outcome.value >= YES_THRESHOLD else "no") if valid else None,
             confidence=round(float(outcome.value), 6) if valid else None,
+            raw_yes_probability=outcome.raw_yes_probability if valid else None,
             yes_baseline=None if baselines[sentences[k].lang] is None else round(baselines[sentences[k].lang], 6),
             triple=triple,
             reasoning=NOT_ASKED if valid else None,

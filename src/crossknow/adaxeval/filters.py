@@ -19,8 +19,9 @@ each of the five judgements is one few-shot yes/no prompt (tasks 'judge_cloze', 
 cross-language support 2) when P(yes) >= 0.5 (`YES_THRESHOLD`), else Poor (support 0: a yes/no prompt cannot
 say 1, 'inferable'). An exact P(yes) is calibrated per judgement and language against the same prompt with
 content-free inputs (contextual calibration, as for fact detection: crossknow's choice; see
-crossknow.adaxeval.facts_completion). The P(yes) of each and its baseline are recorded
-(`QualityRecord.yes_probability`, `yes_baseline`).
+crossknow.adaxeval.facts_completion); `--no-calibrate-yes` turns that off. The P(yes) each is graded by, its
+uncalibrated value and its baseline are recorded (`QualityRecord.yes_probability`, `raw_yes_probability`,
+`yes_baseline`).
 """
 
 from __future__ import annotations
@@ -70,12 +71,13 @@ def quality_rows(
     prompts: PromptTable,
     partner: Callable[[str, str], tuple[str, str]],
     apply_filter: bool,
+    calibrate: bool = True,
 ) -> list[StageRow[QualityRecord] | None]:
     """One row per item. `partner(pair_id, lang)` gives (language, text) of the paired document in the
-    other language."""
+    other language; `calibrate` (the completion path only) calibrates an exact P(yes)."""
     spec, client = writer
     if client.prompt_format == "completion":
-        return _judge_yes_no(items, spec, client, prompts, partner, apply_filter)
+        return _judge_yes_no(items, spec, client, prompts, partner, apply_filter, calibrate)
     in_prompts, cross_prompts = [], []
     for item in items:
         query, sentence = item.query, item.query.fact.sentence
@@ -134,6 +136,7 @@ def _judge_yes_no(
     prompts: PromptTable,
     partner: Callable[[str, str], tuple[str, str]],
     apply_filter: bool,
+    calibrate: bool,
 ) -> list[StageRow[QualityRecord] | None]:
     """The completion path: five yes/no prompts per item, P(yes) >= YES_THRESHOLD a yes (see the module docstring)."""
     asked, kinds = [], []
@@ -156,7 +159,7 @@ def _judge_yes_no(
         ]
         kinds += [(f"judge_{name}", sentence.lang, "") for name in JUDGEMENTS]
         kinds.append(("judge_cross_language", sentence.lang, other_language))
-    baselines = {kind: _baseline(client, prompts, *kind) for kind in sorted(set(kinds))}
+    baselines = {kind: _baseline(client, prompts, *kind) if calibrate else None for kind in sorted(set(kinds))}
     outcomes = client.yes_no_many(asked, [baselines[kind] for kind in kinds])
     rows: list[StageRow[QualityRecord] | None] = []
     for k, item in enumerate(items):
@@ -173,14 +176,17 @@ def _judge_yes_no(
                                    cross_language_call=calls[4])
             rows.append(StageRow(sentence.id, sentence.lang, "invalid", error, record))
             continue
-        p_yes = dict(zip((*JUDGEMENTS, "support"), (round(float(o.value), 6) for o in mine), strict=True))
+        names = (*JUDGEMENTS, "support")
+        p_yes = dict(zip(names, (round(float(o.value), 6) for o in mine), strict=True))
+        raw = {name: o.raw_yes_probability for name, o in zip(names, mine, strict=True)
+               if o.raw_yes_probability is not None}
         grades = {name: "Good" if p_yes[name] >= YES_THRESHOLD else "Poor" for name in JUDGEMENTS}
         judged = InLanguageJudgement(**grades)
         crossed = CrossLanguageJudgement(support=2 if p_yes["support"] >= YES_THRESHOLD else 0)
         leans = [baselines[kind] for kind in kinds[5 * k : 5 * k + 5]]
         record = QualityRecord(
             item=item, **grades, support=crossed.support, in_language_call=merged_call(calls[:4], None, ""),
-            cross_language_call=calls[4], yes_probability=p_yes,
+            cross_language_call=calls[4], yes_probability=p_yes, raw_yes_probability=raw,
             yes_baseline={name: round(lean, 6) for name, lean in zip(p_yes, leans, strict=True) if lean is not None},
         )
         note = ", ".join(f"P(yes) {name} {value:.3f}" for name, value in p_yes.items())

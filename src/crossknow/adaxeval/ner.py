@@ -7,11 +7,15 @@
 - `hf:DIR`: a Hugging Face token-classification model in a local directory (the form of the
   paper's Japanese NER, MedNERN-CR-JA); see `crossknow.adaxeval.ner_hf`.
 - `llm:SPEC` (crossknow's): a generator (any spec `--detector` takes) lists the entities; only those
-  that occur in the sentence count.
+  that occur in the sentence count. A chat model answers the `ner` prompt as JSON; a base model
+  (`prompt_format == "completion"`, e.g. `default`) continues crossknow's few-shot `ner_fields` prompt by one
+  line of entities separated by semicolons (`entity_line`): the list is split and checked by code, and a line
+  of which no entity occurs in the sentence (an echo of the prompt's examples) is asked again.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -21,13 +25,17 @@ from crossknow.adaxeval.ner_found import Found
 from crossknow.adaxeval.ner_heuristic import distinct_entities, heuristic_entities
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import EntityRecord, SentenceRecord
-from crossknow.adaxeval.stages import StageRow, call_info, transport_failed
+from crossknow.adaxeval.stages import StageRow, ask_fields, call_info, first_line, transport_failed
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import StructuredClient
+from crossknow.generation.structured import StructuredClient, TextParser
 
 MIN_ENTITIES = 2
 """The paper keeps sentences with at least two entities."""
+NER_TASKS = ("ner", "ner_fields")
+"""The prompts of an llm: backend: the chat form and the completion form."""
+SEPARATORS = re.compile(r"[;；]")
+"""What separates the entities of a completion answer (`ner_fields`): a semicolon, ASCII or full-width."""
 
 
 class EntityList(Record):
@@ -93,7 +101,9 @@ class LlmNer:
         self.prompts = prompts
 
     def find(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
-        """One LLM call per sentence."""
+        """One LLM call per sentence (retries aside), in the form the model takes (see the module docstring)."""
+        if self.client.prompt_format == "completion":
+            return self._find_completion(sentences)
         prompts = [self.prompts.render("ner", s.lang, sentence=s.text) for s in sentences]
         outcomes = self.client.call_many(prompts, EntityList)
         results = []
@@ -106,6 +116,35 @@ class LlmNer:
             present = [e.strip() for e in outcome.value.entities if e.strip() and e.strip().lower() in text]
             results.append(Found(distinct_entities(present), info))
         return results
+
+    def _find_completion(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
+        """The base-model form: one line of entities per sentence, checked by `entity_line`."""
+        prompts = [self.prompts.render_completion("ner_fields", s.lang, sentence=s.text) for s in sentences]
+        rounds = ask_fields(self.client, self.model, prompts, [entity_line(s.text) for s in sentences])
+        results = []
+        for result in rounds:
+            if result.transport_failed:
+                results.append(Found(None, retry=True))
+            else:
+                results.append(Found(result.value, result.merged_call()))
+        return results
+
+
+def entity_line(sentence: str) -> TextParser:
+    """The parser of a completion NER answer: its first line split at semicolons, the entities that occur in
+    `sentence` (case folded) kept, distinct; (None, why) when the line is empty or none of them occurs there."""
+    text = sentence.lower()
+
+    def parse(output: str) -> tuple[list[str] | None, str | None]:
+        listed = [part.strip() for part in SEPARATORS.split(first_line(output)) if part.strip()]
+        if not listed:
+            return None, "invalid_output: no entity listed"
+        present = [entity for entity in listed if entity.lower() in text]
+        if not present:
+            return None, f"ungrounded_answer: no listed entity occurs in the sentence: {'; '.join(listed)[:80]!r}"
+        return distinct_entities(present), None
+
+    return parse
 
 
 def check_ner_spec(spec: str) -> None:

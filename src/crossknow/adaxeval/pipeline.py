@@ -26,7 +26,7 @@ from crossknow.adaxeval.clients import Clients, generator_role
 from crossknow.adaxeval.distractors import distractor_rows
 from crossknow.adaxeval.facts import ANSWERS, KeepRule, default_threshold, fact_rows
 from crossknow.adaxeval.filters import quality_rows
-from crossknow.adaxeval.ner import NerBackend, check_ner_spec, make_ner, ner_rows
+from crossknow.adaxeval.ner import NER_TASKS, NerBackend, check_ner_spec, make_ner, ner_rows
 from crossknow.adaxeval.prompts import TASKS, PromptTable
 from crossknow.adaxeval.queries import cloze_rows, paraphrase_rows
 from crossknow.adaxeval.records import (
@@ -191,7 +191,7 @@ def _open_run(
         raise CrossknowError(f"corpus file not found: {corpus_path}")
     prompts = PromptTable.load(config.prompts)
     unused_facts = {task for order, (task, _) in ANSWERS.items() if order != config.fact_order}
-    prompts.check(config.langs, [task for task in TASKS if task != "ner" and task not in unused_facts])
+    prompts.check(config.langs, [task for task in TASKS if task not in NER_TASKS and task not in unused_facts])
     resolved = resolve_config(config, prompts)
     documents = read_corpus(corpus_path)
     pairs = pair_documents(documents, config.langs)
@@ -211,7 +211,7 @@ def _check_models(config: GenerateConfig, resolved: dict, prompts: PromptTable) 
     """The specs of the detectors, the writer and any llm: NER backend, and the NER prompts such a backend needs."""
     llm_ner = [spec.removeprefix("llm:") for spec in resolved["ner"].values() if spec.startswith("llm:")]
     if llm_ner:
-        prompts.check(config.langs, ["ner"])
+        prompts.check(config.langs, NER_TASKS)
     for spec in dict.fromkeys([*config.detectors, config.writer, *llm_ner]):
         generator_role(config, spec).parse(spec)
 
@@ -289,7 +289,7 @@ def _facts(run: _Run, candidates: list[SentenceRecord]) -> StageStore:
     def facts_for(chunk: list[SentenceRecord]) -> list:
         nonlocal detectors
         detectors = detectors or [(spec, run.clients.get(spec)) for spec in config.detectors]
-        return fact_rows(chunk, detectors, run.prompts, rule, config.fact_order)
+        return fact_rows(chunk, detectors, run.prompts, rule, config.fact_order, config.calibrate_yes)
 
     facts = run.store("facts", FactRecord)
     run.model_stage(facts, [(s.id, s) for s in candidates], facts_for)
@@ -348,7 +348,8 @@ def _quality(run: _Run, distractors: StageStore) -> StageStore:
     quality = run.store("quality", QualityRecord)
     run.model_stage(
         quality, [(d.query.fact.sentence.id, d) for d in _kept(distractors, run.order)],
-        lambda chunk: quality_rows(chunk, run.writer(), run.prompts, partner, config.quality_filter),
+        lambda chunk: quality_rows(chunk, run.writer(), run.prompts, partner, config.quality_filter,
+                                   config.calibrate_yes),
     )
     return quality
 

@@ -60,6 +60,7 @@ TASKS: dict[str, frozenset[str]] = {
     "facts_subject": frozenset({"sentence"}),
     "facts_relation": frozenset({"sentence", "subject"}),
     "facts_object": frozenset({"sentence", "subject", "relation"}),
+    "ner_fields": frozenset({"sentence"}),
 }
 """Task name -> the placeholders its template may use."""
 

@@ -76,6 +76,13 @@ class GenerateConfig(Record):
     quality_filter: bool = Field(
         default=True, description="Keep only items judged Good on cloze, paraphrase and options, with cross-language 2."
     )
+    calibrate_yes: bool = Field(
+        default=True,
+        description="Calibrate a base model's exact P(yes) (completion form, a model that scores: fact detection and "
+        "quality judgements) against the same prompt with content-free inputs (contextual calibration, Zhao et al., "
+        "2021; crossknow's choice, not the paper's). Off: the model's raw P(yes) decides, as on the chat path. "
+        "Records keep both values either way.",
+    )
     max_tokens: int = Field(default=512, ge=16, description="Most tokens per LLM answer.")
     max_attempts: int = Field(
         default=3, ge=1,
@@ -195,7 +202,17 @@ class DetectorVote(Record):
 
     detector: str = Field(description="Generator spec of the detector.")
     factuality: Literal["yes", "no"] | None = Field(description="Its answer; None when its output was invalid.")
-    confidence: float | None = Field(description="P('yes') of the factuality answer; None when invalid.")
+    confidence: float | None = Field(
+        description="The vote's confidence, what the sum rule adds up: P('yes') of the factuality answer, calibrated "
+        "against `yes_baseline` where that is set (completion form, exact P(yes), --calibrate-yes; crossknow's "
+        "choice), else as the model gave it; rounded to 6 decimals. None when invalid."
+    )
+    raw_yes_probability: float | None = Field(
+        default=None,
+        description="P('yes') of the factuality answer as the model gave it, before any calibration (equal to "
+        "`confidence` where not calibrated; the chat path never calibrates). None when invalid and in records "
+        "written before crossknow kept it.",
+    )
     yes_baseline: float | None = Field(
         default=None,
         description="Completion form, exact P(yes) only: P('yes') of the fact prompt with content-free inputs, which "
@@ -374,13 +391,20 @@ class QualityRecord(Record):
     cross_language_call: CallInfo = Field(description="The cross-language call.")
     yes_probability: dict[str, float] = Field(
         default_factory=dict,
-        description="Completion path only: P(yes) of each yes/no judgement (cloze, paraphrase, options_cloze, "
-        "options_question, support), a grade Good (or support 2) when it is at least 0.5.",
+        description="Completion path only: the P(yes) each yes/no judgement (cloze, paraphrase, options_cloze, "
+        "options_question, support) is graded by, Good (or support 2) when it is at least 0.5: calibrated against "
+        "`yes_baseline` where that has the judgement (exact P(yes), --calibrate-yes; crossknow's choice), else as "
+        "the model gave it; rounded to 6 decimals.",
+    )
+    raw_yes_probability: dict[str, float] = Field(
+        default_factory=dict,
+        description="Completion path only: each judgement's P(yes) as the model gave it, before any calibration. "
+        "Empty on the chat path and in records written before crossknow kept it.",
     )
     yes_baseline: dict[str, float] = Field(
         default_factory=dict,
         description="Completion path, exact P(yes) only: each judgement's P(yes) with content-free inputs, which its "
-        "`yes_probability` is calibrated against (see crossknow.adaxeval.filters).",
+        "`yes_probability` is calibrated against (see crossknow.adaxeval.filters); empty where not calibrated.",
     )
 
 

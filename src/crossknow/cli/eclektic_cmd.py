@@ -14,7 +14,7 @@ from rich.table import Table
 from crossknow.cli.consoles import console, errors
 from crossknow.cli.lazy import lazy_group
 from crossknow.cli.options import config_command
-from crossknow.cli.progress import spent, stage_bars
+from crossknow.cli.progress import spent, stage_bars, whole_run
 from crossknow.eclektic.build_records import BuildConfig
 from crossknow.eclektic.run_config import EclekticConfig, ScoreConfig
 
@@ -54,8 +54,9 @@ def execute(config: EclekticConfig, out: Path, until: str):
     from crossknow.report.eclektic_runs import judge_warnings
 
     note = f"; {outcome.pending} questions failed in transport: run again to retry them" if outcome.pending else ""
-    console.print(f"{outcome.examples} examples; this run: {spent(outcome.meter)}; {outcome.seconds:.1f} s{note}",
-                  highlight=False)
+    whole = outcome.whole_run
+    console.print(f"{outcome.examples} examples; this invocation: {spent(outcome.meter)}; {outcome.seconds:.1f} s; "
+                  f"whole run: {whole_run(whole.calls, whole.tokens, whole.cost_usd)}{note}", highlight=False)
     for warning in judge_warnings(out) if until == "scores" else []:
         errors.print(f"[yellow]warning:[/yellow] {warning}; the scores rest on the other verdicts", highlight=False)
     return outcome

@@ -59,7 +59,8 @@ def generate(
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),
     ner: list[str] = typer.Option(
         [],
-        help="NER backend: heuristic | spacy:MODEL | hf:DIR | llm:SPEC for every language, or LANG=SPEC; repeatable.",
+        help="NER backend: heuristic | spacy:MODEL | hf:DIR | llm:SPEC for every language, or LANG=SPEC; repeatable. "
+        "llm: asks a chat model for JSON, a base model (completion form) for one line of entities.",
     ),
 ) -> None:
     """Generate AdaXEval sets (memorisation cloze, generalisation question, interlingual pairing)."""
@@ -97,9 +98,13 @@ def generate(
             )
     if summary.unpaired_documents:
         console.print(f"{summary.unpaired_documents} documents without a complete pair were skipped")
+    from crossknow.store.spend_ledger import SpendLedger
+
+    whole = SpendLedger(out).total()
     console.print(
-        f"this run: {summary.calls_this_run} model calls, {summary.cached_calls_this_run} from the cache; "
-        f"all calls behind the run: ${summary.cost_usd:.4f}; {summary.seconds:.1f} s"
+        f"this invocation: {summary.calls_this_run} model calls, {summary.cached_calls_this_run} from the cache; "
+        f"whole run: {whole.calls} model calls, {whole.tokens:,} tokens, ${whole.cost_usd:.4f}; "
+        f"all calls behind the run's items: ${summary.cost_usd:.4f}; {summary.seconds:.1f} s"
     )
     invalid = sum(sum(row.invalid.values()) for row in summary.counts)
     if invalid:

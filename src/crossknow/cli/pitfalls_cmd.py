@@ -47,7 +47,7 @@ def evaluate(
     out: Path = typer.Option(..., help="Run directory; run the same command again on it to resume."),
 ) -> None:
     """Answer both sides of every pair with every model; write pairs.parquet, metrics.json and report.html."""
-    from crossknow.cli.progress import spent
+    from crossknow.cli.progress import spent, whole_run
     from crossknow.generation.structured import CostMeter
     from crossknow.pitfalls.evaluation import run_pitfalls_eval
     from crossknow.report.pitfalls_figures import pair_table_text, write_eval_report
@@ -59,7 +59,9 @@ def evaluate(
                       cost_usd=metrics.cost_usd)
     pending = f"; {metrics.pending} answers failed in transport: run again to retry them" if metrics.pending else ""
     console.print(f"{metrics.n_usable} usable pairs of {metrics.n_read} read ({metrics.n_flawed} flawed, see "
-                  f"invalid.jsonl); this run: {spent(meter)}; {metrics.seconds:.1f} s{pending}", highlight=False)
+                  f"invalid.jsonl); this invocation: {spent(meter)}; {metrics.seconds:.1f} s; whole run: "
+                  f"{whole_run(metrics.run_calls, metrics.run_tokens, metrics.run_cost_usd)}{pending}",
+                  highlight=False)
     console.print(f"report: {write_eval_report(out)}", highlight=False, soft_wrap=True)
 
 
@@ -92,9 +94,17 @@ def print_probe(account: ProbeAccount, sample: SourceSample, out: Path) -> None:
     console.print(f"sources: {sample.drawn} drawn, {sample.kept} kept by the English prefilter "
                   f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid in English)", highlight=False)
     console.print(probe_lead(account), highlight=False, soft_wrap=True)
+    prefilter = account.prefilter
     console.print(f"whole run: proxy {account.proxy.calls:.0f} calls, ${account.proxy.cost_usd:.4f}; simulation "
                   f"{account.simulation.calls:.0f} questions, ${account.simulation.cost_usd:.4f}; "
-                  f"{account.seconds:.1f} s; {account.found_now} pairs found by this invocation", highlight=False)
+                  + (f"English prefilter {prefilter.calls:.0f} questions, ${prefilter.cost_usd:.4f}; "
+                     if prefilter is not None else "")
+                  + f"{account.seconds:.1f} s; {account.found_now} pairs found by this invocation", highlight=False)
+    if account.this_invocation is not None:
+        now = account.this_invocation
+        console.print(f"this invocation sent {now.calls:.0f} requests (cache hits excluded), "
+                      f"{now.prompt_tokens + now.completion_tokens:,.0f} tokens, ${now.cost_usd:.4f}; "
+                      f"{now.seconds:.1f} s", highlight=False)
     if account.unfinished:
         console.print(f"{account.unfinished} batches unfinished (a translation request failed in transport): run "
                       "the same command again to finish them", style="yellow", highlight=False)

@@ -42,6 +42,13 @@ def spent(meter: CostMeter) -> str:
     return f"{meter.calls} calls, {meter.cached_calls} cached, {tokens:,} tokens, ${meter.cost_usd:.4f}"
 
 
+def whole_run(calls: int | None, tokens: int | None, cost_usd: float | None) -> str:
+    """What a whole run spent over its invocations (its spend ledger), as one line; 'not recorded' for None."""
+    if calls is None or tokens is None or cost_usd is None:
+        return "not recorded"
+    return f"{calls} calls, {tokens:,} tokens, ${cost_usd:.4f}"
+
+
 @contextmanager
 def stage_bars(console: Console) -> Iterator[Callable[[str, int, int, CostMeter], None]]:
     """One progress bar per stage on `console`, each with the cost so far; yields

@@ -5,7 +5,9 @@ question: all its languages and samples) and `stages/judgements/` (one key per j
 killed at any point resumes with the same command: committed questions are not asked again, and the calls
 of a shard cut short come back from the request cache, so nothing is paid twice. A question whose request
 failed in transport (after the backend's retries) is not committed: it counts as invalid in this
-invocation's scores and is asked again by the next one.
+invocation's scores and is asked again by the next one. Every call is recorded in the run's spend ledger
+(`spend/`, `crossknow.store.spend_ledger`), so the outcome tells what this invocation sent and what the
+whole run did, a call that a killed invocation paid and a resumed one replayed counted once.
 
 The run directory holds config.yaml, inputs.json (the set's SHA-256), models.json, invalid.jsonl (records
 of the set that could not be used), and after scoring answers.parquet, judgements.parquet, examples.parquet
@@ -48,6 +50,7 @@ from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.models.registry import load_generator, load_scorer
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import CONFIG_FILE, RunDir
+from crossknow.store.spend_ledger import SpendLedger, SpendTotal
 
 INVALID_FILE = "invalid.jsonl"
 Until = Literal["answers", "judgements", "scores"]
@@ -68,6 +71,8 @@ class RunOutcome:
     """Questions left for a later run: a request failed in transport."""
     meter: CostMeter
     """What this invocation sent (calls, cache hits, tokens, cost)."""
+    whole_run: SpendTotal
+    """What the whole run sent over all its invocations, each call once (its spend ledger, spend/)."""
     seconds: float
     """Wall-clock time of the invocation."""
 
@@ -217,6 +222,8 @@ def run_eclektic(
     started = time.monotonic()
     run, eclektic_set = open_run(config, Path(out))
     models = RunModels(config, Path(out), make_generator, make_scorer)
+    ledger = SpendLedger(out)
+    models.pool.record_spend(ledger)
     metrics = None
     try:
         with run:
@@ -233,7 +240,8 @@ def run_eclektic(
     finally:
         models.close()
     examples = sum(len(langs) for langs in eclektic_set.targets.values()) * config.samples
-    return RunOutcome(metrics, examples, len(state.pending), models.meter(), time.monotonic() - started)
+    return RunOutcome(metrics, examples, len(state.pending), models.meter(), ledger.total(),
+                      time.monotonic() - started)
 
 
 

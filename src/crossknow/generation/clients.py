@@ -14,7 +14,8 @@ key itself), and how its client asks: temperature, seed, token budget, attempts.
   (its weights, not a second copy).
 
 All clients share one request cache (the user's cache directory unless a path is given), opened on first use,
-so that a resumed or repeated run pays for nothing twice.
+so that a resumed or repeated run pays for nothing twice; given the run's spend ledger (`record_spend`), every
+client records there what it sends, so that a command reports what the whole run spent over its invocations.
 
 A caller that already holds a Generator (a demo that shares one loaded model among its stages, a test's scripted
 model) gives it to a pool by name (`adopt`) and asks for its clients like any other's; `ClientPool.over` is a
@@ -43,6 +44,7 @@ from crossknow.models.registry import (
     split_prompt_format,
 )
 from crossknow.store.request_cache import RequestCache
+from crossknow.store.spend_ledger import SpendLedger
 
 MakeGenerator = Callable[[str, GeneratorOptions], Generator]
 """Builds a generator from (spec without its server, options with the server); `load_generator` unless a test
@@ -128,6 +130,7 @@ class ClientPool:
         self._scorers: dict[ServerKey, Scorer] = {}
         self._cache: RequestCache | None = None
         self._opens_cache = True
+        self._ledger: SpendLedger | None = None
 
     @classmethod
     def over(cls, cache: RequestCache | None, prices: PriceTable | None = None) -> ClientPool:
@@ -171,7 +174,15 @@ class ClientPool:
             self._clients[key] = StructuredClient(
                 generator, self.request_cache(), max_attempts=role.max_attempts, prices=self.prices,
                 max_tokens=role.max_tokens, temperature=role.temperature, seed=role.seed)
+            self._clients[key].record_spend(self._ledger)
         return self._clients[key]
+
+    def record_spend(self, ledger: SpendLedger | None) -> None:
+        """Have every client of the pool, built or to be built, record what it sends in `ledger` (the run's
+        spend ledger: `crossknow.store.spend_ledger`), so that the command can report the whole run's spend."""
+        self._ledger = ledger
+        for client in self._clients.values():
+            client.record_spend(ledger)
 
     def scorer(self, spec: str, role: Role) -> Scorer:
         """The Scorer of `spec` on its server: the loaded weights of a local generator of the same model where

@@ -40,7 +40,9 @@ Every successful model call is cached (see `crossknow.store.request_cache`) unde
 (backend, server for a server backend, model id, messages or completion prompt, max_tokens, temperature, seed,
 top_logprobs, schema, and stop strings where there are any; see `request_identity`), and so is every
 pair of scored yes/no values; failed calls are not, so a re-run retries them and pays for nothing it
-already has.
+already has. The client's `meter` counts what this process sent; a client given its run's spend ledger
+(`record_spend`, `crossknow.store.spend_ledger`) also records each request there before caching its answer,
+which is how a command reports what the whole run spent over its invocations, a resumed one included.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from crossknow.models.generator import (
     Usage,
 )
 from crossknow.store.request_cache import RequestCache, cache_key
+from crossknow.store.spend_ledger import Paid, SpendLedger
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -170,6 +173,9 @@ class StructuredOutcome(Generic[T]):
     cost_usd: float
     """Cost of that usage at the client's prices, the same whether or not it came from the cache
     (the client's `meter` counts what was spent now)."""
+    raw_yes_probability: float | None = None
+    """`yes_no_many` only: P(yes) as the model gave it, before any calibration (equal to `yes_probability` where
+    none was asked for); None elsewhere."""
 
     @property
     def valid(self) -> bool:
@@ -242,6 +248,16 @@ class StructuredClient:
         self.temperature = temperature
         self.seed = seed
         self.meter = CostMeter()
+        self.ledger: SpendLedger | None = None
+        """The run's spend ledger this client records every request it sends in (`record_spend`)."""
+        self.ledger_label = ""
+        """The label of this client's rows in the ledger (e.g. 'proxy' or 'simulation')."""
+
+    def record_spend(self, ledger: SpendLedger | None, label: str = "") -> None:
+        """Record every request this client sends from now on in `ledger` (None: stop), labelled `label`, before
+        its answer goes into the cache: the run's whole spend then counts a request that a resumed invocation
+        replays from the cache once (see `crossknow.store.spend_ledger`)."""
+        self.ledger, self.ledger_label = ledger, label
 
     @property
     def prompt_format(self) -> str:
@@ -428,17 +444,19 @@ class StructuredClient:
         `value` and `yes_probability`. Exact from a generator that scores: p(" yes") / (p(" yes") + p(" no"))
         over the two continuations scored after the prompt (`YES_NO_WORDS`; cached, never invalid), each calibrated
         against its baseline where `baselines` (one per prompt) gives one (`yes_no_baseline` of the same prompt with
-        content-free inputs; see `calibrated_yes_probability`). From any other, 1.0 or 0.0 from the word the model
-        writes, through `call_many` (an answer that is neither yes nor no is invalid, retried, then recorded)."""
+        content-free inputs; see `calibrated_yes_probability`); the uncalibrated value stays in `raw_yes_probability`.
+        From any other, 1.0 or 0.0 from the word the model writes, through `call_many` (an answer that is neither yes
+        nor no is invalid, retried, then recorded)."""
         if not isinstance(self.generator, AnswerScorer):
             parse = TextOutput(_parse_yes_no)
             outcomes = self.call_many(prompts, parse)
-            return [dataclasses.replace(o, yes_probability=o.value) for o in outcomes]
+            return [dataclasses.replace(o, yes_probability=o.value, raw_yes_probability=o.value) for o in outcomes]
         result = []
-        for k, (p_yes, from_cache) in enumerate(self._scored_yes_no(prompts)):
+        for k, (raw, from_cache) in enumerate(self._scored_yes_no(prompts)):
+            p_yes = raw
             if baselines is not None and baselines[k] is not None:
-                p_yes = calibrated_yes_probability(p_yes, baselines[k])
-            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, from_cache, Usage(), 0.0))
+                p_yes = calibrated_yes_probability(raw, baselines[k])
+            result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, from_cache, Usage(), 0.0, raw))
         return result
 
     def yes_no_baseline(self, content_free: Sequence[CompletionPrompt]) -> float | None:
@@ -517,17 +535,24 @@ class StructuredClient:
                 raise CrossknowError(
                     f"generator {backend!r} returned {len(fresh)} results for {len(to_send)} requests"
                 )
-            entries = []
+            entries, paid = [], []
             for key, j in sent.items():
                 result = fresh[j]
-                if result is not None:
-                    self.meter.prompt_tokens += result.usage.prompt_tokens
-                    self.meter.completion_tokens += result.usage.completion_tokens
-                    self.meter.cost_usd += self.prices.cost(backend, model_id, result.usage)
-                    entries.append((key, identities[first[key]], result_to_dict(result)))
+                if result is None:
+                    paid.append(Paid(None))  # never cached, so never replayed: it counts every time it is sent
+                    continue
+                cost = self.prices.cost(backend, model_id, result.usage)
+                self.meter.prompt_tokens += result.usage.prompt_tokens
+                self.meter.completion_tokens += result.usage.completion_tokens
+                self.meter.cost_usd += cost
+                entries.append((key, identities[first[key]], result_to_dict(result)))
+                paid.append(Paid(key if self.cache is not None else None, result.usage.prompt_tokens,
+                                 result.usage.completion_tokens, cost))
             for k in missing:
                 j = sent[keys[k]]
                 answers[k] = (fresh[j], False, failures.get(j))
+            if self.ledger is not None:  # before the cache: what a later invocation replays is recorded already
+                self.ledger.record(self.ledger_label, paid)
             if self.cache is not None and entries:
                 self.cache.put_many(entries)
         return answers  # type: ignore[return-value]

@@ -11,6 +11,11 @@ neither its classifier nor its prompt; crossknow's choices are:
   enum of the six names, through the one structured client (`generation/structured.py`): an answer
   outside the six or unparseable is retried by the client, then recorded as invalid with its reason,
   counted, and never put into a category;
+- a base model (`StructuredClient.prompt_format == "completion"`, e.g. the embedded default) is not asked for
+  JSON: it continues a few-shot completion prompt (`classify_completion_prompt`: one example per domain, the
+  question and its choices on one line each) by one line, which code reads as one of the six names
+  (`read_category`: the name, case ignored, possibly followed by more words); any other line is invalid and asked
+  again (the client samples its retries). No reasoning is asked of a base model (`reasoning` is null);
 - percentages are over a language's classified pairs (invalid ones left out), and the overall average is
   pooled: the share of each domain among all classified pairs of all languages. The paper's caption says
   only "compared to overall averages", but its printed "Overall Average" row is exactly that pooled share of
@@ -37,7 +42,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from crossknow.data.jsonl import iter_json_lines, validation_problem
 from crossknow.data.schemas import Record
 from crossknow.errors import InputError
-from crossknow.generation.structured import TRANSPORT_FAILURE, ChatPrompt, StructuredClient
+from crossknow.generation.structured import (
+    TRANSPORT_FAILURE,
+    ChatPrompt,
+    CompletionPrompt,
+    StructuredClient,
+    TextOutput,
+    one_line,
+)
 from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, read_appended_records
 
 CATEGORIES: tuple[str, ...] = (
@@ -121,7 +133,8 @@ class CategoryRow(Record):
     pair_id: str = Field(description="The pair's id (release: '<Language>:<index>'; probe: the candidate's id).")
     lang: str = Field(description="Language code of the pair's target side.")
     category: str | None = Field(description="The domain the classifier gave, one of the six; null when invalid.")
-    reasoning: str | None = Field(description="The classifier's reasoning; null when invalid.")
+    reasoning: str | None = Field(description="The classifier's reasoning; null when invalid, and from a base model "
+                                  "(completion form), which is asked for the domain only.")
     error: str | None = Field(description="Why the answer is invalid after the client's retries; null when valid.")
     attempts: int = Field(ge=0, description="Classifier calls made for this pair, cached ones included.")
     reference: str | None = Field(default=None, description="The category the input file gives the pair (the "
@@ -134,19 +147,66 @@ def classify_prompt(pair: CategoryPair) -> ChatPrompt:
     return ChatPrompt(None, CLASSIFY_TEMPLATE.format(question=pair.question, choices=choices))
 
 
+COMPLETION_SHOTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("Which gas do green plants take in to make their food?", ("Oxygen", "Carbon dioxide", "Nitrogen", "Helium"),
+     "Science & Technology"),
+    ("In which year did the Berlin Wall fall?", ("1961", "1979", "1989", "1999"), "History & World Events"),
+    ("What do people usually say to someone who has just sneezed?", ("Bless you", "Good night", "Congratulations",
+     "See you"), "Society & Culture"),
+    ("Who wrote the novel Pride and Prejudice?", ("Jane Austen", "Charles Dickens", "Mark Twain", "Leo Tolstoy"),
+     "Arts & Literature"),
+    ("Which river flows through Cairo?", ("The Nile", "The Amazon", "The Danube", "The Ganges"),
+     "Geography & Environment"),
+    ("How many days are there in a leap year?", ("364", "365", "366", "367"), "General Knowledge"),
+)
+"""The examples of the completion form, one per domain in CATEGORIES order (crossknow's)."""
+
+
+def classify_completion_prompt(pair: CategoryPair) -> CompletionPrompt:
+    """The classifier prompt of one pair for a base model: the few-shot examples, then the pair's English question
+    and choices, each on one line, ending where the domain's name starts."""
+    header = f"Each multiple-choice question is sorted into one subject domain: {', '.join(CATEGORIES)}.\n\n"
+    blocks = [_completion_block(question, choices) + f" {domain}\n\n" for question, choices, domain in COMPLETION_SHOTS]
+    return CompletionPrompt(header + "".join(blocks) + _completion_block(pair.question, pair.choices))
+
+
+def _completion_block(question: str, choices: Sequence[str]) -> str:
+    return f"Question: {one_line(question)}\nChoices: {' | '.join(one_line(c) for c in choices)}\nDomain:"
+
+
+def read_category(text: str) -> tuple[str | None, str | None]:
+    """One of the six names from a base model's line: the first line, case ignored, equal to a name or starting
+    with one followed by anything but a letter ("Arts & Literature (painting)"); (None, why) otherwise."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    folded = line.casefold()
+    for category in CATEGORIES:
+        name = category.casefold()
+        if folded == name or (folded.startswith(name) and not folded[len(name)].isalpha()):
+            return category, None
+    return None, f"category: not one of the six domains: {line[:60]!r}"
+
+
 def classify_pairs(pairs: Sequence[CategoryPair], client: StructuredClient) -> list[CategoryRow]:
-    """One row per pair, in order, from one `call_many` of the structured client (its cache and retries). An
-    answer still invalid after the client's attempts has `category` None and the reason in `error`; a request
-    that failed in transport has an `error` starting with `TRANSPORT_FAILURE` (the caller does not record it,
-    so a later run asks again)."""
-    outcomes = client.call_many([classify_prompt(pair) for pair in pairs], CategoryAnswer) if pairs else []
+    """One row per pair, in order, from one `call_many` of the structured client (its cache and retries), in the
+    form the client's model takes (see the module docstring). An answer still invalid after the client's attempts
+    has `category` None and the reason in `error`; a request that failed in transport has an `error` starting
+    with `TRANSPORT_FAILURE` (the caller does not record it, so a later run asks again)."""
+    if not pairs:
+        return []
+    completion = client.prompt_format == "completion"
+    if completion:
+        outcomes = client.call_many([classify_completion_prompt(pair) for pair in pairs], TextOutput(read_category))
+    else:
+        outcomes = client.call_many([classify_prompt(pair) for pair in pairs], CategoryAnswer)
     rows = []
     for pair, outcome in zip(pairs, outcomes, strict=True):
         value = outcome.value if outcome.valid else None
+        category = (value if completion else value.category) if value else None
         rows.append(CategoryRow(
-            pair_id=pair.pair_id, lang=pair.lang, category=value.category if value else None,
-            reasoning=value.reasoning if value else None, error=None if value else outcome.error or "invalid output",
-            attempts=outcome.attempts, reference=pair.reference))
+            pair_id=pair.pair_id, lang=pair.lang, category=category,
+            reasoning=value.reasoning if value and not completion else None,
+            error=None if value else outcome.error or "invalid output", attempts=outcome.attempts,
+            reference=pair.reference))
     return rows
 
 

@@ -128,3 +128,9 @@ class PitfallsEvalMetrics(Record):
     tokens: int = Field(description="Prompt and completion tokens this invocation sent.")
     cost_usd: float = Field(description="What this invocation's calls cost at the run's prices.")
     seconds: float = Field(description="Wall-clock seconds of this invocation, model loading included.")
+    run_calls: int | None = Field(default=None, description="Model calls the whole run sent over all its invocations, "
+                                  "each counted once (a call a killed invocation paid and a resumed one replayed "
+                                  "from the cache counts once: the run's spend ledger, spend/); None where not "
+                                  "recorded.")
+    run_tokens: int | None = Field(default=None, description="Prompt and completion tokens of those calls.")
+    run_cost_usd: float | None = Field(default=None, description="What those calls cost at the run's prices.")

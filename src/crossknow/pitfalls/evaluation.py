@@ -8,8 +8,9 @@ is asked again by the next run. An invalid answer (unparseable, not a choice, un
 its reason; the pair is then reported, not scored: it counts in no accuracy and in no cell, so that both
 accuracies of a model are over the same pairs (crossknow's choice).
 
-The run directory holds config.yaml, inputs.json, invalid.jsonl, stages/answers/, and at the end
-pairs.parquet (one PairRow per pair and model, in file order) and metrics.json (PitfallsEvalMetrics).
+The run directory holds config.yaml, inputs.json, invalid.jsonl, stages/answers/, spend/ (the requests every
+invocation sent, `crossknow.store.spend_ledger`), and at the end pairs.parquet (one PairRow per pair and model,
+in file order) and metrics.json (PitfallsEvalMetrics: what this invocation spent, and what the whole run did).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from crossknow.data.jsonl import write_invalid
 from crossknow.errors import CrossknowError
 from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, sum_meters
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.eval_records import (
     CELLS,
     PAIRS_SCHEMA,
@@ -42,6 +43,7 @@ from crossknow.pitfalls.simulate import GenerativeSimulator, LossSimulator, SimA
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
+from crossknow.store.spend_ledger import SpendLedger, SpendTotal
 
 Progress = Callable[[str, int, int, CostMeter], None]
 """on_progress(model, pairs done, pairs in all, what this invocation has spent so far)."""
@@ -162,6 +164,7 @@ def run_pitfalls_eval(
             run.open(config.model_dump(), {str(path): file_sha256(path)}, volatile=VOLATILE,
                      paths=("pairs", "cache", "prices"), growable=("limit",))
             write_invalid(out / "invalid.jsonl", pair_file.invalid)
+            ledger = SpendLedger(out)
             stage = run.stage("answers")
             total = len(pair_file.pairs)
             for spec in config.models:
@@ -173,6 +176,8 @@ def run_pitfalls_eval(
                 if not todo:
                     continue
                 simulator = build(spec, config)
+                if isinstance(getattr(simulator, "client", None), StructuredClient):  # generative answering
+                    simulator.client.record_spend(ledger, spec)
                 simulators.append(simulator)
                 before.append(sum_meters(_meters([simulator])))
                 for start in range(0, len(todo), config.batch_size):
@@ -188,7 +193,7 @@ def run_pitfalls_eval(
             rows = [PairRow.model_validate(row) for row in stage.read(PAIRS_SCHEMA).to_pylist()] + pending
             ordered = _in_file_order(rows, pair_file, config.models)
             metrics = _metrics(config, pair_file, ordered, simulators, meter(), len(pending),
-                               time.monotonic() - started)
+                               time.monotonic() - started, ledger.total())
             table = pa.Table.from_pylist([row.model_dump() for row in ordered], schema=PAIRS_SCHEMA)
             atomic_write(out / "pairs.parquet", lambda handle: pq.write_table(table, handle), binary=True)
             atomic_write_json(out / "metrics.json", metrics.model_dump())
@@ -216,7 +221,7 @@ def _spent_since(now: CostMeter, before: CostMeter) -> CostMeter:
 
 
 def _metrics(config: PitfallsEvalConfig, pair_file: PairFile, rows: Sequence[PairRow], simulators: Sequence[Simulator],
-             meter: CostMeter, pending: int, seconds: float) -> PitfallsEvalMetrics:
+             meter: CostMeter, pending: int, seconds: float, whole_run: SpendTotal) -> PitfallsEvalMetrics:
     languages = sorted({pair.target.lang for pair in pair_file.pairs})
     caps = {lang: CapViolations(origins=len(over), pairs=sum(over.values()), max_pairs=max(over.values()))
             for lang, over in pair_file.cap_violations.items()}
@@ -229,7 +234,8 @@ def _metrics(config: PitfallsEvalConfig, pair_file: PairFile, rows: Sequence[Pai
         prompt_formats={s.name: str(getattr(s, "prompt_format", "loss")) for s in simulators},
         pending=pending, calls=meter.calls, cached_calls=meter.cached_calls,
         tokens=meter.prompt_tokens + meter.completion_tokens, cost_usd=round(meter.cost_usd, 6),
-        seconds=round(seconds, 3),
+        seconds=round(seconds, 3), run_calls=whole_run.calls, run_tokens=whole_run.tokens,
+        run_cost_usd=round(whole_run.cost_usd, 6),
     )
 
 

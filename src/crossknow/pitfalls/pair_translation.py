@@ -19,8 +19,9 @@ construction and never asked of the model.
 The checks, in order, with their reason codes: a field that copies its source (`COPIED_SOURCE`, `copy_problem`:
 the whole source, or, from a base model, whose failure is copying, mostly the source), first, so that copying is
 never counted as a structural flaw; a field that echoes the prompt
-(`TEMPLATE_ECHO`, `echo_problem`: a few-shot example, a label such as "English:", "[The Start of", an instruction
-about JSON) or is a placeholder in angle brackets (`PLACEHOLDER`); an empty one-field output (`EMPTY_OUTPUT`); then the
+(`TEMPLATE_ECHO`, `echo_problem`: a label such as "English:", "[The Start of", an instruction about JSON, or, from a
+completion prompt, the output of one of its few-shot examples, by `crossknow.generation.echo`'s rule) or is a
+placeholder in angle brackets (`PLACEHOLDER`); an empty one-field output (`EMPTY_OUTPUT`); then the
 four properties the release breaks (`crossknow.data.pair_rules.pair_flaws`): the same number of choices, the answer
 among the translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid output
 is retried by the client (a new seed each attempt; a completion retry samples), then reported as '<reason code>:
@@ -45,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
 from crossknow.data.pitfalls import LANGUAGE_CODES
+from crossknow.generation.echo import echoed_example, holds
 from crossknow.generation.structured import (
     TRANSPORT_FAILURE,
     ChatPrompt,
@@ -55,7 +57,6 @@ from crossknow.generation.structured import (
     parse_structured,
 )
 from crossknow.pitfalls.prompts import (
-    PERTURBATION_SHOTS,
     TRANSLATION_SHOTS,
     TRANSLATION_TEMPLATES,
     fill,
@@ -96,8 +97,8 @@ check, `copy_problem`: a copy is not a translation). It runs before every other 
 reasons do not hide copying behind a structural flaw."""
 
 TEMPLATE_ECHO = "template_echo"
-"""The reason code of an output that repeats its prompt instead of answering it: a few-shot example, a label such as
-"English:", a template marker such as "[The Start of" or an instruction about JSON (crossknow's check,
+"""The reason code of an output that repeats its prompt instead of answering it: a label such as "English:", a
+template marker such as "[The Start of", an instruction about JSON, or a few-shot example's output (crossknow's check,
 `echo_problem`)."""
 
 EMPTY_OUTPUT = "empty_output"
@@ -185,70 +186,77 @@ def copy_problem(output: str, sources: Sequence[str], mostly: bool = True) -> st
     return None
 
 
-def echo_problem(output: str, sources: Sequence[str], lang: str, language: str) -> str | None:
-    """'template_echo: ...' when `output` repeats its prompt (a label such as "English:" or "<language>:", a template
-    marker, a JSON instruction, or a few-shot example of `TRANSLATION_SHOTS[lang]` or `PERTURBATION_SHOTS` that its
-    `sources` do not hold), 'placeholder: ...' when it is a slot in angle brackets, else None."""
+def echo_problem(output: str, sources: Sequence[str], language: str, examples: Sequence[str] = ()) -> str | None:
+    """'template_echo: ...' when `output` repeats its prompt: a label such as "English:" or "<language>:", a template
+    marker or a JSON instruction (on either path), or one of `examples`, the outputs of the few-shot examples its
+    completion prompt showed (`crossknow.generation.echo.echoed_example`: the whole output, or a run of `ECHO_SPAN`
+    characters that no input in `sources` holds; a chat prompt shows none, so its caller passes none);
+    'placeholder: ...' when it is a slot in angle brackets; else None."""
     found = _ECHO.search(output) or re.match(rf"\s*{re.escape(language)}\s*:", output, re.IGNORECASE)
     if found:
         return f"{TEMPLATE_ECHO}: the output repeats its prompt ({found.group(0).strip()!r})"
-    folded, given = _folded(output), [_folded(source) for source in sources]
-    shots = [*TRANSLATION_SHOTS.get(lang, ()), *((text, text) for shot in PERTURBATION_SHOTS for text in shot)]
-    for english, target in shots:
-        if folded and not any(_folded(english) in source for source in given) and (
-                _folded(english) in folded or _folded(target) in folded):
-            return f"{TEMPLATE_ECHO}: the output repeats a few-shot example ({english[:40]!r})"
+    if example := echoed_example(output, examples, sources):
+        return f"{TEMPLATE_ECHO}: the output repeats a few-shot example ({example[:40]!r})"
     if _PLACEHOLDER.fullmatch(output):
         return f"{PLACEHOLDER}: the output is a placeholder in angle brackets, not a translation"
     return None
 
 
-def _folded(text: str) -> str:
-    """`text` as its case-folded words joined by one space (punctuation dropped), for comparing texts."""
-    return " ".join(units(text, "word"))
+def translation_examples(lang: str, sources: Sequence[str]) -> tuple[str, ...]:
+    """The translations of `TRANSLATION_SHOTS[lang]`, the examples `translation_completion` shows, that an output
+    translating `sources` may not repeat: all but those whose English a source holds or shares a run of
+    `ECHO_SPAN` characters with (a question about "the boiling point of water" may well be translated as the
+    example translates it)."""
+    return tuple(target for english, target in TRANSLATION_SHOTS.get(lang, ())
+                 if not any(holds(source, english) or echoed_example(source, (english,)) for source in sources))
 
 
-def field_problem(output: str, sources: Sequence[str], lang: str, language: str, mostly: bool = True) -> str | None:
-    """Why a one-field output (a translated question, choice or inserted text) is no translation of `sources` into
-    `language` (code `lang`): a copy (checked first; `mostly` as for `copy_problem`), an empty output or an echo;
+def field_problem(output: str, sources: Sequence[str], language: str, *, mostly: bool = True,
+                  examples: Sequence[str] = (), context: Sequence[str] = ()) -> str | None:
+    """Why a one-field output (a translated question, choice or inserted text, a distraction) is no answer to its
+    prompt about `sources` in `language`: a copy of a source (checked first; `mostly` as for `copy_problem`), an
+    empty output or an echo (`echo_problem` with the prompt's example outputs `examples`; `context`, the prompt's
+    other inputs, such as the incorrect option a distraction is written from, may be repeated but not copied);
     None when it passes."""
     if problem := copy_problem(output, sources, mostly):
         return problem
     if not output.strip():
         return f"{EMPTY_OUTPUT}: the output is empty"
-    return echo_problem(output, sources, lang, language)
+    return echo_problem(output, (*sources, *context), language, examples)
 
 
-def field_parser(sources: Sequence[str], lang: str, language: str, mostly: bool = True) -> TextParser:
+def field_parser(sources: Sequence[str], language: str, *, mostly: bool = True, examples: Sequence[str] = (),
+                 context: Sequence[str] = ()) -> TextParser:
     """The parser of a one-field output: its stripped text when `field_problem` finds nothing."""
 
     def parse(text: str) -> tuple[str | None, str | None]:
-        problem = field_problem(text, sources, lang, language, mostly)
+        problem = field_problem(text, sources, language, mostly=mostly, examples=examples, context=context)
         return (None, problem) if problem else (text.strip(), None)
 
     return parse
 
 
-FIELD = TextOutput(field_parser((), "", ""))
+FIELD = TextOutput(field_parser((), ""))
 """A one-field completion output (each prompt passes its own `field_parser`)."""
 
 
-def pair_problem(question: MCQuestion, fields: PairFields, lang: str, language: str) -> str | None:
+def pair_problem(question: MCQuestion, fields: PairFields, language: str) -> str | None:
     """Why the chat output `fields` is no translation of `question`, by the checks before the schema's: a field that
     is its source (every field checked for that first; a chat model keeps terms and names on purpose, so only a
-    whole copy counts), then one that echoes the prompt; None when neither."""
+    whole copy counts), then one that echoes the prompt (a label or template marker: the chat prompt shows no
+    few-shot example); None when neither."""
     checked = [(fields.text, (question.question,)), *((choice, question.choices) for choice in fields.choices)]
     copies = (copy_problem(output, sources, mostly=False) for output, sources in checked)
-    echoes = (echo_problem(output, sources, lang, language) for output, sources in checked)
+    echoes = (echo_problem(output, sources, language) for output, sources in checked)
     return next((problem for problem in (*copies, *echoes) if problem), None)
 
 
-def _pair_parser(question: MCQuestion, lang: str, language: str, schema: type[TranslatedPair]) -> TextParser:
+def _pair_parser(question: MCQuestion, language: str, schema: type[TranslatedPair]) -> TextParser:
     """The parser of a chat output {"text", "choices", "answer"}: `pair_problem`, then the schema's flaws."""
 
     def parse(text: str) -> tuple[TranslatedPair | None, str | None]:
         fields, error = parse_structured(text, PairFields)
-        problem = error or pair_problem(question, fields, lang, language)  # type: ignore[arg-type]
+        problem = error or pair_problem(question, fields, language)  # type: ignore[arg-type]
         return (None, problem) if problem else parse_structured(text, schema)
 
     return parse
@@ -267,7 +275,7 @@ def translate_pairs(translator: StructuredClient, questions: Sequence[MCQuestion
         asked = [i for i, q in enumerate(questions) if (len(q.choices), q.answer) == (count, index)]
         prompts = [ChatPrompt(None, pair_prompt(questions[i], lang, language)) for i in asked]
         schema = translated_pair_schema(count, index)
-        parsers = [_pair_parser(questions[i], lang, language, schema) for i in asked]
+        parsers = [_pair_parser(questions[i], language, schema) for i in asked]
         for i, outcome in zip(asked, translator.call_many(prompts, schema, parsers=parsers), strict=True):
             if outcome.valid:
                 value = outcome.value
@@ -287,9 +295,10 @@ def translate_fields(translator: StructuredClient, questions: Sequence[MCQuestio
     A question with several failed fields is reported by the first failure in `REASON_CODES` order."""
     fields = [(i, text, sources) for i, q in enumerate(questions)
               for text, sources in ((q.question, (q.question,)), *((c, q.choices) for c in q.choices))]
-    sources = [LANGUAGE_NAMES.get(q.lang, q.lang) for q in questions]
-    prompts = [CompletionPrompt(translation_completion(text, lang, language, sources[i])) for i, text, _ in fields]
-    parsers = [field_parser(sources, lang, language) for _, _, sources in fields]
+    names = [LANGUAGE_NAMES.get(q.lang, q.lang) for q in questions]
+    prompts = [CompletionPrompt(translation_completion(text, lang, language, names[i])) for i, text, _ in fields]
+    parsers = [field_parser(sources, language, examples=translation_examples(lang, sources) if names[i] == "English"
+                            else ()) for i, _, sources in fields]
     outcomes = translator.call_many(prompts, FIELD, parsers=parsers)
     result: list[MCQuestion | str] = []
     for i, question in enumerate(questions):

@@ -13,10 +13,14 @@ For base models (`StructuredClient.prompt_format == "completion"`) the probe ask
 completion prompts instead, one short field per call ended by the newline: `translation_completion` (a question, a
 choice or an inserted text, "English: ...\n<Language>: ...", examples per target language in `TRANSLATION_SHOTS`) and
 `perturbation_completion` ("Question: ...\nWrong option: ...\nDistraction: ..."). Their examples are invented, so an
-output that repeats one is recognised as an echo (`crossknow.pitfalls.pair_translation.field_problem`).
+output that repeats an example's output is recognised as an echo (`crossknow.pitfalls.pair_translation.field_problem`,
+by `crossknow.generation.echo`'s rule); their inputs are put on one line each (`one_line`), since the model's field
+ends at the newline.
 """
 
 from __future__ import annotations
+
+from crossknow.generation.structured import one_line
 
 PERTURBATION_TEMPLATE = """[Instruction]
 You are an expert at subtly embedding distractions based on the incorrect option provided. Your task is to generate a distraction that aligns with the incorrect option without altering the original question’s quality or meaning. Follow these specific rules:
@@ -190,6 +194,10 @@ distraction; invented content), for `perturbation_completion`."""
 PERTURBATION_SHOT = "Question: {question}\nWrong option: {wrong_answer}\nDistraction: {distraction}"
 """One example of `perturbation_completion`."""
 
+PERTURBATION_OUTPUTS: tuple[str, ...] = tuple(distraction for _, _, distraction in PERTURBATION_SHOTS)
+"""The outputs of `perturbation_completion`'s examples, which a distraction may not repeat (its examples' questions
+and wrong options are inputs, which it may)."""
+
 
 def translation_completion(text: str, lang: str, language: str, source: str = "English") -> str:
     """crossknow's few-shot completion prompt that translates one field, `text`, from `source` (a language name)
@@ -198,14 +206,14 @@ def translation_completion(text: str, lang: str, language: str, source: str = "E
     text under its language's label and the target's label, which a base model continues with one line."""
     examples = TRANSLATION_SHOTS.get(lang, ()) if source == "English" else ()
     shots = [TRANSLATION_SHOT.format(english=e, language=language, target=t) for e, t in examples]
-    return "\n\n".join([*shots, f"{source}: {text}\n{language}:"])
+    return "\n\n".join([*shots, f"{source}: {one_line(text)}\n{language}:"])
 
 
 def perturbation_completion(question: str, wrong_answer: str) -> str:
     """crossknow's few-shot completion prompt for a distraction written from `wrong_answer`, an incorrect option of
     `question` (the completion form of Appendix E's "Template for Generating Perturbation"): one line follows."""
     shots = [PERTURBATION_SHOT.format(question=q, wrong_answer=w, distraction=d) for q, w, d in PERTURBATION_SHOTS]
-    return "\n\n".join([*shots, f"Question: {question}\nWrong option: {wrong_answer}\nDistraction:"])
+    return "\n\n".join([*shots, f"Question: {one_line(question)}\nWrong option: {one_line(wrong_answer)}\nDistraction:"])
 
 
 DIRECT_SHOTS: tuple[tuple[str, str, str], ...] = (
@@ -222,6 +230,10 @@ DIRECT_SHOTS: tuple[tuple[str, str, str], ...] = (
 """crossknow's few-shot examples of the DP baseline's two inserted texts (question, background before it, an
 application after it; invented content), for `direct_completion`."""
 
+DIRECT_OUTPUTS: dict[str, tuple[str, ...]] = {"before": tuple(before for _, before, _ in DIRECT_SHOTS),
+                                              "after": tuple(after for _, _, after in DIRECT_SHOTS)}
+"""The outputs of `direct_completion`'s examples by side, which an inserted text may not repeat."""
+
 DIRECT_FIELDS = {"before": "Background", "after": "Application"}
 """The label of each inserted text in `direct_completion`: background sentences before the question (the
 template's requirement 1) and a practical application after it (requirement 2)."""
@@ -233,4 +245,4 @@ def direct_completion(question: str, side: str) -> str:
     is kept verbatim by construction (the template's requirement 4) instead of asked of the model."""
     label = DIRECT_FIELDS[side]
     shots = [f"Question: {q}\n{label}: {before if side == 'before' else after}" for q, before, after in DIRECT_SHOTS]
-    return "\n\n".join([*shots, f"Question: {question}\n{label}:"])
+    return "\n\n".join([*shots, f"Question: {one_line(question)}\n{label}:"])

@@ -24,7 +24,7 @@ from crossknow.generation.structured import (
     prompt_format_of,
 )
 from crossknow.models.generator import Generator
-from crossknow.pitfalls.pair_translation import FIELD, coded, field_parser, translate_pairs
+from crossknow.pitfalls.pair_translation import FIELD, coded, field_parser, translate_pairs, translation_examples
 from crossknow.pitfalls.prompts import TRANSLATE_TEXT_TEMPLATE, translation_completion
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.request_cache import RequestCache
@@ -87,11 +87,12 @@ class ProxyLLM:
         Chat: crossknow's `TRANSLATE_TEXT_TEMPLATE` (JSON); completion: crossknow's few-shot
         `translation_completion`, one line (the examples of `language`'s code, by `LANGUAGE_CODES`). Either way an
         output that copies its text (completion: or mostly copies it) or echoes the prompt is rejected
-        (`field_problem`)."""
+        (`field_problem`; on the completion path also an output that repeats an example's translation)."""
         lang = LANGUAGE_CODES.get(language, language)
         asked = [i for i, text in enumerate(texts) if text.strip()]
         completion = self.translator.prompt_format == "completion"
-        parsers = [field_parser((texts[i],), lang, language, mostly=completion) for i in asked]
+        parsers = [field_parser((texts[i],), language, mostly=completion,
+                                examples=translation_examples(lang, (texts[i],)) if completion else ()) for i in asked]
         prompts: list[ChatPrompt | CompletionPrompt]
         if completion:
             prompts = [CompletionPrompt(translation_completion(texts[i], lang, language)) for i in asked]

@@ -19,7 +19,9 @@ from crossknow.pitfalls.categories import (
     CLASSIFY_TEMPLATE,
     TABLE_COLUMNS,
     CategoryLog,
+    CategoryPair,
     CategoryTable,
+    classify_completion_prompt,
 )
 from crossknow.pitfalls.categorize.run import CategorizeMetrics
 from crossknow.report import html
@@ -33,6 +35,8 @@ COLOURS = dict(zip(TABLE_COLUMNS, ("#4c72b0", "#8c8c8c", "#55a868", "#dd8452", "
 """One colour per domain in the bar chart."""
 LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
 """The release's language names by code."""
+COMPLETION_TEMPLATE = classify_completion_prompt(CategoryPair("", "", "{question}", ("{choices}",))).text
+"""The completion form of the classifier prompt, its inputs shown as placeholders."""
 
 
 def language_label(lang: str) -> str:
@@ -116,7 +120,11 @@ def write_categories_report(run: Path) -> Path:
         "Percentages are over a language's classified pairs; an invalid answer (unparseable, or a category outside "
         f"the six: {', '.join(CATEGORIES)}) is retried, then recorded and counted, never put into a category. "
         "The overall average pools all classified pairs of all languages, as the paper's printed row does. "
-        "The classifier sees the English side of each pair, with this prompt (crossknow's; the paper prints none):")
+        "The classifier sees the English side of each pair, with crossknow's prompt (the paper prints none): a chat "
+        "model this one, answering as JSON:")
+    completion = html.paragraph(
+        "A base model (completion form) this few-shot one instead, continued by one line that code reads as one of "
+        "the six names:")
     cost = (f"calls {metrics.calls}, cached {metrics.cached_calls}, tokens {metrics.tokens}, "
             f"${metrics.cost_usd:.4f}, {metrics.seconds:.1f} s this invocation")
     counts = [counts_html("table-counts", "Classified pairs per domain", table)]
@@ -128,7 +136,8 @@ def write_categories_report(run: Path) -> Path:
         [("Counts", counts),
          ("Invalid answers", [html.table("table-invalid", f"{len(invalid)} pair(s) with no category",
                                          ["pair", "language", "reason", "attempts"], invalid, text_columns=3)]),
-         ("Definitions", [definitions, html.preformatted(CLASSIFY_TEMPLATE)]),
+         ("Definitions", [definitions, html.preformatted(CLASSIFY_TEMPLATE), completion,
+                          html.preformatted(COMPLETION_TEMPLATE)]),
          ("Run", [html.paragraph(cost), html.meta_table(config)]),
          ("metrics.json", [html.preformatted(json.dumps(metrics.model_dump(), indent=2, ensure_ascii=False))])],
     )

@@ -30,7 +30,7 @@ SPEND_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cost_
 
 def probe_lead(account: ProbeAccount) -> str:
     """The report's first sentence: the conversion rate, split into depth 0 (the unperturbed pairs, as NP finds
-    them) and beyond, and what one found pair cost."""
+    them) and beyond, and what one found pair cost, saying whether that includes the English prefilter."""
     rate = (f"Conversion rate {account.conversion_rate:.1%} ({account.converted} of {account.sources} English "
             f"questions gave at least one pair that models answer in English but not in {account.lang}; recipe "
             f"{account.recipe}, {account.candidates} pairs in the list). Found at depth 0 (the unperturbed "
@@ -40,8 +40,12 @@ def probe_lead(account: ProbeAccount) -> str:
     per = account.per_found_pair
     if per is None:
         return rate + " The candidate list is empty, so there is no spend per found pair."
-    return rate + (f" Per found pair: {per.calls:.1f} model calls, {per.prompt_tokens + per.completion_tokens:,.0f} "
-                   f"tokens, {per.seconds:.1f} s, ${per.cost_usd:.4f}.")
+    search, scope = account.per_found_pair_search, "no English prefilter ran"
+    if account.prefilter is not None and account.prefilter.calls > 0 and search is not None:
+        scope = f"the English prefilter included; the search alone: {search.calls:.1f} calls, ${search.cost_usd:.4f}"
+    return rate + (f" Per found pair ({scope}): {per.calls:.1f} model calls, "
+                   f"{per.prompt_tokens + per.completion_tokens:,.0f} tokens, {per.seconds:.1f} s, "
+                   f"${per.cost_usd:.4f}.")
 
 
 def base_model_note(configs: Mapping[str, Mapping[str, Any]]) -> str | None:
@@ -109,11 +113,12 @@ def run_config(run: Path) -> dict[str, Any]:
 
 
 def _spend_rows(account: ProbeAccount) -> list[list[object]]:
-    rows = [["proxy", *(getattr(account.proxy, f) for f in SPEND_FIELDS)],
-            ["simulation", *(getattr(account.simulation, f) for f in SPEND_FIELDS)]]
-    if account.per_found_pair is not None:
-        rows.append(["per found pair", *(getattr(account.per_found_pair, f) for f in SPEND_FIELDS)])
-    return rows
+    parts = [("English prefilter", account.prefilter), ("proxy", account.proxy), ("simulation", account.simulation),
+             ("per found pair (prefilter included)" if account.prefilter else "per found pair",
+              account.per_found_pair),
+             ("per found pair, search alone", account.per_found_pair_search if account.prefilter else None),
+             ("this invocation sent (requests)", account.this_invocation)]
+    return [[name, *(getattr(spend, f) for f in SPEND_FIELDS)] for name, spend in parts if spend is not None]
 
 
 def write_probe_report(out: str | Path) -> Path:
@@ -128,7 +133,8 @@ def write_probe_report(out: str | Path) -> Path:
     simulators = sorted({name for c in candidates for name in c.beta_en})
     findings = [
         recipe_table({out.name: account}),
-        table("table-spend", "What the run spent over all its invocations (calls of simulators = questions answered)",
+        table("table-spend", "What the run spent over all its invocations, each paid request counted once (calls of "
+              "simulators = questions answered)",
               ["part", "calls", "prompt tokens", "completion tokens", "seconds", "cost (USD)"], _spend_rows(account)),
         table("table-pairs", "Pairs in the candidate list", ["pair", "source", "depth", "V",
               *(f"β_E {s}" for s in simulators), *(f"β_T {s}" for s in simulators), "inserted English text"],

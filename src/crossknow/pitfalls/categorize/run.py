@@ -61,7 +61,8 @@ class CategorizeConfig(Record):
     pairs: list[str] = Field(min_length=1, description="Pair file: a release <Language>.json, a crossknow item file "
                              "with pair ids (candidate_items.jsonl, items.jsonl) or a probe's candidates.jsonl.")
     classifier: str = Field(description="Model spec of the classifier LLM: default, hf:PATH, gguf:FILE, "
-                            "llamacpp:FILE or openai:MODEL[@URL] (without @URL: --base-url).")
+                            "llamacpp:FILE or openai:MODEL[@URL] (without @URL: --base-url). A chat model answers "
+                            "as JSON, a base model (completion form, e.g. default) by one line read as a domain.")
     limit: int | None = Field(default=None, ge=1, description="Classify only the first N pairs of each file (unset: "
                               "all).")
     max_tokens: int = Field(default=256, ge=1, description="Most tokens of one classifier answer.")

@@ -6,17 +6,20 @@ how each model is asked, `prompt_formats`: chat or completion, or loss for a sco
 `candidates.jsonl` (the candidate list, see `candidates.py`), `candidate_items.jsonl` (the same pairs as
 items `crossknow evaluate` reads), `batches.jsonl` (one line per finished batch) and
 `account.json` (conversion, calls, tokens, seconds and cost, in total and per found pair: the paper's
-Fig. 4). Every recipe scores the unperturbed pairs (depth 0) too, so the pairs and the conversion of `paper`
-and `dp` include what NP finds: the account gives the total and, separately, what was found at depth 0 and
-beyond it. Sources are cut into fixed batches by position; a resumed run skips the finished batches and
-replays an unfinished one through the request cache (paid calls are not paid again), the candidate
-list keeping each pair once and the cap of k per question.
+Fig. 4; the English prefilter's spend included where `probe_from_config` ran one). Every recipe scores the
+unperturbed pairs (depth 0) too, so the pairs and the conversion of `paper` and `dp` include what NP finds:
+the account gives the total and, separately, what was found at depth 0 and beyond it. Sources are cut into
+fixed batches by position; a resumed run skips the finished batches and replays an unfinished one through the
+request cache (paid calls are not paid again), the candidate list keeping each pair once and the cap of k per
+question.
 
-`account.json` describes the whole run, over all its invocations: each finished batch's line in
-`batches.jsonl` records what the batch found and spent (a `BatchRecord`), and the account sums them.
-A resumed run so reports what an uninterrupted one would, except the calls a killed batch had already
-paid: its rerun replays them from the request cache at no cost, so they are counted nowhere (at most
-one batch's spend per kill).
+`account.json` describes the whole run, over all its invocations. Each finished batch's line in
+`batches.jsonl` records what the batch found and did (a `BatchRecord`), and the account sums them: the pairs,
+the counts, the questions simulated and the seconds. The requests, tokens and cost come from the run's spend
+ledger (`spend/`, `crossknow.store.spend_ledger`), in which every client records each request before its
+answer is cached: the calls a killed batch had paid are replayed by its rerun from the cache and counted
+once, so a killed and resumed run reports the calls, tokens and cost (per found pair too) of an uninterrupted
+run with a fresh cache of its own. The account also gives what this invocation sent (`this_invocation`).
 """
 
 from __future__ import annotations
@@ -40,20 +43,12 @@ from crossknow.pitfalls.probe.judge_similarity import JudgeSimilarity
 from crossknow.pitfalls.probe.objective import SimulationObjective
 from crossknow.pitfalls.probe.recipes import Recipe, default_constraints, get_recipe
 from crossknow.pitfalls.probe.search import BeamSearch
+from crossknow.pitfalls.probe.spend import PROXY_LABELS, SEARCH, SIMULATION, Spend, spend_of, total_spend
 from crossknow.pitfalls.proxy import LANGUAGE_NAMES, ProxyLLM
 from crossknow.pitfalls.simulate import Simulator
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.run_dir import RunDir
-
-
-class Spend(Record):
-    """Model calls, tokens, seconds and cost."""
-
-    calls: float = Field(description="Requests sent to a backend (cache hits excluded); questions for simulators.")
-    prompt_tokens: float = Field(description="Prompt tokens of those requests (0 where the backend reports none).")
-    completion_tokens: float = Field(description="Completion tokens of those requests.")
-    seconds: float = Field(description="Wall-clock seconds spent.")
-    cost_usd: float = Field(description="Cost at the price table (local models cost 0).")
+from crossknow.store.spend_ledger import SpendLedger
 
 
 class BatchCounts(Record):
@@ -76,9 +71,10 @@ class BatchRecord(Record):
     sources: list[str] = Field(description="Ids of its source questions.")
     found: int = Field(description="Pairs it added to the candidate list.")
     counts: BatchCounts = Field(description="What the search did in it.")
-    proxy: Spend = Field(description="What the proxy (and the judge, if any) spent on it (cache replays cost "
-                         "nothing).")
-    simulation: Spend = Field(description="What the simulators spent on it (calls = questions answered).")
+    proxy: Spend = Field(description="What the proxy (and the judge, if any) spent on it in the invocation that "
+                         "finished it (cache replays cost nothing there; the account counts them from the ledger).")
+    simulation: Spend = Field(description="What the simulators spent on it in that invocation (calls = questions "
+                              "answered).")
     seconds: float = Field(description="Wall-clock seconds of the batch.")
 
 
@@ -105,11 +101,28 @@ class ProbeAccount(BatchCounts):
                                       "candidates.")
     found_now: int = Field(description="Pairs added by this invocation.")
     proxy: Spend = Field(description="What the proxy LLM spent (perturbation, translation, and the judge's checks "
-                         "if any), whole run.")
-    simulation: Spend = Field(description="What the simulators spent (calls = questions answered), whole run.")
+                         "if any), whole run: every request the run paid counted once, finished batch or not; "
+                         "seconds of the finished batches.")
+    simulation: Spend = Field(description="What the simulators spent in the search, whole run: calls = questions "
+                              "answered in the finished batches; tokens and cost of generative simulators, every "
+                              "request the run paid counted once.")
+    prefilter: Spend | None = Field(default=None, description="What the English prefilter spent (as sources.json "
+                                    "records it): calls = questions the simulators answered in English, tokens "
+                                    "and cost of generative ones; None when none was recorded (`run_probe` called "
+                                    "directly with its sources).")
     seconds: float = Field(description="Wall-clock seconds of the finished batches, whole run.")
-    per_found_pair: Spend | None = Field(description="proxy + simulation spend divided by the pairs in the "
-                                         "candidate list (the paper's Fig. 4); None if there are none.")
+    per_found_pair: Spend | None = Field(description="prefilter + proxy + simulation spend divided by the pairs "
+                                         "in the candidate list (the paper's Fig. 4, cost per found pair): it "
+                                         "includes the English prefilter, crossknow's choice, since the questions "
+                                         "the prefilter asks are part of what the pairs cost; None if there are "
+                                         "none.")
+    per_found_pair_search: Spend | None = Field(default=None, description="proxy + simulation spend (the search "
+                                                "alone, without the prefilter) divided by the pairs in the "
+                                                "candidate list; None if there are none.")
+    this_invocation: Spend | None = Field(default=None, description="What this invocation sent to model backends "
+                                          "(proxy, judge, generative simulators, the prefilter's requests "
+                                          "included; cache hits excluded; calls are requests, not questions) and "
+                                          "its wall-clock seconds until the account was written.")
 
 
 def run_probe(
@@ -132,11 +145,15 @@ def run_probe(
     samples: int = 1,
     max_resimulations: int = 2,
     progress: Callable[[int, int], None] | None = None,
+    prefilter: Spend | None = None,
+    ledger: SpendLedger | None = None,
 ) -> ProbeAccount:
     """Probe `sources` for pairs in target language `lang` with `recipe`; see the module docstring. The
     semantic checks are those given (`recipes.default_constraints`): the library turns none on by itself;
     `crossknow pitfalls probe` (`run.py`) passes the proxy as `judge` by default.
-    `progress(batches done, batches)` is called after each batch."""
+    `progress(batches done, batches)` is called after each batch. `prefilter`: what the English prefilter
+    that chose `sources` spent, counted in the account and per found pair. `ledger`: this invocation's spend
+    ledger of `out` where the caller opened one already (its prefilter wrote there), else one is opened."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     _check_inputs(sources, lang)
     out = Path(out)
@@ -153,6 +170,8 @@ def run_probe(
     }
     run = RunDir(out)
     run.open(config, {}, has_results=(out / "batches.jsonl").exists() or (out / "candidates.jsonl").exists())
+    ledger = ledger or SpendLedger(out)
+    record_spend(ledger, proxy, simulators, judge)
     try:
         candidates = CandidateList(out / "candidates.jsonl", recipe.settings.cap)
         before = len(candidates)
@@ -163,13 +182,27 @@ def run_probe(
             out, lang, proxy, objective, search, candidates, sim_meters=_simulator_meters(simulators),
             proxy_meters=[proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else [])],
         )
-        records, unfinished = batches.run(sources, recipe.settings.initial_batch, progress)
+        with ledger.during(SEARCH):
+            records, unfinished = batches.run(sources, recipe.settings.initial_batch, progress)
         candidates.write_items(out / "candidate_items.jsonl")
-        account = _account(recipe, lang, sources, candidates, before, list(records.values()), unfinished)
+        account = _account(recipe, lang, sources, candidates, before, list(records.values()), unfinished, ledger,
+                           prefilter)
         atomic_write_json(out / "account.json", account.model_dump(mode="json"))
         return account
     finally:
         run.close()
+
+
+def record_spend(ledger: SpendLedger, proxy: ProxyLLM, simulators: Sequence[Simulator],
+                 judge: JudgeSimilarity | None = None) -> None:
+    """Have the proxy's clients ('proxy'), the judge's ('judge') and the generative simulators' ('simulation')
+    record what they send in `ledger`."""
+    for client in (proxy.perturber, proxy.translator):
+        client.record_spend(ledger, "proxy")
+    if judge is not None:
+        judge.client.record_spend(ledger, "judge")
+    for client in _simulator_clients(simulators):
+        client.record_spend(ledger, SIMULATION)
 
 
 def _check_inputs(sources: Sequence[SourceQuestion], lang: str) -> None:
@@ -280,14 +313,18 @@ class _Mark:
 
 def _account(
     recipe: Recipe, lang: str, sources: Sequence[SourceQuestion], candidates: CandidateList, before: int,
-    records: Sequence[BatchRecord], unfinished: int,
+    records: Sequence[BatchRecord], unfinished: int, ledger: SpendLedger, prefilter: Spend | None,
 ) -> ProbeAccount:
+    """The account of the whole run: the candidate list, the finished batches' records, and the ledger's spend."""
     ids = {s.id for s in sources}
     at_0 = len({r.source_id for r in candidates.records() if r.depth == 0} & ids)
     converted = len({r.source_id for r in candidates.records()} & ids)
     by_depth = Counter(r.depth > 0 for r in candidates.records())
-    proxy, sim = _total([r.proxy for r in records]), _total([r.simulation for r in records])
-    spent = _total([proxy, sim])
+    proxy = spend_of(ledger.total(SEARCH, PROXY_LABELS), sum(r.proxy.seconds for r in records))
+    sim = spend_of(ledger.total(SEARCH, [SIMULATION]), sum(r.simulation.seconds for r in records),
+                   calls=sum(r.simulation.calls for r in records))
+    search = total_spend([proxy, sim])
+    spent = total_spend([search, *([prefilter] if prefilter else [])])
     counts = {name: sum(getattr(r.counts, name) for r in records) for name in BatchCounts.model_fields
               if name != "rejected"}
     rejected = sum((Counter(r.counts.rejected) for r in records), Counter())
@@ -299,22 +336,28 @@ def _account(
         conversion_rate_beyond_depth_0=_rate(converted - at_0, sources), candidates=found,
         pairs_at_depth_0=by_depth[False], pairs_beyond_depth_0=by_depth[True],
         found_now=found - before, **counts, rejected=dict(rejected), proxy=proxy, simulation=sim,
-        seconds=sum(r.seconds for r in records),
-        per_found_pair=Spend(**{k: getattr(spent, k) / found for k in Spend.model_fields}) if found else None,
+        prefilter=prefilter, seconds=sum(r.seconds for r in records),
+        per_found_pair=_per_pair(spent, found), per_found_pair_search=_per_pair(search, found),
+        this_invocation=spend_of(ledger.sent(), time.monotonic() - ledger.started),
     )
+
+
+def _per_pair(spent: Spend, found: int) -> Spend | None:
+    return Spend(**{k: getattr(spent, k) / found for k in Spend.model_fields}) if found else None
 
 
 def _rate(count: int, sources: Sequence[SourceQuestion]) -> float:
     return count / len(sources) if sources else 0.0
 
 
-def _total(spends: Sequence[Spend]) -> Spend:
-    return Spend(**{k: sum(getattr(s, k) for s in spends) for k in Spend.model_fields})
+def _simulator_clients(simulators: Sequence[Simulator]) -> list[StructuredClient]:
+    """The clients of simulators that answer through a StructuredClient (generative ones)."""
+    return [s.client for s in simulators if isinstance(getattr(s, "client", None), StructuredClient)]
 
 
 def _simulator_meters(simulators: Sequence[Simulator]) -> list[CostMeter]:
     """The cost meters of simulators that answer through a StructuredClient (generative ones)."""
-    return [s.client.meter for s in simulators if isinstance(getattr(s, "client", None), StructuredClient)]
+    return [client.meter for client in _simulator_clients(simulators)]
 
 
 def _copy(meter: CostMeter) -> CostMeter:

@@ -6,7 +6,7 @@
 - `dp` (Direct Perturbation): one rewrite by Appendix E's direct-perturbation template, no search
   (depth 1, one child per pair).
 
-A pair qualifies in every recipe by the same rule: V >= θ_inc and the constraints hold (crossknow's
+A pair qualifies in every recipe by the same rule: V > θ_inc and the constraints hold (crossknow's
 reading of the baselines' "perform well in English but fail in target languages"), so conversion rates
 are comparable. Every recipe scores the unperturbed pairs (depth 0), so `paper`'s and `dp`'s conversion
 includes what `np` finds; `account.json` reports depth 0 and beyond it apart (`probe.py`).

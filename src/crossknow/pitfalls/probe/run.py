@@ -2,11 +2,14 @@
 
 `probe_from_config(config, out)` reads the source files, draws `n` questions equally over them with the
 seed, keeps those every simulator answers right in English (crossknow's prefilter, not the paper's:
-`sources.py`; recorded in `sources.json`, which a resumed run reuses when the draw's settings are
-unchanged, so the prefilter is not asked again), then runs the recipe with `run_probe` (resumable: see
-`probe.py`). The proxy, the simulators and the judge are built from model specs by one
-`crossknow.generation.clients.ClientPool` (an openai: spec names its server, `openai:MODEL@URL`, or takes
---base-url; the judge's, --judge-base-url); callers that hold models already (the demo) pass them in instead.
+`sources.py`; recorded in `sources.json` with what it spent, which a resumed run reuses when the draw's
+settings are unchanged, so the prefilter is not asked again), then runs the recipe with `run_probe`
+(resumable: see `probe.py`). The account counts the prefilter's spend, in the cost per found pair too.
+Every request of the invocation is recorded in the run's spend ledger (`crossknow.store.spend_ledger`),
+so that the account and sources.json report what the whole run spent. The proxy, the simulators and the
+judge are built from model specs by one `crossknow.generation.clients.ClientPool` (an openai: spec names its
+server, `openai:MODEL@URL`, or takes --base-url; the judge's, --judge-base-url); callers that hold models
+already (the demo) pass them in instead.
 The semantic checks are an LLM's, as the paper's (section 4): the proxy judges unless `judge` names another
 model (`build_judge`); `similarity='e5'` is the judge-free option.
 """
@@ -14,6 +17,7 @@ model (`build_judge`); `similarity='e5'` is the judge-free option.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -35,14 +39,16 @@ from crossknow.pitfalls.pairs import SourceQuestion
 from crossknow.pitfalls.probe.constraints import ChrF, Similarity
 from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity
 from crossknow.pitfalls.probe.judge_similarity import JUDGE_TEMPERATURE, JudgeSimilarity
-from crossknow.pitfalls.probe.probe import ProbeAccount, run_probe
+from crossknow.pitfalls.probe.probe import ProbeAccount, record_spend, run_probe
 from crossknow.pitfalls.probe.recipes import Recipe, get_recipe
 from crossknow.pitfalls.probe.sources import SourceFile, SourceSample, prefilter, read_source_files, read_source_sample
+from crossknow.pitfalls.probe.spend import PREFILTER, prefilter_spend
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, GenerativeSimulator, Simulator
 from crossknow.scoring.rules import Rule
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
+from crossknow.store.spend_ledger import SpendLedger
 
 SOURCES_FILE = "sources.json"
 """The draw and the prefilter's report (a SourceSample) in the run directory."""
@@ -76,7 +82,8 @@ class PitfallsProbeConfig(Record):
                                  "addition); 'generative': the paper's zero-shot CoT templates.")
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
     prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
-                            "English (crossknow's choice; the paper samples its questions without it).")
+                            "English (crossknow's choice: the paper describes no filter of its sources; the "
+                            "authors' released run.py filters the same way).")
     judge: str | None = Field(default=None, description="Model spec of the LLM judge of --similarity llm (unset: "
                               "the proxy judges).")
     judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: judge.")
@@ -234,10 +241,10 @@ def build_simulators(config: PitfallsProbeConfig, pool: ClientPool) -> list[Simu
 
 def draw_sources(
     config: PitfallsProbeConfig, files: Sequence[SourceFile], out: Path, simulators: Sequence[Simulator],
-    answering: str,
+    answering: str, ledger: SpendLedger,
 ) -> tuple[list[SourceQuestion], SourceSample]:
     """The probe's sources from `files`: reused from `sources.json` when its draw matches, else drawn and
-    prefiltered."""
+    prefiltered, with the prefilter's requests recorded in `ledger` and its whole-run spend in sources.json."""
     names = [s.name for s in simulators] if config.prefilter else []
     path = out / SOURCES_FILE
     if path.exists():
@@ -247,7 +254,12 @@ def draw_sources(
         if same and [(f.path, f.sha256) for f in previous.files] == [(str(f.path), file_sha256(f.path)) for f in files]:
             by_id = {q.id: q for f in files for q in f.questions}
             return [by_id[i] for i in previous.kept_ids], previous
-    kept, report = prefilter(files, config.n, config.seed, simulators if config.prefilter else [], answering)
+    started = time.monotonic()
+    asking = simulators if config.prefilter else []
+    with ledger.during(PREFILTER):
+        kept, report = prefilter(files, config.n, config.seed, asking, answering)
+    spend = prefilter_spend(ledger, report.drawn * len(asking), time.monotonic() - started)
+    report = report.model_copy(update={"spend": spend})
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, report.model_dump(mode="json"))
     return kept, report
@@ -270,6 +282,8 @@ def probe_from_config(
         if proxy is None:
             proxy = build_proxy(config, pool)
         judge = build_judge(config, proxy, pool)
+        ledger = SpendLedger(out)
+        record_spend(ledger, proxy, simulators, judge)
         meters = [proxy.perturber.meter, proxy.translator.meter, *([judge.client.meter] if judge else []),
                   *(s.client.meter for s in simulators if isinstance(s, GenerativeSimulator))]
 
@@ -278,7 +292,7 @@ def probe_from_config(
                 progress(stage, done, total, sum_meters(meters))
 
         report("prefilter", 0, 1)
-        sources, sample = draw_sources(config, files, out, simulators, answering or "given")
+        sources, sample = draw_sources(config, files, out, simulators, answering or "given", ledger)
         report("prefilter", 1, 1)
         if not sources:
             raise CrossknowError(f"the prefilter kept none of the {sample.drawn} questions drawn "
@@ -291,11 +305,12 @@ def probe_from_config(
             theta_cross=config.theta_cross, choice_similarity=choice_similarity, theta_choices=config.theta_choices,
             theta_root=config.theta_root,
             judge=judge, max_resimulations=config.max_resimulations,
-            progress=lambda done, total: report(config.recipe, done, total),
+            progress=lambda done, total: report(config.recipe, done, total), prefilter=sample.spend, ledger=ledger,
         )
         if config.categorize:
-            rows = categorize_candidates(out, proxy.translator,
-                                         on_progress=lambda done, total: report("categorize", done, total))
+            with ledger.during("categorize"):
+                rows = categorize_candidates(out, proxy.translator,
+                                             on_progress=lambda done, total: report("categorize", done, total))
             CandidateList(out / "candidates.jsonl").write_items(
                 out / "candidate_items.jsonl", {pair_id: row.category for pair_id, row in rows.items()})
         return account, sample

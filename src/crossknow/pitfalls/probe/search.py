@@ -7,10 +7,12 @@ of "an initial batch of 4 bilingual pairs"). At each level:
    control; the list counts across resumes);
 2. the semantic constraints run, then the simulators score the pairs (V), then the English-accuracy
    constraint; an unscored pair (an invalid simulation after re-simulation) is counted and left out;
-3. every pair with V >= θ_inc enters the candidate list at once, highest V first, while its question
-   has room (inclusion threshold), and leaves the search;
+3. every pair with V > θ_inc enters the candidate list at once, highest V first, while its question
+   has room, and leaves the search (section 2.4: included "if its simulation score exceeds" the inclusion
+   threshold; with K = 5 and γ = 2, V = 0.8 exactly does not);
 4. when the highest V scored at this level is >= θ_pot, the depth limit becomes d2 for the rest of the
-   batch (early stopping's extension; "max over the beam" read as over the pairs scored at the level);
+   batch (early stopping's extension, equation 9's "≥ θ_pot"; "max over the beam" read as over the pairs
+   scored at the level);
 5. the beam keeps the w highest-V remaining pairs (ties: the order they were made in), and, below the
    depth limit, the transformation makes their children, which form the next level; a child whose
    (English, target) text repeats a pair seen in this batch is dropped as a duplicate.
@@ -47,9 +49,9 @@ class BeamSettings:
     extended_depth: int = 6
     """d2: the depth limit once a level's highest V reaches `potential`."""
     potential: float = 0.6
-    """θ_pot."""
+    """θ_pot: a level whose highest V is at or above it extends the depth limit to d2 (equation 9: ≥)."""
     inclusion: float = 0.8
-    """θ_inc: V at or above which a pair enters the candidate list."""
+    """θ_inc: V above which a pair enters the candidate list (section 2.4: "exceeds"; a V equal to it does not)."""
     cap: int = 3
     """k: pairs per original question in the candidate list."""
 
@@ -174,7 +176,7 @@ class BeamSearch:
         """Add the qualifying pairs, best first, while their question has room; their ids."""
         included = []
         for node, sim in sorted(scored, key=lambda pair: -pair[1].value):  # type: ignore[operator]
-            if sim.value < self.settings.inclusion:  # type: ignore[operator]
+            if not sim.value > self.settings.inclusion:  # type: ignore[operator]  # "exceeds" (section 2.4)
                 break
             if node.id in self.candidates:  # found before a resume: it counts, once
                 included.append(node.id)

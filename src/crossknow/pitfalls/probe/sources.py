@@ -7,7 +7,8 @@ prefilter is crossknow's choice, not the paper's: the paper describes no filter 
 before the search what the paper asks of every pair (the definition of a cross-lingual weakness in section
 1: right in English; the English-accuracy constraint of equation 4), and more strictly than that constraint
 (every simulator right, not a mean accuracy of at least 1 − ε), so that the search spends nothing on
-questions the simulators do not know in English. `--no-prefilter` turns it off.
+questions the simulators do not know in English; the authors' released run.py filters its sources the same
+way. `--no-prefilter` turns it off.
 
 A source file is either a released `source/*.json` file of Cross-Lingual Pitfalls (a JSON list of
 `{question, choices, answer}` with the answer given as the text of one choice) or any crossknow item file
@@ -38,6 +39,7 @@ from crossknow.data.jsonl import mc_item_or_problem, read_json_record, require, 
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import InputError
 from crossknow.pitfalls.pairs import SourceQuestion
+from crossknow.pitfalls.probe.spend import Spend
 from crossknow.pitfalls.simulate import MCQuestion, Simulator
 from crossknow.store.hashing import file_sha256
 
@@ -171,6 +173,10 @@ class SourceSample(Record):
     invalid_by_simulator: dict[str, int] = Field(description="Invalid English answers per simulator.")
     kept_ids: list[str] = Field(description="Ids of the kept questions, in draw order.")
     dropped: dict[str, str] = Field(description="Why each dropped question was dropped, by id.")
+    spend: Spend | None = Field(default=None, description="What the prefilter spent, whole run: calls = questions "
+                                "the simulators answered in English (drawn x simulators), tokens and cost of "
+                                "generative simulators (a request a killed prefilter paid counts once), seconds of "
+                                "the invocation that finished it; None where not recorded (`prefilter` alone).")
 
 
 def prefilter(

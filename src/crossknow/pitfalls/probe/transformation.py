@@ -45,7 +45,9 @@ from crossknow.pitfalls.pair_translation import (
 )
 from crossknow.pitfalls.pairs import PLACEMENTS, PairNode, Perturbation, Placement, child_node
 from crossknow.pitfalls.prompts import (
+    DIRECT_OUTPUTS,
     DIRECT_PERTURBATION_TEMPLATE,
+    PERTURBATION_OUTPUTS,
     PERTURBATION_TEMPLATE,
     direct_completion,
     fill,
@@ -111,13 +113,16 @@ def parse_distraction(text: str) -> tuple[str | None, str | None]:
     return _after_marker(_DISTRACTION, text)
 
 
-def distraction_parser(question: str) -> TextParser:
-    """The parser of a distraction written for `question`, chat ("Generated Distraction: ...") or completion (one
-    line): `parse_distraction`, then no copy of the question and no echo of the prompt (`field_problem`)."""
+def distraction_parser(question: str, option: str = "", examples: Sequence[str] = ()) -> TextParser:
+    """The parser of a distraction written for `question` from its incorrect option `option`, chat ("Generated
+    Distraction: ...") or completion (one line): `parse_distraction`, then no copy of the question and no echo of the
+    prompt (`field_problem`; `examples`, the outputs of the completion prompt's examples, none for a chat prompt).
+    The distraction may repeat its option: the paper asks for one "that aligns with the incorrect option"."""
 
     def parse(text: str) -> tuple[str | None, str | None]:
         value, error = parse_distraction(text)
-        problem = error or field_problem(value, (question,), "en", "English")  # type: ignore[arg-type]
+        problem = error or field_problem(value, (question,), "English", examples=examples,  # type: ignore[arg-type]
+                                         context=(option,) if option else ())
         return (None, problem) if problem else (value, None)
 
     return parse
@@ -142,7 +147,8 @@ class ProxyPerturbation:
         """One child per (parent, incorrect option)."""
         asked = [(p, k) for p in parents for k in range(len(p.english.choices)) if k != p.english.answer]
         prompts = [self._prompt(p.english, k) for p, k in asked]
-        parsers = [distraction_parser(p.english.question) for p, _ in asked]
+        examples = PERTURBATION_OUTPUTS if self.proxy.perturber.prompt_format == "completion" else ()
+        parsers = [distraction_parser(p.english.question, p.english.choices[k], examples) for p, k in asked]
         seeds = [prompt_seed(p.id, str(k)) for p, k in asked]
         outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds, parsers=parsers)
         made = [(p, k, o.value) for (p, k), o in zip(asked, outcomes, strict=True) if o.valid]
@@ -202,7 +208,7 @@ class DirectPerturbation:
         asked = [(p, side) for p in parents for side in ("before", "after")]
         prompts = [CompletionPrompt(direct_completion(p.english.question, side)) for p, side in asked]
         seeds = [prompt_seed(p.id, "direct", side) for p, side in asked]
-        parsers = [distraction_parser(p.english.question) for p, _ in asked]
+        parsers = [distraction_parser(p.english.question, examples=DIRECT_OUTPUTS[side]) for p, side in asked]
         outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds, parsers=parsers)
         split = []
         for k, parent in enumerate(parents):
