@@ -24,7 +24,7 @@ from crossknow.perturb.completion_prompts import (
     script_problem,
 )
 from crossknow.perturb.pipeline import run_perturb
-from crossknow.perturb.prompts import LANGUAGE_NAMES
+from crossknow.perturb.prompts import LANGUAGES, language_name
 from crossknow.perturb.rewrites import REWRITE_SCHEMA, RewriteRequest, run_rewrites
 from crossknow.perturb.sentence_level import rewritten_sentences, segment
 from crossknow.store.run_dir import ShardedTable
@@ -57,12 +57,12 @@ def test_the_prompt_ends_where_the_rewrite_starts(style: str, lang: str) -> None
         assert first == f"{source_label}: {sentence}" and second.startswith(f"{target_label}: ")
         assert second.removeprefix(f"{target_label}: ") in asked.examples
     if style == "translation":
-        assert asked.labels == (LANGUAGE_NAMES[lang], LANGUAGE_NAMES[target])
+        assert asked.labels == (language_name(lang), language_name(target))
         assert [b.split("\n")[1].split(": ", 1)[1] for b in blocks[1:4]] == list(SENTENCES[target])
 
 
 def test_the_examples_are_rewrites_in_their_own_language() -> None:
-    assert set(LANGUAGE_SCRIPTS) == set(LANGUAGE_NAMES)
+    assert set(LANGUAGE_SCRIPTS) == set(LANGUAGES)
     for lang, patterns in PATTERNS.items():
         assert set(patterns) == {"syntax", "lexicon", "semantic"}
         for pattern in patterns.values():

@@ -16,31 +16,17 @@ from typing import Any
 
 from crossknow.data.guarded import load_json
 from crossknow.data.jsonl import mc_item_or_problem, require, require_strings
+from crossknow.data.languages import LANGUAGE_NAMES
 from crossknow.data.pair_rules import flaw_reason, pair_flaws
 from crossknow.data.schemas import InvalidRecord, ItemSet, MCItem
 from crossknow.errors import InputError
 
 FORMAT = "pitfalls"
 
-LANGUAGE_CODES: dict[str, str] = {
-    "Amharic": "am",
-    "Arabic": "ar",
-    "Bengali": "bn",
-    "Chinese": "zh",
-    "French": "fr",
-    "German": "de",
-    "Hebrew": "he",
-    "Hindi": "hi",
-    "Italian": "it",
-    "Japanese": "ja",
-    "Korean": "ko",
-    "Spanish": "es",
-    "Swahili": "sw",
-    "Ukrainian": "uk",
-    "Yoruba": "yo",
-    "Zulu": "zu",
-}
-"""ISO 639-1 code of each target language of the release, keyed by its file stem."""
+RELEASE_LANGUAGES = ("am", "ar", "bn", "zh", "fr", "de", "he", "hi", "it", "ja", "ko", "es", "sw", "uk", "yo", "zu")
+"""The release's target languages (ISO 639-1)."""
+LANGUAGE_CODES: dict[str, str] = {LANGUAGE_NAMES[code]: code for code in RELEASE_LANGUAGES}
+"""ISO 639-1 code of each target language of the release, keyed by its file stem (the language's English name)."""
 
 METADATA_FIELDS = (
     "source",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, get_args
 
+from crossknow.data import languages
+from crossknow.data.eclektic import LANGUAGES
 from crossknow.errors import CrossknowError
 
 if TYPE_CHECKING:
@@ -26,21 +28,6 @@ Setting = Literal[
 """The answering settings of section 4.4, in the order of Table 3 (least to most information)."""
 SETTINGS: tuple[str, ...] = get_args(Setting)
 
-LANGUAGE_NAMES: dict[str, str] = {
-    "de": "German",
-    "en": "English",
-    "es": "Spanish",
-    "fr": "French",
-    "he": "Hebrew",
-    "hi": "Hindi",
-    "id": "Indonesian",
-    "it": "Italian",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "pt": "Portuguese",
-    "zh": "Chinese",
-}
-"""English name of each ECLEKTIC language code (`crossknow.data.eclektic.LANGUAGES`)."""
 
 ANSWER_TEMPLATES: dict[str, str] = {
     "closed-book": "{question}",
@@ -80,11 +67,7 @@ Output:"""
 
 def language_name(code: str) -> str:
     """The English name of an ECLEKTIC language code; CrossknowError for any other code."""
-    try:
-        return LANGUAGE_NAMES[code]
-    except KeyError:
-        known = ", ".join(sorted(LANGUAGE_NAMES))
-        raise CrossknowError(f"no language name for {code!r}: ECLEKTIC's languages are {known}") from None
+    return languages.language_name(code, LANGUAGES, "ECLEKTIC")
 
 
 def check_setting(setting: str) -> Setting:

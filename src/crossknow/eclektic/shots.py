@@ -98,7 +98,7 @@ INVENTED: dict[str, InventedTexts] = {
         "市政厅位于主广场，建于17世纪。",
     ),
 }
-"""Language code -> its invented texts (ECLEKTIC's 12 languages, `crossknow.eclektic.prompts.LANGUAGE_NAMES`)."""
+"""Language code -> its invented texts (ECLEKTIC's 12 languages, `crossknow.data.eclektic.LANGUAGES`)."""
 
 
 def invented(lang: str) -> InventedTexts:

@@ -14,7 +14,7 @@ sentence goes into the prompt on one line (its whitespace runs as one space) so 
 
 The completion form has examples in English and Japanese only (`COMPLETION_LANGUAGES`); asking it for another
 language is a CrossknowError that names the two, before any call (a chat model has every language of
-`LANGUAGE_NAMES`).
+`LANGUAGES`).
 
 `rewrite_parser` reads the first line of the output, stripped, and rejects with a reason (retried by the client,
 then recorded invalid with the model's own text): an empty line (`empty`); a line that starts with one of the
@@ -117,7 +117,7 @@ LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
     "en": frozenset({"latin"}), "de": frozenset({"latin"}), "fr": frozenset({"latin"}), "es": frozenset({"latin"}),
     "ja": frozenset({"kana", "kanji"}), "zh": frozenset({"kanji"}), "ko": frozenset({"hangul"}),
 }
-"""The scripts each language of `LANGUAGE_NAMES` is written in."""
+"""The scripts each language of `crossknow.perturb.prompts.LANGUAGES` is written in."""
 
 
 def check_completion_languages(lang: str, target_lang: str | None = None) -> None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from crossknow.errors import CrossknowError
+from crossknow.data import languages
 from crossknow.generation.structured import ChatPrompt
 
-LANGUAGE_NAMES = {"en": "English", "ja": "Japanese", "zh": "Chinese", "ko": "Korean", "de": "German",
-                  "fr": "French", "es": "Spanish"}
-"""English names of the languages the prompts can name."""
+LANGUAGES = ("en", "ja", "zh", "ko", "de", "fr", "es")
+"""The languages the rewrite prompts can name."""
 
 SYSTEM = "You rewrite single sentences exactly as instructed. Answer with a JSON object {\"sentence\": \"...\"}."
 
@@ -57,13 +56,8 @@ class Rewrite(BaseModel):
 
 
 def language_name(lang: str) -> str:
-    """The English name of `lang`; CrossknowError when the prompts have none."""
-    try:
-        return LANGUAGE_NAMES[lang]
-    except KeyError:
-        raise CrossknowError(
-            f"the rewrite prompts name no language {lang!r} (known: {', '.join(sorted(LANGUAGE_NAMES))})"
-        ) from None
+    """The English name of `lang`; CrossknowError when the prompts name no such language."""
+    return languages.language_name(lang, LANGUAGES, "the rewrite prompts")
 
 
 def rewrite_prompt(style: str, sentence: str, lang: str, target_lang: str) -> ChatPrompt:

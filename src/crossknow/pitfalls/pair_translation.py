@@ -44,8 +44,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
+from crossknow.data.languages import language_name
 from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
-from crossknow.data.pitfalls import LANGUAGE_CODES
 from crossknow.generation.echo import echoed_example, holds
 from crossknow.generation.structured import (
     TRANSPORT_FAILURE,
@@ -150,8 +150,6 @@ class TranslatedPair(PairFields):
         return self
 
 
-LANGUAGE_NAMES = {"en": "English", **{code: name for name, code in LANGUAGE_CODES.items()}}
-"""Language names by code, for the completion prompt's source label."""
 
 
 @cache
@@ -295,7 +293,7 @@ def translate_fields(translator: StructuredClient, questions: Sequence[MCQuestio
     A question with several failed fields is reported by the first failure in `REASON_CODES` order."""
     fields = [(i, text, sources) for i, q in enumerate(questions)
               for text, sources in ((q.question, (q.question,)), *((c, q.choices) for c in q.choices))]
-    names = [LANGUAGE_NAMES.get(q.lang, q.lang) for q in questions]
+    names = [language_name(q.lang) for q in questions]
     prompts = [CompletionPrompt(translation_completion(text, lang, language, names[i])) for i, text, _ in fields]
     parsers = [field_parser(sources, language, examples=translation_examples(lang, sources) if names[i] == "English"
                             else ()) for i, _, sources in fields]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from crossknow.data.pitfalls import LANGUAGE_CODES
+from crossknow.data.languages import language_code
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import (
@@ -31,8 +31,6 @@ from crossknow.store.request_cache import RequestCache
 
 ADOPTED_PROXY = "proxy"
 """The name `ProxyLLM.from_generator` adopts its generator under in its pool."""
-LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
-"""Target language name by code (the release's 16 languages)."""
 
 
 class TranslatedText(BaseModel):
@@ -85,10 +83,10 @@ class ProxyLLM:
     def translate(self, texts: Sequence[str], language: str) -> list[tuple[str | None, str | None]]:
         """(translation, None) or (None, 'translation <reason code>: <why not>') per text; '' translates to ''.
         Chat: crossknow's `TRANSLATE_TEXT_TEMPLATE` (JSON); completion: crossknow's few-shot
-        `translation_completion`, one line (the examples of `language`'s code, by `LANGUAGE_CODES`). Either way an
+        `translation_completion`, one line (the examples of `language`'s code, by `language_code`). Either way an
         output that copies its text (completion: or mostly copies it) or echoes the prompt is rejected
         (`field_problem`; on the completion path also an output that repeats an example's translation)."""
-        lang = LANGUAGE_CODES.get(language, language)
+        lang = language_code(language)
         asked = [i for i, text in enumerate(texts) if text.strip()]
         completion = self.translator.prompt_format == "completion"
         parsers = [field_parser((texts[i],), language, mostly=completion,

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from matplotlib.figure import Figure
 
-from crossknow.data.pitfalls import LANGUAGE_CODES
+from crossknow.data.languages import language_name
 from crossknow.pitfalls.categories import (
     ABBREVIATIONS,
     CATEGORIES,
@@ -33,15 +33,13 @@ HIGHLIGHT = "background:#ffd8a8"
 """Style of a cell above its domain's overall average (the paper highlights them in orange)."""
 COLOURS = dict(zip(TABLE_COLUMNS, ("#4c72b0", "#8c8c8c", "#55a868", "#dd8452", "#c44e52", "#8172b3"), strict=True))
 """One colour per domain in the bar chart."""
-LANGUAGE_NAMES = {code: name for name, code in LANGUAGE_CODES.items()}
-"""The release's language names by code."""
 COMPLETION_TEMPLATE = classify_completion_prompt(CategoryPair("", "", "{question}", ("{choices}",))).text
 """The completion form of the classifier prompt, its inputs shown as placeholders."""
 
 
 def language_label(lang: str) -> str:
-    """A language's name where the release names it (Japanese), else its code."""
-    return LANGUAGE_NAMES.get(lang, lang)
+    """A language's name (Japanese for ja); an error for a code crossknow's table lacks."""
+    return language_name(lang)
 
 
 def percent_text(value: float | None) -> str:

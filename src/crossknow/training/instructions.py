@@ -36,11 +36,11 @@ INSTRUCTION_TYPES = (
 )
 """The ten reading-comprehension types of Appendix A.4.1, in the paper's order."""
 
-LANGUAGE_NAMES: dict[str, dict[str, str]] = {
+LANGUAGE_WORDS: dict[str, dict[str, str]] = {
     "en": {"en": "English", "ja": "Japanese"},
     "ja": {"en": "英語", "ja": "日本語"},
 }
-"""LANGUAGE_NAMES[written in][language]: language names as an instruction in that language writes them."""
+"""LANGUAGE_WORDS[written in][language]: language names as an instruction in that language writes them."""
 
 SECTION_NAMES: dict[str, dict[str, str]] = {
     "en": {"goal": "goal", "method": "method", "result": "result", "conclusion": "conclusion"},
@@ -95,7 +95,7 @@ def _values(type_: str, doc: Any, partner: Any | None, rng: random.Random) -> di
     if type_ == "translation":
         if partner is None:
             return None
-        names = _table_word(LANGUAGE_NAMES, lang, "language names")
+        names = _table_word(LANGUAGE_WORDS, lang, "language names")
         return {"source_lang": names[lang], "target_lang": names[partner.lang], "source": doc.text,
                 "target": partner.text}
     if type_ == "text_completion":

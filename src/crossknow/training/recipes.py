@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
-from crossknow.training.instructions import LANGUAGE_NAMES, reading_comprehension
+from crossknow.training.instructions import LANGUAGE_WORDS, reading_comprehension
 from crossknow.training.records import Part, TrainConfig, TrainingExample
 from crossknow.training.templates import TemplateTable, fill
 
@@ -107,9 +107,9 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
     for doc in docs:
         partner = _partner(doc, by_pair)
         if recipe == "translation" and partner is not None:
-            names = LANGUAGE_NAMES.get(doc.lang)
+            names = LANGUAGE_WORDS.get(doc.lang)
             if names is None:
-                raise CrossknowError(f"no language names for {doc.lang!r}: add them to LANGUAGE_NAMES")
+                raise CrossknowError(f"no language names for {doc.lang!r}: add them to LANGUAGE_WORDS")
             examples.append(_instruction("translation", doc, table, config.seed, {
                 "source_lang": names[doc.lang], "target_lang": names[partner.lang],
                 "source": doc.text, "target": partner.text}))

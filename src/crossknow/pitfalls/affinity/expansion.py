@@ -31,6 +31,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from crossknow.data.jsonl import write_invalid, write_jsonl
+from crossknow.data.languages import language_name
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
 from crossknow.generation.clients import ClientPool, ModelSettings, Role
@@ -46,7 +47,7 @@ from crossknow.pitfalls.affinity.expansion_records import (
 from crossknow.pitfalls.affinity.seeds import SeedFile, SeedPair, read_seed_file, sample_seeds
 from crossknow.pitfalls.pair_translation import INVALID_OUTPUT, drop_reason
 from crossknow.pitfalls.pairs import Perturbation
-from crossknow.pitfalls.proxy import LANGUAGE_NAMES, ProxyLLM
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.hashing import file_sha256
@@ -60,7 +61,7 @@ def translate_seeds(
 ) -> list[ExpandedRow | None]:
     """Each seed pair translated into `lang` (an ExpandedRow, made or dropped), or None where a request
     failed in transport (asked again by the next run); see the module docstring."""
-    language = LANGUAGE_NAMES.get(lang, lang)
+    language = language_name(lang)
     parts = [seed.target_parts if expand_from == "seed" else seed.english_parts for seed in seeds]
     originals = proxy.translate_questions(
         [MCQuestion(p.original, p.choices, seed.english.answer, seed.lang if expand_from == "seed" else "en")

@@ -32,6 +32,8 @@ from pathlib import Path
 
 from pydantic import Field
 
+from crossknow.data.languages import language_name
+from crossknow.data.pitfalls import RELEASE_LANGUAGES
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
@@ -44,7 +46,7 @@ from crossknow.pitfalls.probe.objective import SimulationObjective
 from crossknow.pitfalls.probe.recipes import Recipe, default_constraints, get_recipe
 from crossknow.pitfalls.probe.search import BeamSearch
 from crossknow.pitfalls.probe.spend import PROXY_LABELS, SEARCH, SIMULATION, Spend, spend_of, total_spend
-from crossknow.pitfalls.proxy import LANGUAGE_NAMES, ProxyLLM
+from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import Simulator
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.run_dir import RunDir
@@ -176,7 +178,7 @@ def run_probe(
         candidates = CandidateList(out / "candidates.jsonl", recipe.settings.cap)
         before = len(candidates)
         objective = SimulationObjective(simulators, samples=samples, max_resimulations=max_resimulations)
-        search = BeamSearch(recipe.settings, recipe.transformation(proxy, LANGUAGE_NAMES[lang]), objective,
+        search = BeamSearch(recipe.settings, recipe.transformation(proxy, language_name(lang)), objective,
                             constraints, candidates, recipe.name)
         batches = _Batches(
             out, lang, proxy, objective, search, candidates, sim_meters=_simulator_meters(simulators),
@@ -207,8 +209,8 @@ def record_spend(ledger: SpendLedger, proxy: ProxyLLM, simulators: Sequence[Simu
 
 def _check_inputs(sources: Sequence[SourceQuestion], lang: str) -> None:
     """Refuse an unknown target language and repeated source question ids."""
-    if lang not in LANGUAGE_NAMES:
-        raise CrossknowError(f"unknown target language {lang!r}; known: {', '.join(sorted(LANGUAGE_NAMES))}")
+    if lang not in RELEASE_LANGUAGES:
+        raise CrossknowError(f"unknown target language {lang!r}; known: {', '.join(sorted(RELEASE_LANGUAGES))}")
     if len({s.id for s in sources}) != len(sources):
         raise CrossknowError("source question ids must be unique")
 
@@ -252,7 +254,7 @@ class _Batches:
         translation failed in transport."""
         mark = _Mark(self.proxy_meters, self.sim_meters, self.objective, self.search, len(self.candidates))
         untranslated = 0
-        translated = self.proxy.translate_questions([s.question for s in batch], self.lang, LANGUAGE_NAMES[self.lang])
+        translated = self.proxy.translate_questions([s.question for s in batch], self.lang, language_name(self.lang))
         roots = []
         for source, target in zip(batch, translated, strict=True):
             if isinstance(target, str):
