@@ -1,5 +1,5 @@
-"""crossknow's checks of what the writer outputs, on the chat path and the completion path alike (issue 20:
-junk that passes silently is worse than no item). A check returns None, or why the output is rejected as
+"""crossknow's checks of what the writer outputs, on the chat path and the completion path alike (junk
+that passes silently is worse than no item). A check returns None, or why the output is rejected as
 'code: explanation', the code one of `records.RejectCode`, by which the run's summary counts rejections.
 
 - Grounding (`grounding_problem`): a cloze tests a fact of its own sentence, so its answer must occur in the

@@ -6,7 +6,7 @@ or wasn't considered factual", our field `reasoning`). Their order (`--fact-orde
 config.yaml) decides what P(yes) is conditioned on:
 - 'paper' (the default): A.1's order, factuality, triple, reason. P(yes) is read at the factuality
   value, the first thing the detector writes, so it is the model's confidence before any reasoning.
-- 'reasoning_first' (crossknow's option, the default before issue 22): the reasoning first, then
+- 'reasoning_first' (crossknow's option, the former default): the reasoning first, then
   factuality and triple, so that the model reasons before it answers; P(yes) is then conditioned on its
   own reasoning, which may already have settled the answer and push P(yes) to 0 or 1 (the sum rule then
   acts as unanimity).

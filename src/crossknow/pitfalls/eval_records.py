@@ -121,7 +121,7 @@ class PitfallsEvalMetrics(Record):
                                       "(by chat models; a base model answers crossknow's few-shot letter form).")
     prompt_formats: dict[str, str] = Field(
         default_factory=dict, description="How each model was asked, by spec: 'chat' (the paper's templates), "
-        "'completion' (the few-shot letter form) or 'loss' (options scored); empty in runs before issue 20.")
+        "'completion' (the few-shot letter form) or 'loss' (options scored); empty in runs of older versions.")
     pending: int = Field(description="(pair, model) answers left for a later run: a request failed in transport.")
     calls: int = Field(description="Model calls this invocation sent (cache hits excluded).")
     cached_calls: int = Field(description="Model calls this invocation answered from the request cache.")

@@ -1,4 +1,4 @@
-"""The bilingual-pair stage (issue item 2): a question, its choices and its correct answer translated, valid only
+"""The bilingual-pair stage: a question, its choices and its correct answer translated, valid only
 without the release's flaws, a copy of the source or an echo of the prompt.
 
 Chat models (`StructuredClient.prompt_format == "chat"`): the proxy's translation client (temperature 0.001,

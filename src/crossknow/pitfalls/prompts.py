@@ -144,7 +144,7 @@ def fill(template: str, **values: str) -> str:
     return template
 
 
-# ---- crossknow's few-shot completion prompts, for base models (issue 20) ----------------------------------------
+# ---- crossknow's few-shot completion prompts, for base models ------------------------------------------------------
 
 TRANSLATION_SHOTS: dict[str, tuple[tuple[str, str], ...]] = {
     "fr": (("Which animal sleeps through the winter?", "Quel animal dort pendant tout l'hiver ?"),
