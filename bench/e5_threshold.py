@@ -18,7 +18,6 @@ import statistics
 import time
 from pathlib import Path
 
-from crossknow.pitfalls import e5
 from crossknow.pitfalls.e5_threshold import (
     KINDS,
     THRESHOLD_OF,
@@ -29,6 +28,8 @@ from crossknow.pitfalls.e5_threshold import (
     thresholds,
     unperturbed_accept_rate,
 )
+
+from crossknow.pitfalls import e5
 
 
 def main() -> None:

@@ -286,7 +286,7 @@ def main() -> None:
 
 
 def goals(result: dict) -> list[dict]:
-    """Issue 13's goals, each with the measured value and whether it is met."""
+    """The speed and agreement goals (docs/speed.md), each with the measured value and whether it is met."""
     sets, startup = result["sets"], result["processes"]["startup-float32"]["seconds"]
     bf16_agree = min(sets[name]["bf16_vs_float32"]["prediction_agree"] for name in ("adaxeval", "pitfalls"))
     checks = [
@@ -302,10 +302,10 @@ def goals(result: dict) -> list[dict]:
     if "release" in sets:
         release = sets["release"]
         checks += [
-            ("process speed-up over lm-eval, AdaXEval release sample (issue 24)", release["ratio"], ">=", 1.85),
-            ("bfloat16 with float32's decisions over float32, release sample, process (issue 24)",
+            ("process speed-up over lm-eval, AdaXEval release sample", release["ratio"], ">=", 1.85),
+            ("bfloat16 with float32's decisions over float32, release sample, process",
              release["bf16_speedup_process"], ">=", 1.35),
-            ("bfloat16 with float32's decisions: predictions equal to float32, release and Pitfalls (issue 24)",
+            ("bfloat16 with float32's decisions: predictions equal to float32, release and Pitfalls",
              min(sets[name]["bf16_vs_float32"]["prediction_agree"] for name in ("release", "pitfalls")), ">=", 1.0),
         ]
     return [{"goal": goal, "value": value, "op": op, "target": target, "met": value >= target if op == ">=" else
@@ -364,7 +364,7 @@ def print_table(result: dict) -> None:
     print(f"\ntrace sweep: {t['checkpoints']} checkpoints in {t['seconds']:.1f} s as a process "
           f"({t['per_checkpoint_s']:.1f} s per checkpoint; {t['single_evaluations']:.2f} single evaluations); "
           f"peak {t['peak_rss_mb']:.0f} MiB")
-    print("\ngoals (issue 13; the release sample's, issue 24):")
+    print("\ngoals:")
     for goal in result["goals"]:
         print(f"  {'met    ' if goal['met'] else 'NOT met'} {goal['goal']}: {goal['value']:.3g} "
               f"(goal {goal['op']} {goal['target']:.3g})")

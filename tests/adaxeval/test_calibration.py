@@ -52,7 +52,7 @@ class ScoringBaseModel:
 
     def score_answers(self, requests) -> list[float]:
         p_yes = [RAW if self.marker in r.prompt else LEAN for r in requests]
-        return [math.log(p if r.continuation.strip() == "yes" else 1 - p) for r, p in zip(requests, p_yes)]
+        return [math.log(p if r.continuation.strip() == "yes" else 1 - p) for r, p in zip(requests, p_yes, strict=True)]
 
 
 def test_a_vote_keeps_the_raw_p_yes_beside_the_calibrated_one():

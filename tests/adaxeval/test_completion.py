@@ -1,6 +1,6 @@
-"""Issue 20: a base model (prompt format 'completion') is asked by crossknow's few-shot completion prompts, and
-what a weak writer outputs is caught by code on either path: the issue's junk items must be rejected, each with
-the right reason, and the run counts rejections by reason."""
+"""A base model (prompt format 'completion') is asked by crossknow's few-shot completion prompts, and what a weak
+writer outputs is caught by code on either path: junk items (such as the prompts' own examples echoed back) must be
+rejected, each with the right reason, and the run counts rejections by reason."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from crossknow.adaxeval.checks import MIN_SHARED, blank_object, grounding_problem, shared
+from crossknow.adaxeval.checks import MIN_SHARED, blank_object, grounding_problem
 from crossknow.adaxeval.distractors import distractor_rows, screen_options
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.queries import cloze_problem, cloze_rows, paraphrase_rows, question_problem
 from crossknow.adaxeval.records import DistractorRecord, GenerateConfig
 from crossknow.adaxeval.stages import normalise
 from crossknow.adaxeval.triples import triple_rows
+from crossknow.generation.overlap import share_in
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import GenerateRequest, GenerateResult, Usage
 
@@ -42,7 +43,7 @@ def test_the_issues_junk_cloze_is_rejected_with_the_right_reason():
     # a faithful cloze passes every check
     faithful = "The [BLANK] crosses the Arlen river near Dunmore and was opened in 1921."
     assert cloze_problem(faithful, "Kestrel Bridge", KESTREL, template, {}, "k#0") is None
-    assert shared(faithful.replace("[BLANK]", " "), KESTREL) == 1.0 > MIN_SHARED
+    assert share_in(faithful.replace("[BLANK]", " "), KESTREL) == 1.0 > MIN_SHARED
 
 
 def test_japanese_grounding_counts_characters():
@@ -221,8 +222,10 @@ def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_pat
     assert sum(summary.rejections.get("distractors", {}).values()) > 0  # the model's junk options were caught
 
 
-BILIARY = "胆道癌は肝門部領域胆管癌、遠位胆管癌、十二指腸乳頭部癌、胆嚢癌などに分類されるが、特に肝門部領域胆管癌は手術難易度が高い。"
-TABLE_A1 = ["肝細胞癌、膵頭部癌、胃癌、食道癌", "腎細胞癌、膀胱癌、前立腺癌、膵体尾部癌", "肺腺癌、大腸癌、直腸癌、膵管癌"]
+BILIARY = ("胆道癌は肝門部領域胆管癌、遠位胆管癌、十二指腸乳頭部癌、胆嚢癌などに分類されるが、"
+           "特に肝門部領域胆管癌は手術難易度が高い。")
+TABLE_A1 = ["肝細胞癌、膵頭部癌、胃癌、食道癌", "腎細胞癌、膀胱癌、前立腺癌、膵体尾部癌",
+            "肺腺癌、大腸癌、直腸癌、膵管癌"]
 """The paper's Table A-1 example: its answer and every one of its options is a list."""
 
 
@@ -249,8 +252,8 @@ class Options:
 
 
 def test_a_base_model_writes_each_distractor_in_a_call_of_its_own_and_a_list_stays_one_option():
-    query = query_of(BILIARY, "肝門部領域胆管癌、遠位胆管癌、十二指腸乳頭部癌、胆嚢癌", "胆道癌は[BLANK]などに分類される。",
-                     "胆道癌はどのような種類に分類されますか？", "ja", "b-ja#0")
+    query = query_of(BILIARY, "肝門部領域胆管癌、遠位胆管癌、十二指腸乳頭部癌、胆嚢癌",
+                     "胆道癌は[BLANK]などに分類される。", "胆道癌はどのような種類に分類されますか？", "ja", "b-ja#0")
     base = Options([f" {option}" for option in TABLE_A1])
     [row] = distractor_rows([query], ("w", StructuredClient(base, None, max_attempts=3)), PROMPTS)
     assert row.status == "kept" and row.record.distractors == TABLE_A1

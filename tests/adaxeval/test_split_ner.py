@@ -118,7 +118,8 @@ class BaseModel:
     def generate(self, requests):
         self.requests += list(requests)
         texts = [self.lines.pop(0) if len(self.lines) > 1 else self.lines[0] for _ in requests]
-        return [GenerateResult(text=text, backend=self.name, model_id=self.model_id, usage=Usage(9, 3)) for text in texts]
+        return [GenerateResult(text=text, backend=self.name, model_id=self.model_id, usage=Usage(9, 3))
+                for text in texts]
 
 
 def test_llm_ner_asks_a_base_model_one_line_of_entities_not_json():

@@ -1,5 +1,5 @@
-"""Issue 23, class 5: nonsense that readers once accepted without a word, each now refused by name (file, line,
-field), the same way by every reader of one record. Each case fails on the code before the issue."""
+"""Nonsense that no reader may accept without a word: each case is refused by name (file, line, field), so the
+user can find and fix it, and the same way by every reader of one record."""
 
 from __future__ import annotations
 

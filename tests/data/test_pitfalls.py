@@ -94,7 +94,8 @@ def test_japanese_pairs_all_usable_and_linked():
 
 @needs_shared
 def test_where_the_release_puts_the_inserted_text():
-    """Issue 22 item 8: 5,706 of the 6,713 released pairs hold text after the original question."""
+    """5,706 of the 6,713 released pairs hold text after the original question, not only before it, so the reader
+    keeps where the inserted text went."""
     before = after = both = target_agrees = 0
     for language in LANGUAGE_CODES:
         pairs = json.loads((RELEASE / f"{language}.json").read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
-"""ECLEKTIC for base models (issue 20): the few-shot completion prompts of answering, judging and building, their
-shots (never the asked question), the run's record of each model's prompt format, the report's note, and the
-embedded base model answering real ECLEKTIC-format questions through the completion path."""
+"""ECLEKTIC for base models (prompt format 'completion'): the few-shot completion prompts of answering, judging
+and building, their shots (never the asked question), the run's record of each model's prompt format, the report's
+note, and the embedded base model answering real ECLEKTIC-format questions through the completion path."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The probe's translation side for base models (issue 20): crossknow's few-shot completion prompts, one field per
-call, the answer carried by its index; the copy check first, then echoes of the prompt, each with its reason code."""
+"""The probe's translation side for base models (prompt format 'completion'): crossknow's few-shot completion
+prompts, one field per call, the answer carried by its index; the copy check first, then echoes of the prompt, each
+with its reason code."""
 
 from __future__ import annotations
 

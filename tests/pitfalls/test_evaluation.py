@@ -22,7 +22,8 @@ needs_release = pytest.mark.skipif(not RELEASE.exists(), reason=f"{RELEASE} is n
 
 
 def _independent_flaws(pair: dict) -> set[str]:
-    """Issue 10's four invalidities and a repeated choice (issue 23), written out again from the field names."""
+    """The four invalidities of a released pair (choice count, missing answer, answer index, empty choice) and a
+    repeated choice, written out again from the field names."""
     en, tr = pair["choices"], pair["transchoices"]
     found = set()
     if len(en) != len(tr):
@@ -63,7 +64,7 @@ def test_release_flaws_and_cap_violations_from_an_independent_count():
             assert max(over.values()) == {"Korean": 82, "Chinese": 22}[language]
     assert readme == totals["answer_missing"] == 238  # the README's count
     assert totals["empty_choice"] == 36
-    assert issue == 274  # the issue's count: 238 + 36 (disjoint)
+    assert issue == 274  # missing answer or empty choice: 238 + 36 (disjoint)
     assert totals["choice_count"] == 64  # every one of them also lacks its answer among the choices
     assert totals["answer_index"] == 27  # counted by neither: the translated answer at another (or a second) index
     assert totals["duplicate_choice"] == 76  # a side holding one choice twice: 53 pairs with no other flaw

@@ -108,7 +108,7 @@ def test_a_distraction_that_aligns_with_its_incorrect_option_is_no_echo(form, qu
 
 
 def test_a_chat_translation_holding_an_example_translation_is_no_echo():
-    """水の沸点は何度ですか？ holds 水の沸点, the Japanese of a completion example, but a chat model was shown no example."""
+    """水の沸点は何度ですか？ holds 水の沸点, the Japanese of a completion example; a chat model was shown none."""
     proxy = ProxyLLM.from_generator(ChatProxy(translations=JAPANESE))
     (translated,) = translate_pairs(proxy.translator, [BOIL], "ja", "Japanese")
     assert translated == MCQuestion("水の沸点は何度ですか？", ("摂氏100度", "摂氏0度", "摂氏50度", "摂氏37度"), 0, "ja")

@@ -190,7 +190,7 @@ def test_a_root_translation_that_copies_the_question_is_retried_then_reported_as
     assert generator.calls == 3 and result.startswith("copied_source: ")
 
 
-# ---- where the inserted text goes (issue 22, item 8) ----------------------------------------------------
+# ---- where the inserted text goes ---------------------------------------------------------------------
 
 
 def test_text_before_and_after_accumulates_outside_and_the_record_keeps_where_it_went():
@@ -238,7 +238,7 @@ def test_only_the_distraction_is_translated_whichever_side_it_goes(tmp_path):
     assert translated and all("Question" not in prompt for prompt in translated)
 
 
-# ---- the paper's translation templates (issue 22, item 11) ----------------------------------------------
+# ---- the paper's translation templates ----------------------------------------------------------------
 
 
 def _appendix_e_translation(language: str) -> str:

@@ -1,6 +1,4 @@
-"""Token budgets of C_K and C_T (section 6.1(3)), on the demo corpus with the embedded tokenizer.
-
-Before issue 12 there was no budget: every text of both corpora went in."""
+"""Token budgets of C_K and C_T (section 6.1(3)), on the demo corpus with the embedded tokenizer."""
 
 from __future__ import annotations
 

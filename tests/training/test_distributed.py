@@ -45,10 +45,9 @@ CHECKPOINT_FILES = {
 LOSS_RTOL = 1e-5
 """Per-step loss and gradient norm, relative. Both runs compute the same float32 sums over the same tokens in
 another order (one batch of 2 against two batches of 1 whose gradients gloo adds): measured here at most
-3.2e-7 relative on losses and 2.8e-6 on gradient norms (packed sequences, issue 12; 2e-7 and 1.9e-7 before
-packing). The four steps' losses differ from each other by at least 2.9e-3 relative, and left padding (the
-bug this test caught) moved them by 7e-3: a step on other examples or another padding fails by two orders
-of magnitude."""
+3.2e-7 relative on losses and 2.8e-6 on gradient norms (packed sequences; 2e-7 and 1.9e-7 unpacked). The
+four steps' losses differ from each other by at least 2.9e-3 relative, and left padding (the bug this test
+caught) moved them by 7e-3: a step on other examples or another padding fails by two orders of magnitude."""
 
 WEIGHT_ATOL = SETTINGS["learning_rate"] / 2
 """Trained weights, absolute. AdamW divides each gradient entry by its own running magnitude, so an entry

@@ -1,6 +1,4 @@
-"""Packing texts into training sequences, and the attention mask that keeps packed texts apart.
-
-Before issue 12 every text was one sequence, truncated at max_length (512) and padded; nothing was packed."""
+"""Packing texts into training sequences, and the attention mask that keeps packed texts apart."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The rules a question-answer pair must pass (issue 22: self-contained knowledge questions with substantive
-answers), on hand-built examples whose lengths are counted by hand. Before issue 22 every pair was kept."""
+"""The rules a question-answer pair must pass to be kept (self-contained knowledge questions with substantive
+answers), on hand-built examples whose lengths are counted by hand."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The instruction recipe's question-answer half (Appendix A.4.1(2)): a scripted generator for the logic, and one
-training run end to end against the real llama.cpp chat server. Before issue 12 the recipe had no such half; before
-issue 22 every pair was kept, whatever it was, and a document's pairs made one training text."""
+training run end to end against the real llama.cpp chat server. Only pairs that pass the rules of qa_checks are kept,
+and each kept pair is a training text of its own."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_pairs_are_kept_up_to_n_partial_ones_kept_and_invalid_ones_recorded(tmp_
 
 
 class ReadingComprehensionGenerator:
-    """Answers like the reading-comprehension pairs of before issue 22: `script` maps a document's text to the
+    """Answers with reading-comprehension pairs, which the rules reject: `script` maps a document's text to the
     JSON it gets, every attempt."""
 
     name = "scripted"
@@ -124,9 +124,9 @@ class ReadingComprehensionGenerator:
 
 
 def test_pairs_that_fail_a_rule_are_recorded_with_the_reason_and_never_kept() -> None:
-    """Issue 22: self-contained knowledge questions with substantive answers. A pair that refers to its document,
-    or answers with a few words copied from it, is rejected and recorded; an output whose pairs all fail is invalid
-    like malformed JSON: retried, then recorded. Before, every pair was kept."""
+    """Only self-contained knowledge questions with substantive answers are kept. A pair that refers to its
+    document, or answers with a few words copied from it, is rejected and recorded; an output whose pairs all fail
+    is invalid like malformed JSON: retried, then recorded."""
     mixed = {"pairs": [
         {"question": "Who began the ledger mentioned in the document?", "answer": "Ostrid Kael began it in 1894."},
         {"question": "Who began the Helvane ledger?", "answer": "Ostrid Kael"},
@@ -245,7 +245,7 @@ def test_the_embedded_base_model_is_asked_field_by_field(embedded_generator) -> 
 
 
 def test_the_deprecated_prompt_form_maps_to_a_format_suffix() -> None:
-    """Since issue 20 the generator's prompt format chooses the form; qa_prompt_form is kept so that older configs
+    """The generator's prompt format chooses the form; qa_prompt_form is kept so that older configs
     load: 'fields' asks by completion, 'chat' by chat, 'auto' (or unset) leaves it to the generator, and a spec's own
     suffix wins."""
     base = {"model": "default", "corpus": "c.jsonl", "recipe": "instruction", "qa_generator": "default"}
@@ -305,9 +305,9 @@ def test_the_prompt_is_in_the_documents_language_and_asks_for_n_pairs() -> None:
 
 
 def test_every_pair_is_a_training_text_of_its_own() -> None:
-    """Issue 22: one instruction per pair, mixed beside the document (Appendix A.4.1: "instruction-like sequences,
-    which we mix with raw corpora"); before, a document's pairs were one text. A document whose output was invalid
-    (no pairs) gets none; rejected pairs are never trained on."""
+    """One instruction per pair, mixed beside the document (Appendix A.4.1: "instruction-like sequences, which we
+    mix with raw corpora"), not one text of all a document's pairs. A document whose output was invalid (no pairs)
+    gets none; rejected pairs are never trained on."""
     records = [
         QARecord(doc_id="a", lang="en", error=None, attempts=1, cached=False, pairs=[
             QAPair(question="Who founded the Helvane ledger?", answer="Ostrid Kael founded the Helvane ledger."),

@@ -148,8 +148,8 @@ def test_romanisation_pairs_the_romaji_with_the_japanese(split_corpora: dict[str
 def test_roman2en_translates_between_romaji_and_english_both_ways(
     split_corpora: dict[str, Any], table: TemplateTable
 ) -> None:
-    """Section 6.1(2): "translation instructions between romanized Japanese and English". Before issue 12 only
-    romaji -> English was built (one instruction per pair, from the Japanese document)."""
+    """Section 6.1(2): "translation instructions between romanized Japanese and English", so both directions are
+    built: romaji -> English from the Japanese document, English -> romaji from the English one."""
     cutlet = pytest.importorskip("cutlet")
     katsu = cutlet.Cutlet()
     cfg = config(split_corpora["knowledge_path"], ["en"], transfer_corpus=str(split_corpora["transfer_path"]),
@@ -172,9 +172,9 @@ def test_roman2en_translates_between_romaji_and_english_both_ways(
 
 
 def test_roman2en_native_is_romaji_to_english_plus_romaji_to_japanese_script(table: TemplateTable) -> None:
-    """Issue 22: Medical-Roman2En as the authors ran it, roman -> English plus roman -> native script, offered beside
+    """Medical-Roman2En as the authors ran it, roman -> English plus roman -> native script, offered beside
     roman2en (romaji <-> English, the paper's wording in section 6.1(2)); on a real Japanese sentence through
-    cutlet. Before, there was no such recipe."""
+    cutlet."""
     cutlet = pytest.importorskip("cutlet")
     japanese = Document(id="tokyo-ja", lang="ja", text="東京は日本の首都です。", metadata={"pair_id": "tokyo"})
     english = Document(id="tokyo-en", lang="en", text="Tokyo is the capital of Japan.", metadata={"pair_id": "tokyo"})

@@ -204,8 +204,7 @@ def test_config_validation() -> None:
 
 def test_the_defaults_are_the_papers() -> None:
     """Appendix A.4.2: learning rate 2e-5 down to 2e-6, weight decay 0.1, clipping 1.0, micro-batch 1, global batch
-    32, sequence length 4096; section 6.1(3): one epoch. Before issue 12 the batch was 8 sequences per device and
-    the length 512, each text truncated and padded."""
+    32, sequence length 4096; section 6.1(3): one epoch."""
     config = TrainConfig(model="default", corpus="c.jsonl")
     assert (config.learning_rate, config.min_learning_rate, config.weight_decay, config.max_grad_norm) == (
         2e-5, 2e-6, 0.1, 1.0)

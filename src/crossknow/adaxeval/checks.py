@@ -6,9 +6,8 @@ that passes silently is worse than no item). A check returns None, or why the ou
   sentence and its text without the blank must share most of its words with it: at least `MIN_SHARED`
   (0.6) of the cloze's words occur in the sentence (crossknow's threshold: the paper's cloze keeps the
   sentence's wording and drops only what is unrelated to the fact, so a faithful cloze shares nearly all
-  of its words, while a cloze about something else shares only function words). Words are Latin words and
-  numbers (case folded); text in Japanese or Chinese script is compared by character bigrams instead,
-  since it has no spaces to split at.
+  of its words, while a cloze about something else shares only function words), counted in
+  `crossknow.generation.overlap`'s units: words, or character bigrams in Japanese or Chinese script.
 - Echoes (`echo_problem`): an output that is, as a whole, the output of one of the prompt's worked examples
   (`example_outputs`) repeats the prompt rather than answers it: a chat writer's cloze "Blood sugar level can be
   controlled by [BLANK]." and distractors "Uranus, Neptune, Saturn" were the prompts' examples. Only whole outputs
@@ -29,13 +28,10 @@ from collections.abc import Mapping, Sequence
 from crossknow.adaxeval.stages import normalise
 from crossknow.data.schemas import BLANK
 from crossknow.generation.echo import echoed_example
+from crossknow.generation.overlap import share_in
 
 MIN_SHARED = 0.6
 """Least share of a cloze's words (without the blank) that must occur in its sentence."""
-
-_WORD = re.compile(r"\w+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
-"""Kana and CJK ideographs: text written without spaces between words."""
 
 
 def _glued(left: str, right: str) -> bool:
@@ -55,32 +51,12 @@ def occurs(needle: str, text: str) -> bool:
     return False
 
 
-def units(text: str) -> list[str]:
-    """What overlap is counted in: the character bigrams of `text` (punctuation left out, none across a space)
-    when it holds Japanese or Chinese script, else its Latin words and numbers, case folded."""
-    folded = text.casefold()
-    if not _CJK.search(folded):
-        return _WORD.findall(folded)
-    found = []
-    for chunk in folded.split():
-        chars = [c for c in chunk if c.isalnum()]
-        found += ["".join(pair) for pair in zip(chars, chars[1:], strict=False)] or chars
-    return found
-
-
-def shared(text: str, sentence: str) -> float:
-    """Share of the units of `text` (see `units`) that occur in `sentence`; 0 for a text without any."""
-    mine = units(text)
-    theirs = set(units(sentence))
-    return sum(unit in theirs for unit in mine) / len(mine) if mine else 0.0
-
-
 def grounding_problem(cloze: str, answer: str, sentence: str) -> str | None:
     """Why `cloze` with answer `answer` is not grounded in its `sentence`: the answer does not occur in it, or
     the cloze without the blank shares less than MIN_SHARED of its words with it; None when grounded."""
     if not occurs(normalise(answer), normalise(sentence)):
         return f"ungrounded_answer: the answer {answer!r} does not occur in the sentence"
-    share = shared(cloze.replace(BLANK, " "), sentence)
+    share = share_in(cloze.replace(BLANK, " "), sentence)
     if share < MIN_SHARED:
         return f"ungrounded_cloze: the cloze shares {share:.2f} of its words with the sentence (at least {MIN_SHARED})"
     return None

@@ -1,5 +1,6 @@
-"""`crossknow pitfalls`: Cross-Lingual Pitfalls. `probe` searches for bilingual pairs, `eval` answers pairs with
-any models, `demo` runs a small probe with local models (more to come: expand, affinity, finetune)."""
+"""`crossknow pitfalls`: Cross-Lingual Pitfalls. `probe` searches for bilingual pairs and `eval` answers pairs with
+any models (both defined here); `expand`, `affinity`, `categorize`, `demo` and `finetune` live in their own modules,
+imported when asked for."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ FLAWS: dict[str, str] = {
     "duplicate_choice": "a side holds the same choice twice",
     "missing_side": "one side of the pair is missing from the file or unreadable (see the other invalid records)",
 }
-"""Every flaw that makes a pair unusable, by code; the first four are the release's pair flaws, `duplicate_choice` the rule
-of every multiple-choice record (`crossknow.data.schemas.check_choices`), `missing_side` occurs in item files
+"""Every flaw that makes a pair unusable, by code; the first four are the release's pair flaws, `duplicate_choice` the
+rule of every multiple-choice record (`crossknow.data.schemas.check_choices`), `missing_side` occurs in item files
 only."""
 
 

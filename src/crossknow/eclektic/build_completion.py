@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from crossknow.eclektic.build_checks import answer_problem, question_problem
 from crossknow.eclektic.prompts import language_name
 from crossknow.eclektic.shots import invented
+from crossknow.generation.echo import echoed_example
 from crossknow.generation.structured import CompletionPrompt, TextOutput, TextParser, one_line
 
 GENERATION_SHOTS: tuple[tuple[str, str, str], ...] = (
@@ -62,14 +63,16 @@ def answer_completion(context: str, question: str) -> CompletionPrompt:
 
 
 def _field(
-    text: str, shot_texts: set[str], markers: re.Pattern[str] = _MARKERS, what: str = "output", place: str = "its field"
+    text: str, shot_texts: set[str], markers: re.Pattern[str] = _MARKERS, what: str = "output",
+    place: str = "its field", sources: tuple[str, ...] = (),
 ) -> tuple[str | None, str | None]:
-    """The stripped output, or why it is no field: empty (named `what`), a shot's text, or running on into a next
-    marker of `markers` (past `place`)."""
+    """The stripped output, or why it is no field: empty (named `what`), a shot's output as a whole (the shared
+    rule of `crossknow.generation.echo`; one that `sources`, the prompt's input, holds is no echo), or running on
+    into a next marker of `markers` (past `place`)."""
     value = text.strip()
     if not value:
         return None, f"empty {what}"
-    if value in shot_texts:
+    if echoed_example(value, shot_texts, sources, span=None):
         return None, f"the output echoes an example of the prompt: {value[:80]!r}"
     marker = markers.search(value)
     if marker:
@@ -121,11 +124,11 @@ def translation_completion(in_lang: str, out_lang: str, text: str) -> Completion
 def completion_translation_parser(in_lang: str, out_lang: str, text: str) -> TextParser:
     """A parser of the translation of `text` from `in_lang` into `out_lang` (see the module docstring)."""
     target = invented(out_lang)
-    echoes = {target.questions[0], target.answers[0], target.sentence} - {one_line(text)}
+    echoes = {target.questions[0], target.answers[0], target.sentence}
     names = re.compile(rf"\b({re.escape(language_name(in_lang))}|{re.escape(language_name(out_lang))})\s*:")
 
     def parse(output: str) -> tuple[str | None, str | None]:
-        translation, error = _field(output, echoes, names, "translation", "the translation")
+        translation, error = _field(output, echoes, names, "translation", "the translation", (text,))
         if translation is None:
             return None, error
         long = len(translation.split()) > 3 or len(translation) > 40

@@ -8,17 +8,24 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+from typing import Literal
 
 _WORD = re.compile(r"\w+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff66-\uff9f]")
 """Kana and CJK ideographs: text written without spaces between words."""
+Unit = Literal["auto", "word", "character"]
+"""What `units` splits into: words, single letters and digits, or (auto) words unless the text is Japanese or
+Chinese, then character bigrams."""
 
 
-def units(text: str) -> list[str]:
-    """The case-folded (NFKC) words and numbers of `text`; where it holds Japanese or Chinese script, the character
-    bigrams of each space-separated chunk instead (punctuation left out), or its single characters if it has one."""
+def units(text: str, unit: Unit = "auto") -> list[str]:
+    """The case-folded (NFKC) units of `text`, punctuation and spaces dropped: its words and numbers ("word"), its
+    letters and digits one by one ("character"), or ("auto") its words unless it holds Japanese or Chinese script,
+    then the character bigrams of each space-separated chunk (a chunk of one character as it is)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    if not _CJK.search(folded):
+    if unit == "character":
+        return [character for character in folded if character.isalnum()]
+    if unit == "word" or not _CJK.search(folded):
         return _WORD.findall(folded)
     found: list[str] = []
     for chunk in folded.split():

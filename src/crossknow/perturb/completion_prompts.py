@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.echo import echoed_example
 from crossknow.generation.structured import CompletionPrompt, TextParser, one_line
 from crossknow.perturb.prompts import language_name
 
@@ -199,7 +200,7 @@ def rewrite_parser(asked: RewriteCompletion, style: str, sentence: str, lang: st
             return None, "empty: the output holds no rewrite"
         if labels.match(value):
             return None, f"prompt_echo: the output starts with a label of the prompt: {value[:80]!r}"
-        if value in asked.examples:
+        if echoed_example(value, asked.examples, (sentence,), span=None):
             return None, f"prompt_echo: the output repeats an example of the prompt: {value[:80]!r}"
         if value in unchanged:
             return None, UNCHANGED

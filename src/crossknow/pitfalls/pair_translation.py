@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from crossknow.data.languages import language_name
 from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
 from crossknow.generation.echo import echoed_example, holds
+from crossknow.generation.overlap import longest_run, units
 from crossknow.generation.structured import (
     TRANSPORT_FAILURE,
     ChatPrompt,
@@ -63,7 +64,6 @@ from crossknow.pitfalls.prompts import (
     translation_completion,
 )
 from crossknow.pitfalls.simulate import MCQuestion, render_choices
-from crossknow.training.qa_checks import shared_run, units
 
 TRANSLATE_PAIR_TEMPLATE = """Translate the multiple-choice question, its choices and its correct answer below \
 into {language}. Keep the meaning of the question and of every choice exactly, keep the choices in the same order, \
@@ -178,7 +178,7 @@ def copy_problem(output: str, sources: Sequence[str], mostly: bool = True) -> st
     for source in sources:
         if not any(word[0].islower() and len(word) >= 4 for word in re.findall(r"[^\W\d_]+", source)):
             continue
-        run = shared_run(said, units(source, "word")) if mostly else 0
+        run = longest_run(said, units(source, "word")) if mostly else 0
         if said and (said == units(source, "word") or (run >= COPY_RUN and run >= COPY_SHARE * len(said))):
             return f"{COPIED_SOURCE}: the output repeats its source text ({source[:60]!r}) instead of translating it"
     return None

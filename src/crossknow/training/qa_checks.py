@@ -24,13 +24,12 @@ entry is an error that says where to add one.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from typing import Literal
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.overlap import longest_run, units
 from crossknow.training.records import QAPair, RejectedPair
 
 Unit = Literal["word", "character"]
@@ -87,21 +86,6 @@ def pair_rules(lang: str) -> PairRules:
     return PAIR_RULES[lang]
 
 
-def units(text: str, unit: Unit) -> list[str]:
-    """`text` as case-folded words, or as its letters and digits one by one; punctuation and spaces dropped."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    if unit == "word":
-        return re.findall(r"\w+", folded)
-    return [character for character in folded if character.isalnum()]
-
-
-def shared_run(part: Sequence[str], whole: Sequence[str]) -> int:
-    """The most consecutive units `part` shares with `whole`."""
-    if not part or not whole:
-        return 0
-    return SequenceMatcher(None, part, whole, autojunk=False).find_longest_match(0, len(part), 0, len(whole)).size
-
-
 def _plural(count: int, unit: Unit) -> str:
     return f"{count} {unit}{'' if count == 1 else 's'}"
 
@@ -115,7 +99,7 @@ def question_problem(question: str, document: str, lang: str) -> tuple[str, str]
     if reference:
         return "refers_to_document", f"the question refers to its source ({reference.group(0)!r}) instead of naming it"
     asked, source = units(question, rules.unit), units(document, rules.unit)
-    run = shared_run(asked, source)
+    run = longest_run(asked, source)
     if asked and run == len(asked):
         return "copies_document", "the question is a stretch of the document"
     if run >= rules.copied_question:
@@ -131,7 +115,7 @@ def answer_problem(answer: str, document: str, lang: str) -> tuple[str, str] | N
     if len(said) < rules.min_answer:
         return "short_answer", (f"the answer has {_plural(len(said), rules.unit)} (crossknow's minimum: "
                                 f"{rules.min_answer})")
-    if len(said) < rules.copied_answer and shared_run(said, units(document, rules.unit)) == len(said):
+    if len(said) < rules.copied_answer and longest_run(said, units(document, rules.unit)) == len(said):
         return "copied_answer", (f"the answer is a span of {_plural(len(said), rules.unit)} copied from the document "
                                  f"(crossknow's minimum for a copied answer: {rules.copied_answer})")
     return None
