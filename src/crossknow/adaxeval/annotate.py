@@ -1,10 +1,8 @@
 """Human evaluation of a generated set (the paper's section 3.4 and Appendix A.6).
 
-`export_sheet` draws N random kept items per language from a run directory and writes a CSV sheet
-(UTF-8 with a byte-order mark, so spreadsheet programs show Japanese correctly) with the material
-an annotator needs and one empty column per score, plus a Markdown file of the rubrics beside it.
-`score_sheet` reads the filled sheet back, validates every score (a whole number in the rubric's
-range; an empty cell is not yet annotated) and averages per language, like the paper's Table 2.
+`export_sheet` writes N random kept items per language as a CSV sheet (UTF-8 with a byte-order mark, so that
+spreadsheet programs show Japanese) with one empty column per score, and the rubrics beside it; `score_sheet`
+reads the filled sheet back, validates every score and averages per language, like the paper's Table 2.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Assembly: the kept items as AdaXEval sets per language, and the interlingual pairing.
 
-Files, under the run directory's `dataset/`:
-- `{lang}/memorization.jsonl`: cloze items (the prompt holds [BLANK]);
-- `{lang}/generalization.jsonl`: the paraphrased questions, same ids and options;
-- `interlingual.jsonl`: one link per item: the item's fact, stated in language X, and the paired
-  document in language Y that supports it. A model trained on the Y documents and tested on the X
-  items measures interlingual generalisation (the paper evaluates transfer to Y with X's paraphrases).
-
-Each set line is in the AdaXEval release format that `crossknow evaluate` reads: `id`, `lang`,
-`question`, `options`, `answer_idx`, and `metadata` ({docid, sentid, correct_answer, triple,
-sentence, ...}; `triple` is the triple the writer regenerated, whose object the cloze blanks, and
-`detector_triple` the one fact detection extracted, its reference: see crossknow.adaxeval.triples).
-Options are the answer and the three distractors shuffled by a generator seeded from (run seed, item
-id), so an item's order does not depend on which other items were generated.
+Each set line is in the release format `crossknow evaluate` reads (the files and the metadata: docs/adaxeval.md).
+Options are shuffled by a generator seeded from (run seed, item id), so that an item's order does not depend on
+which other items were generated.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""crossknow's checks of what the writer outputs, on the chat path and the completion path alike (junk
-that passes silently is worse than no item). A check returns None, or why the output is rejected as
-'code: explanation', the code one of `records.RejectCode`, by which the run's summary counts rejections.
-
-- Grounding (`grounding_problem`): a cloze tests a fact of its own sentence, so its answer must occur in the
-  sentence and its text without the blank must share most of its words with it: at least `MIN_SHARED`
-  (0.6) of the cloze's words occur in the sentence (crossknow's threshold: the paper's cloze keeps the
-  sentence's wording and drops only what is unrelated to the fact, so a faithful cloze shares nearly all
-  of its words, while a cloze about something else shares only function words), counted in
-  `crossknow.generation.overlap`'s units: words, or character bigrams in Japanese or Chinese script.
-- Echoes (`echo_problem`): an output that is, as a whole, the output of one of the prompt's worked examples
-  (`example_outputs`) repeats the prompt rather than answers it: a chat writer's cloze "Blood sugar level can be
-  controlled by [BLANK]." and distractors "Uranus, Neptune, Saturn" were the prompts' examples. Only whole outputs
-  count (`crossknow.generation.echo`, without its long-run rule, crossknow's choice: a distractor or an answer is a
-  few words, and a word of an example, "iron" of "cast iron", or of the instructions, "number", is a fair output).
-  The options of one chat answer are one output, compared as a list with the example's ("Saturn" alone is no echo);
-  on the completion path each option is an output of its own. Such outputs are rejected in every parser (cloze,
-  question, distractors).
-- Duplicates: a cloze or question equal to the one kept for another fact (`duplicate_problem`).
+"""crossknow's checks of what the writer outputs, on the chat and the completion path alike: None, or why an
+output is rejected as 'code: explanation' (a `records.RejectCode`, by which the summary counts rejections).
+Grounding (`grounding_problem`: the answer and at least `MIN_SHARED` of the cloze's words occur in its sentence,
+crossknow's threshold), echoes (`echo_problem`: an output that is, whole, a worked example's output;
+`crossknow.generation.echo` without its long-run rule, crossknow's choice, since an option is a few words) and
+duplicates (`duplicate_problem`). The reasons behind the rules: docs/adaxeval.md.
 """
 
 from __future__ import annotations

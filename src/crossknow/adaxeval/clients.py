@@ -1,14 +1,8 @@
 """The generators a generation run talks to, built lazily by one `crossknow.generation.clients.ClientPool`.
 
-A spec is any generator spec (`default`, `hf:...`, `gguf:...`, `openai:MODEL`). An `openai:` spec
-may name its own server as `openai:MODEL@http://HOST:PORT/v1` (for detectors served by different
-servers, e.g. one vLLM per model); without one it uses --base-url. The request cache keys each
-request by its server too (`crossknow.generation.structured.request_identity`), so detectors of one
-model name on different servers are different voters. Keys come from environment variables, never
-from a spec: --api-key-env names the key of every server of the run, named in a spec or by --base-url
-(the deprecated --server-api-key-env, where given, still names the key of the servers named in specs).
---fold-system (auto, yes, no) decides per server whether system messages are folded into the first user
-message (see `crossknow.models.openai_generator`).
+A spec is any generator spec; `openai:MODEL@URL` names its own server, else --base-url's. Keys come from
+environment variables (--api-key-env), never from a spec. --fold-system decides per server whether system
+messages are folded into the first user message (see `crossknow.models.openai_generator`).
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """Stage 'distractors': three wrong options per query, plausible, unambiguously wrong, of the answer's type
-and similar length (the paper's section 3.1.3).
+and similar length (the paper's section 3.1.3); `length_ratio` and `answer_longest` measure the length cue.
 
-Length is a surface cue a model can exploit without knowing anything (pick the longest option), so
-it is measured for every item: `length_ratio` (mean distractor length / answer length, in
-characters; 1 is ideal) and `answer_longest`; the run's summary reports both per language.
-
-The writer's JSON is validated (and retried when malformed) as exactly three strings. Options that
-are not distractors, empty ones, one equal to the answer (ignoring case, spaces and a final period)
-or a repeat of another, are dropped and recorded with why (`DistractorRecord.dropped`), the good
-ones are kept, and the writer is asked again for the rest, with a note naming what was dropped and
-what is kept (the 'distractors_again' note, through `stages.ask_in_rounds`), up to the client's
-`max_attempts` rounds; the row is invalid only when three good ones never come. Options that are, as a whole,
-the output of one of the prompt's worked examples (`checks.echo_problem`: the three options of a chat answer compared
-as one list with the example's, in any order) are dropped as a 'prompt echo'.
-
-The completion path (a writer whose `prompt_format` is 'completion'), crossknow's design for base models:
-the few-shot prompt 'distractors_fields' shows each wrong answer on a line of its own, and each distractor is asked
-in a call of its own, one line, after those kept so far (`with_kept`), so that code fixes how many there are and
-an option may itself be a list ("肝細胞癌、膵頭部癌、胃癌、食道癌": nothing is split). Each line is screened as
-above (an echo: a line that is one example wrong answer, whole); a rejected line is asked for again by the client's
-sampled retries (`stages.ask_fields`), and a slot still without a good option makes the row invalid
-(`too_few_options`).
+Chat path: three strings as JSON; an empty option, the answer, a repeat or a prompt echo is dropped with why, and
+the writer is asked for the rest (`stages.ask_in_rounds`). Completion path (crossknow's design for base models):
+each distractor is one line, asked in a call of its own after those kept (`stages.ask_fields`).
 """
 
 from __future__ import annotations

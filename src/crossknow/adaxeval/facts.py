@@ -1,43 +1,9 @@
 """Stage 'facts': multi-LLM fact detection and triple extraction (the paper's section 3.1.1, Appendix A.1).
 
-Each detector answers Appendix A.1's three fields about a sentence: `factuality` (yes/no), `triple`
-(subject, relation, object; null for a no) and the reason ("a brief explanation for why the sentence was
-or wasn't considered factual", our field `reasoning`). Their order (`--fact-order`, recorded in
-config.yaml) decides what P(yes) is conditioned on:
-- 'paper' (the default): A.1's order, factuality, triple, reason. P(yes) is read at the factuality
-  value, the first thing the detector writes, so it is the model's confidence before any reasoning.
-- 'reasoning_first' (crossknow's option, the former default): the reasoning first, then
-  factuality and triple, so that the model reasons before it answers; P(yes) is then conditioned on its
-  own reasoning, which may already have settled the answer and push P(yes) to 0 or 1 (the sum rule then
-  acts as unanimity).
-The prompt (task `facts` or `facts_reasoning_first` of the prompt files) and the JSON schema
-(`FactAnswer` or `FactAnswerReasoningFirst`) follow the order. The confidence is P("yes") of the
-factuality answer (A.1: "the probability of yes token out by the `factuality` field"): exact where the
-backend scores continuations, else from the top log-probabilities, else 1 or 0 from the answer (see
-crossknow.generation.confidence; whatever the answer holds before the factuality value is part of the
-text the yes/no value is scored after).
-
-A base-model detector (completion form) answers the same fields one at a time, its P(yes) scored without JSON
-around it (`crossknow.adaxeval.facts_completion`, crossknow's form); `--fact-order` applies to chat detectors.
-
-Which sentences are kept: the paper states two rules, separately.
-- 'sum' (section 3.2): the summed confidence of the valid votes exceeds the threshold, 2 of a maximum
-  of 3 (scaled to 2/3 of the detectors). This is the default. When every detector's label agrees with
-  its confidence (yes exactly when P(yes) > 0.5), a sum above 2 of 3 implies at least two yes votes,
-  so this rule satisfies Appendix A.1's sentence too. Without log-probabilities every confidence is
-  0 or 1, and "sum > 2 of 3" means that all three detectors said yes.
-- 'votes' (Appendix A.1): at least `min_yes` (two) detectors said yes, whatever their confidences.
-- 'both': crossknow's stricter combination (both rules must hold).
-Both rules are evaluated and recorded for every sentence (`FactRecord.passes_sum`, `passes_votes`);
-a dropped sentence records the applied rules it failed (`dropped_by`), and the stage table counts them.
-
-The final triple (`choose_triple`) is "the top-confident extraction result" (section 3.1.1): among the
-yes votes with a triple, the one whose detector is most confident. Ties (always, when confidences are
-0 or 1) are broken by crossknow's heuristic (A.1 mentions "a heuristic method" without saying which):
-1. grounding: how many of its subject and object occur in the sentence (ignoring case);
-2. agreement: its mean character-bigram Jaccard similarity (subject and object) to the other
-   candidates, so that the reading most detectors share wins;
-3. the detector's position in --detector (first wins).
+Each detector answers A.1's fields (`factuality`, `triple`, `reasoning`) in the order --fact-order names (A.1's by
+default); the confidence is P("yes") of the factuality answer. A sentence is kept by section 3.2's summed
+confidence ('sum', the default), A.1's yes votes ('votes') or both (crossknow's); the final triple is the most
+confident yes vote's, ties broken by crossknow's heuristic (`choose_triple`). Base models: `facts_completion`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""Fact detection for a base-model detector (`StructuredClient.prompt_format == "completion"`): crossknow's few-shot
-form of Appendix A.1's fields, asked one at a time, structure by construction.
+"""Fact detection for a base-model detector (completion form): crossknow's few-shot form of Appendix A.1's
+fields, asked one at a time, so that the structure comes from construction.
 
-1. `factuality`: the prompt `facts_judge` ends where " yes" or " no" follows; the confidence is P(yes) from
-   `StructuredClient.yes_no_many` (exact from a local model: A.1's "probability of yes token", without JSON around
-   it), and the detector says yes when P(yes) >= 0.5 (crossknow's choice: the more likely of the two words).
-   An exact P(yes) is calibrated (crossknow's choice, not the paper's: contextual calibration, Zhao et al., 2021):
-   divided by P(yes) of the same prompt with the sentence replaced by content-free inputs, per language, since a
-   base model's lean differs by language (Gemma 3 270M: about 0.65 in English, 0.21 in Japanese, so that no
-   Japanese sentence reached 0.5 uncalibrated). The vote records that baseline (`yes_baseline`) and the
-   uncalibrated P(yes) (`raw_yes_probability`); `--no-calibrate-yes` turns calibration off, and the raw P(yes)
-   then decides.
-2. `triple`, for a yes only: its subject (`facts_subject`), then its relation (`facts_relation`, given the subject),
-   then its object (`facts_object`, given both), each one line ended at the newline. The subject and the object must
-   occur in the sentence (`checks.occurs`, case folded), the object differ from the subject, and no field start
-   with one of the prompt's labels ("Object:", "Sentence:"...); a rejected field is asked again (the client
-   samples its retries), and a yes whose triple stays invalid has none (the sentence is then dropped as
-   `no_triple` unless another detector gives one).
-3. Appendix A.1's reason is not asked of a base model (one more generated sentence would cost more than the two
-   fields above together, and nothing downstream reads it): `reasoning` records that.
+`factuality` is P(yes) after a prompt that ends where " yes" or " no" follows, calibrated per language against
+content-free inputs (contextual calibration, crossknow's choice; `--no-calibrate-yes`). For a yes, the triple's
+subject, relation and object follow, one line each; A.1's reason is not asked (`reasoning` records that).
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Stage 'quality': the writer judges each item (the short paper's quality filtering, section 2.1).
 
-- In-language: cloze, paraphrase, and the wrong options twice, once as fillers of the cloze's [BLANK]
-  and once as answers to the paraphrased question (Appendix A.6.4 asks for distractor "evaluations for
-  both the cloze prompt and the paraphrased question"), each Good or Poor, against the source sentence.
-- Cross-language: does the paired document in the other language support the question and its
-  answer: 2 (stated in one or consecutive sentences), 1 (inferable from the whole without outside
-  knowledge), 0 (not supported). This is what makes an item usable for interlingual generalisation.
-
-By default an item is kept only when all four in-language judgements are Good and the
-cross-language score is 2; with the filter off, every item with valid judgements is kept (the
-judgements are recorded either way). The judge gives no reasons: it is the most frequent call of the
-pipeline, and the human evaluation (`crossknow annotate`) is where items are explained.
-
-The completion path (a writer whose `prompt_format` is 'completion'), crossknow's design for base models:
-each of the five judgements is one few-shot yes/no prompt (tasks 'judge_cloze', 'judge_paraphrase',
-'judge_options_cloze', 'judge_options_question', 'judge_cross_language'), asked through
-`StructuredClient.yes_no_many`, which gives P(yes) exactly from a local model. A judgement is Good (and the
-cross-language support 2) when P(yes) >= 0.5 (`YES_THRESHOLD`), else Poor (support 0: a yes/no prompt cannot
-say 1, 'inferable'). An exact P(yes) is calibrated per judgement and language against the same prompt with
-content-free inputs (contextual calibration, as for fact detection: crossknow's choice; see
-crossknow.adaxeval.facts_completion); `--no-calibrate-yes` turns that off. The P(yes) each is graded by, its
-uncalibrated value and its baseline are recorded (`QualityRecord.yes_probability`, `raw_yes_probability`,
-`yes_baseline`).
+In-language, the cloze, the paraphrase and the wrong options (in the cloze and as answers to the question, A.6.4)
+are each Good or Poor; cross-language, the paired document's support is 2, 1 or 0. By default an item is kept
+with all four Good and support 2 (crossknow's criteria). A base model answers five few-shot yes/no prompts
+instead, Good at P(yes) >= `YES_THRESHOLD`, calibrated as in `crossknow.adaxeval.facts_completion`.
 """
 
 from __future__ import annotations

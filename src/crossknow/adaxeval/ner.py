@@ -1,16 +1,8 @@
-"""Stage 'ner': keep sentences with at least MIN_ENTITIES entities. NER is a backend, chosen per language:
+"""Stage 'ner': keep sentences with at least MIN_ENTITIES entities; NER is a backend chosen per language.
 
-- `heuristic` (default, crossknow's: it needs no model, where the paper's two NER models may not
-  be installed): `crossknow.adaxeval.ner_heuristic` (Sudachi for Japanese, term heuristics for English).
-- `spacy:MODEL`: a spaCy or scispaCy pipeline the user has installed (the paper used scispaCy's
-  `en_ner_bionlp13cg_md` for English, Appendix A.1); its `doc.ents`.
-- `hf:DIR`: a Hugging Face token-classification model in a local directory (the form of the
-  paper's Japanese NER, MedNERN-CR-JA); see `crossknow.adaxeval.ner_hf`.
-- `llm:SPEC` (crossknow's): a generator (any spec `--detector` takes) lists the entities; only those
-  that occur in the sentence count. A chat model answers the `ner` prompt as JSON; a base model
-  (`prompt_format == "completion"`, e.g. `default`) continues crossknow's few-shot `ner_fields` prompt by one
-  line of entities separated by semicolons (`entity_line`): the list is split and checked by code, and a line
-  of which no entity occurs in the sentence (an echo of the prompt's examples) is asked again.
+`heuristic` (the default, crossknow's: no model, `ner_heuristic`), `spacy:MODEL` (the paper's scispaCy for
+English), `hf:DIR` (a token-classification model, the form of the paper's Japanese NER: `ner_hf`) or `llm:SPEC`
+(crossknow's: a generator lists the entities, as JSON from a chat model or one `entity_line` from a base model).
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""The default NER backend: shallow heuristics, no model.
+"""The default NER backend: shallow heuristics, no model (crossknow's, where the paper's NER models may be missing).
 
-Japanese (Sudachi, split mode A): a run of nouns, prefixes and noun-like suffixes is one candidate;
-it is an entity when it holds a proper noun, when it is a compound (two or more such morphemes, at
-least one a noun that is not a numeral, a leading demonstrative prefix such as 本 or 同 not
-counted), or when it is a single technical-looking word (katakana of three or more characters, or
-Latin letters). Single common nouns (樹皮, 患者) are not entities.
-
-English (and other languages written in Latin script): a word is a candidate when it looks
-technical (letters mixed with digits, two or more capitals, a capital after the first letter, a
-Greek letter), when it is capitalised (at the start of a sentence only when it is not a common
-sentence opener), or when it ends in a suffix typical of domain terms (-ase, -itis, -osis, -cyte,
--ogen, ...). Adjacent candidates form one entity.
-
-Entities are counted once each, ignoring case.
+Japanese (Sudachi, split mode A): a run of nouns, prefixes and noun-like suffixes that holds a proper noun, is a
+compound or looks technical; English and other Latin-script text: technical-looking, capitalised or
+domain-suffixed words, adjacent ones joined. Entities count once each, ignoring case. The rules: docs/adaxeval.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""NER backend `hf:DIR`: any Hugging Face token-classification model saved in a local directory.
+"""NER backend `hf:DIR`: any Hugging Face token-classification model saved in a local directory (the form of
+the paper's Japanese NER, MedNERN-CR-JA, Appendix A.1).
 
-The paper's Japanese NER, MedNERN-CR-JA (Appendix A.1), is such a model: a BERT token classifier.
-The directory must hold what `AutoModelForTokenClassification` and `AutoTokenizer` load offline
-(config.json, the weights, the tokenizer files), and config.json's `id2label` must name the labels:
-`O` for outside, and `B-TYPE`/`I-TYPE` (or a bare `TYPE`) for entity tokens. A model whose labels are
-the generic `LABEL_0`, `LABEL_1`, ... (MedNERN-CR-JA as published keeps the real names in a separate
-`id_to_tags.pkl`, and its tokenizer files in cl-tohoku/bert-base-japanese-whole-word-masking) is
-refused with a message that says what to write.
-
-Tokens are labelled and grouped by transformers' token-classification pipeline with its "simple"
-aggregation (adjacent tokens of one type, a `B-` starting a new entity); `O` tokens are no entity.
-An entity's text is the sentence's own characters between the group's offsets (fast tokenizers).
-Slow tokenizers (BertJapaneseTokenizer, MedNERN-CR-JA's) give no offsets: the pipeline's decoded
-word counts when it occurs in the sentence, with the spaces that decoding puts between Japanese
-words removed where only that form occurs (crossknow's choice); a group that matches neither (an
-`[UNK]` token) is no entity.
+config.json's `id2label` must name the labels (`O`, `B-TYPE`/`I-TYPE` or `TYPE`): generic `LABEL_k` names are
+refused with a message that says what to write. Entities are the groups of transformers' pipeline ("simple"
+aggregation): the sentence's text between their offsets or, from a slow tokenizer, the decoded words.
 """
 
 from __future__ import annotations

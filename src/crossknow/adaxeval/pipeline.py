@@ -1,15 +1,8 @@
 """`crossknow generate`: the AdaXEval pipeline over a bilingual corpus, resumable at every stage.
 
-Stages, each a table of shards under the run directory's `stages/` (see `stages.py`):
-split -> ner -> (sample) -> facts -> triples -> cloze -> paraphrase -> distractors -> quality -> assembly
-(`dataset/`). Stage 'triples' is the short paper's step (section 2.1) in which the writer regenerates
-the detector's triple from the sentence; the cloze uses the regenerated triple (see `triples.py`).
-The run directory also holds config.yaml (the resolved config, seeds included), inputs.json (the
-corpus hash), models.json (each spec's backend, model id and prompt format), summary.json (the stage
-table, rejections by reason, surface cues, cost) and invalid.jsonl (every input whose LLM output stayed
-invalid, with the error, the raw output and every rejected output with its reason).
-Run again on the same directory, it decides only what no shard holds; model calls come from the
-request cache when they were made before.
+Stages, each a table of shards under the run directory's `stages/` (see `stages.py`): split -> ner -> (sample) ->
+facts -> triples -> cloze -> paraphrase -> distractors -> quality -> assembly (`dataset/`). Run again on the same
+directory, it decides only what no shard holds. The run directory's files: docs/adaxeval.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""The prompts of AdaXEval generation, kept as data: one YAML file per language.
+"""The prompts of AdaXEval generation, kept as data: one YAML file per language, `LANG.yaml` (packaged in
+`crossknow/adaxeval/prompts/`; --prompts adds languages or replaces packaged files whole).
 
-A file `LANG.yaml` (packaged ones in `crossknow/adaxeval/prompts/`, more in a directory given with
---prompts, which add languages or replace packaged ones whole) holds:
-
-    language: en
-    names: {en: English, ja: Japanese}      # language names as this language writes them
-    tasks: {ner: "...", facts: "...", ...}  # one template per task in TASKS
-
-The tasks ending in `_fields`, and those starting with `judge_` or `facts_` but for `facts_reasoning_first`, are
-crossknow's completion prompts for base models (`render_completion`): few-shot text the model continues by one
-short field, ended at the newline; the others are chat prompts (`render`).
-
-Templates use `$name` placeholders (string.Template), so JSON examples need no escaping. Every
-lookup fails loudly: a language without a file, a task missing from a file, a placeholder the task
-does not define, a language name missing from `names`. To add a language, copy en.yaml to
-LANG.yaml, translate the instructions (keep the JSON keys and values in English) and pass its
-directory with --prompts.
+Tasks ending in `_fields`, and the `judge_*` and `facts_*` tasks but `facts_reasoning_first`, are crossknow's
+completion prompts for base models (`render_completion`); the others are chat prompts (`render`). Templates use
+`$name` placeholders (string.Template), and every lookup fails loudly. The file format: docs/adaxeval.md.
 """
 
 from __future__ import annotations

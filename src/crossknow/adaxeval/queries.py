@@ -1,36 +1,9 @@
 """Question crafting (the paper's section 3.1.2): stage 'cloze', then stage 'paraphrase', one call each.
 
-Stage 'cloze': per fact, the writer reasons, then writes a fill-in-the-blank query "with [BLANK] as
-the placeholder for the object", "using the original sentence as a reference" (section 3.1.2; A.6.2:
-"each prompt removes the object from the triple and replaces it with a blank"). The triple is the one
-the writer regenerated in stage 'triples' (the short paper's section 2.1; see
-crossknow.adaxeval.triples), not the detector's; the answer is its object. A cloze must hold exactly
-one [BLANK] (checked by its schema), and it must not still contain the object (checked by the
-stage): a writer that blanked the subject, or something else, leaves the object written out, so its
-cloze is rejected and the writer is asked again with a note naming the object, up to --max-attempts
-rounds; the fact is invalid when no round gives an object blank. The check is textual: it does not
-catch a cloze that blanks the subject and rewords the object. How close the cloze stays to the
-sentence is measured, not enforced (`cloze_similarity`).
-
-Stage 'paraphrase': per cloze, a separate chain-of-thought call rewrites the cloze "into question-like
-style questions where different vocabulary is encouraged" (section 3.1.2). The writer sees the
-cloze and its answer, not the sentence (crossknow's choice: the paraphrase is written from the cloze,
-as the paper says, and the answer tells it what the question must ask for). A question that contains
-the answer gives it away: it is rejected and asked for again the same way.
-
-Both stages reject, on either path, what `crossknow.adaxeval.checks` catches: a cloze not grounded in its
-sentence (its answer absent, or less than MIN_SHARED of its words shared), a cloze or question that echoes
-its prompt, and a cloze or question kept already for another fact (`taken`: normalised text -> sentence id
-of the kept ones, committed or of the same chunk; the first fact in the run's order keeps it).
-
-The completion path (a writer whose `prompt_format` is 'completion', e.g. the embedded base model), crossknow's
-design for base models, where structure comes from construction:
-- the cloze is made by code, not asked: the sentence with the regenerated triple's object replaced by
-  [BLANK] (`checks.blank_object`), the closest cloze to the sentence there is; no model call. A fact whose
-  object occurs more than once (the cloze would still hold it) or not at all is invalid;
-- the question is asked with the few-shot prompt 'paraphrase_fields' (one line, greedy, stopped at the
-  newline; `stages.ask_fields`), and it must also read as a question (end in '?', '？' or 'か'), else it is
-  rejected as `not_a_question`. A rejected question is asked again by the client's sampled retries.
+The cloze blanks the object of the writer's regenerated triple (`triples.py`) and must no longer hold it; the
+question is written from the cloze and its answer (crossknow's choice) and must not give the answer away; both
+are checked by `crossknow.adaxeval.checks`, and a rejected one is asked for again. On the completion path
+(crossknow's design for base models) code makes the cloze (`checks.blank_object`) and the question is one line.
 """
 
 from __future__ import annotations

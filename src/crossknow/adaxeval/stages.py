@@ -1,13 +1,9 @@
-"""What every stage shares: its committed rows in the run directory, the chunked runner, call accounting,
-asking the writer again when a valid answer fails a stage's own check (`ask_in_rounds`, chat prompts), and
-asking a base model one short field per call, its checks inside the client's retries (`ask_fields`,
-completion prompts).
+"""What every stage shares: its committed rows, the chunked runner, call accounting, asking the writer again
+when a valid answer fails a stage's own check (`ask_in_rounds`, chat prompts) and asking a base model one short
+field per call (`ask_fields`, completion prompts).
 
-A stage reads its inputs (the kept rows of the stage before), skips those a committed shard already
-holds, and works through the rest in chunks of `batch_size`: one shard per chunk, holding one row
-per input (kept, dropped or invalid). An input whose request failed in transport gets no row, so the
-next run retries it; every other input is decided once, which is what makes a resumed run equal to
-an uninterrupted one (the request cache replays the calls of a chunk cut short by a kill).
+Every input is decided once, one row per input in a shard per chunk; an input whose request failed in transport
+gets no row, so the next run retries it and a resumed run equals an uninterrupted one.
 """
 
 from __future__ import annotations

@@ -1,42 +1,9 @@
-"""Stage 'triples': the writer regenerates each factual sentence's triple before the cloze is written.
+"""Stage 'triples': the writer regenerates each factual sentence's triple before the cloze is written (the short
+paper's section 2.1; the full paper names no such step). The detector's triple is the reference; the cloze, its
+answer and the quality judge use the regenerated one, and both are saved.
 
-The short paper, section 2.1 ("Queries Crafting"):
-
-    "Given the factual sentence and referenced triple, we first prompt the LLM to generate reliable
-    domain factual triples (e.g., ⟨blood sugar level, can be controlled by, insulin⟩). While subjects
-    and objects are preferably named entities, descriptive phrases are acceptable."
-
-and its fact detection extracts triples "as the reference for question crafting". The full paper
-names no such step: its section 3.1.2 writes the cloze "for each recognized fact", section 3.2 keeps
-the detectors' "generated triples as the final sentence set" and then uses GPT-4.1 "to generate cloze
-queries, paraphrases, and generate three distractors", and Appendix A.1(3) gives that model "the
-extracted triples and their corresponding context sentences as input". crossknow follows the short
-paper: the detector's triple is the reference, and the cloze, its answer and the quality judgement use
-the regenerated one. Both are saved (`TripleRecord.fact.triple` and `TripleRecord.triple`; the dataset's
-`metadata.detector_triple` and `metadata.triple`).
-
-What the paper does not say, and is therefore crossknow's choice:
-- which model regenerates: the writer (--writer), the "advanced LLM" that crafts the queries (the
-  paper's GPT-4.1 for queries and distractors, Appendix A.1(3));
-- one triple per sentence (the paper writes "triples"; its Table 1 has as many cloze queries as
-  factual sentences, so each sentence makes one item);
-- the answer: a JSON object with the fields subject, relation and object, no reasoning field (the
-  paper describes no chain of thought for this step); the prompt is task 'triple' of the prompt files;
-- the check, by code: every element non-empty after stripping (the schema: a blank one is malformed
-  output, retried by the client), and the object must occur in the sentence, ignoring case, runs of
-  spaces and a final period (`object_problem`). The cloze replaces the object with [BLANK] in a text
-  that "closely matches the original sentence" (section 2.1), so an object the sentence does not
-  contain cannot be blanked. In Latin script the object must not begin or end inside a word or
-  number ("sulin" is not found in "Insulin"): blanking part of a word gives a broken cloze. The
-  subject is not checked: only the object is blanked, and the paper accepts descriptive phrases. A
-  triple that fails the check is rejected and the writer asked again with a note (task
-  'triple_again'), up to --max-attempts rounds, through `stages.ask_in_rounds`;
-- with a writer whose `prompt_format` is 'completion' (a base model, crossknow's design), nothing
-  is asked: the detector's triple is taken as it is (structure from the fact stage, not from a model
-  asked for JSON), checked the same way; its row records no call (`attempts` 0);
-- a sentence whose output stayed malformed or rejected is 'invalid': its row keeps the reason, the
-  last raw output and every rejected triple, it is listed in invalid.jsonl and counted as invalid in
-  the stage table, and it makes no item.
+crossknow's choices: the writer regenerates one triple per sentence as JSON, without reasoning; its object must
+occur in the sentence, not inside a word (`object_problem`), else it is asked again; a base model is asked nothing.
 """
 
 from __future__ import annotations

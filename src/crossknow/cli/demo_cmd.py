@@ -1,10 +1,6 @@
-"""`crossknow demo`: the AdaXEval finding in miniature, on the CPU, in minutes.
-
-The embedded Gemma 3 270M is continually pretrained on the English abstracts of 40 invented facts
-shipped with crossknow (samples/demo/), then every checkpoint, the untrained model included, is
-scored on gold cloze and question items in English and Japanese, and the dynamics report is written.
-The demo keeps its own training settings, not the paper's: one abstract per 128-token sequence
-(packing none), 8 abstracts per step in one forward pass, so that it runs in minutes on a CPU.
+"""`crossknow demo`: the AdaXEval finding in miniature, on the CPU, in minutes. The embedded Gemma 3 270M is
+trained on the English abstracts of 40 invented facts (samples/demo/), every checkpoint is scored on English and
+Japanese items, and the dynamics report is written; the training settings are the demo's, not the paper's.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """`crossknow eclektic demo`: ECLEKTIC's measurement on a model whose knowledge source is known, on the CPU.
 
-The 40 invented facts of the tracing demo (samples/demo/: nothing a model can know) are asked as closed-book
-questions in English and Japanese. The embedded Gemma 3 270M is trained on the 40 English question-answer
-pairs only, each written as the "Question: ...\\nAnswer: ..." block of the few-shot completion prompt that a base
-model is asked by (`crossknow.eclektic.completion_prompts`: both models are base models, with no chat
-template), so that English is the facts' one source language. The base model and the trained one then answer
-all 80 questions closed-book through that prompt (shots: three other facts in the question's language); the
-answers are judged judge-free by answer recall (crossknow's own judge: no LLM judge runs offline), and scored
-with the source rows excluded (the default, which reproduces Table 2) and included. Expected: the base model knows
-nothing; the trained one answers in English and, without transfer, not in Japanese, so its transfer score
-is 0 with the source rows excluded, and only the share of source rows in K with them included.
+The 40 invented facts of the tracing demo are asked closed-book in English and Japanese. The embedded Gemma 3 270M
+is trained on the English question-answer pairs only, as the completion prompt's "Question: ...\\nAnswer: ..."
+blocks; it and the base model answer all 80, judged by answer recall. Expected: the trained model answers in
+English only, so its transfer score is 0 with the source rows excluded (docs/eclektic.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Command groups whose commands are imported only when they are asked for.
 
-A group made with `lazy_group(table)` holds the commands registered on its own Typer and the commands of
-`table` (command name -> module). Each module of a table registers what it adds to the group on a
-module-level `typer.Typer` named `commands` (a sub-group: `commands.add_typer(sub_app, name=...)`), and is
-imported the first time the group is asked for one of them: `crossknow eclektic score --help` imports the
-eclektic commands only, while `crossknow --help`, which shows every command's help, imports them all.
-The group module therefore never imports its command modules, and they never import it.
+A group made with `lazy_group(table)` holds the commands of its own Typer and those of `table` (command name ->
+module); each module registers its commands on a module-level `typer.Typer` named `commands` and is imported the
+first time the group is asked for one of them (`crossknow --help` imports them all). The group module never
+imports its command modules, and they never import it.
 """
 
 from __future__ import annotations

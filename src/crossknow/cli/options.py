@@ -1,16 +1,9 @@
-"""A command's options built from its pydantic config class, so that each option is defined once.
+"""A command's options built from its pydantic config class, so that each option is defined once:
 
     @config_command(app, EvaluateConfig)
-    def evaluate(config: EvaluateConfig, out: Path = typer.Option(..., help="Run directory.")) -> None:
-        ...
+    def evaluate(config: EvaluateConfig, out: Path = typer.Option(..., help="Run directory.")) -> None: ...
 
-Every field of the config becomes the option `--field-name` (`flags` renames one), with the field's
-default (a required field makes a required option) and the field's description as its help. A list field
-is a repeatable option, or one option of comma-separated values when named in `comma_lists`; a Literal
-field shows its choices (beside the option, or in its help when they are long); a bool field is a
-`--name/--no-name` flag. Parameters of the decorated function after `config` are CLI-only options
-(e.g. --out). Values are checked by the config class alone: an invalid one is a `CrossknowError` that
-names the option, so the CLI prints it as one line.
+Values are checked by the config class alone: an invalid one is a `CrossknowError` that names the option.
 """
 
 from __future__ import annotations
@@ -153,7 +146,10 @@ def config_command(
 ) -> Callable[[Command], Command]:
     """Register the decorated `function(config, **cli_only)` as command `name` of `app`, its options built
     from `config_cls`'s fields (less `exclude`, which keep their defaults) followed by the function's own
-    parameters. The function is returned unchanged, callable with a config."""
+    parameters. The function is returned unchanged, callable with a config. A field becomes `--field-name`
+    (`flags` renames one), required when the field is; a list is a repeatable option, or one option of
+    comma-separated values when in `comma_lists`; a Literal shows its choices (in the help when they are long);
+    a bool is a `--name/--no-name` flag."""
     flags = dict(flags or {})
     unknown = (set(flags) | set(comma_lists) | set(exclude)) - set(config_cls.model_fields)
     if unknown:

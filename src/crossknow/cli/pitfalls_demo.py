@@ -1,24 +1,9 @@
 """`crossknow pitfalls demo`: the probe end to end with local models only, on the CPU, in minutes.
 
-Sources: 24 short English questions written for crossknow (samples/pitfalls/: 12 of elementary science,
-12 of everyday knowledge; not the release's questions, which stay in the user's copy of the release).
-The embedded Gemma 3 270M is loaded once and plays every part:
-
-- proxy: its generator (JSON outputs under a grammar), at most `--proxy-max-tokens` tokens an output;
-- two simulators, the same weights answering by loss under two normalisations of the lm-eval rule: the
-  summed log-probability (lm-eval's acc) and the log-probability per character (lm-eval's acc_norm).
-  They are one model seen twice, not K independent models: the demo's documented stand-in for a second
-  local simulator (a `crossknow train` checkpoint or a generative pass is too slow for a CPU demo).
-
-It draws `--n` questions equally over the two files, keeps those both simulators answer right in
-English, then runs the np and dp recipes on them and a reduced beam (the `paper` recipe with batch 1,
-w = 3, d1 = 1, d2 = 2: the demo's setting, not the paper's) on the first `--beam-sources` of them, and
-prints the three conversion rates; `--out`/report.html shows the three runs side by side (conversion rate,
-pairs beyond depth 0, calls and seconds per found pair), each run's own report beside it. The
-subject-domain stage is off (about 30 s a pair for this model on a CPU), and the semantic checks are
-e5's, judge-free (`--similarity e5`: a 270M base model is no judge). A base model this small is a weak
-proxy and a weak simulator: expect few or no pairs; the demo shows the machinery and its accounting, not
-the paper's numbers (the reports say so at the top).
+24 English questions written for crossknow (samples/pitfalls/); the embedded Gemma 3 270M is the proxy, asked in
+completion form, and two simulators (the one model answering by loss under two normalisations: the demo's
+stand-in for a second model). np, dp and a reduced beam run on the questions kept, with e5's semantic checks and
+no categories. Its numbers check the machinery, not the paper's (docs/pitfalls.md).
 """
 
 from __future__ import annotations

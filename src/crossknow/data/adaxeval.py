@@ -1,20 +1,9 @@
-"""AdaXEval multiple-choice sets: the release format and the paper-examples variant.
+"""AdaXEval multiple-choice sets: the release format and the paper-examples variant (docs/adaxeval.md).
 
-Release: one JSON object a line with `id`, `question`, `options`, `answer_idx` and `metadata`
-({docid, sentid, correct_answer, triple, sentence}). A question holding [BLANK] is a cloze item,
-any other a question item. The release reuses each id in its cloze and question files, so the
-item id is f"{kind}:{id}" and the original id is kept as metadata["source_id"].
-
-Paper examples: one object a line with `lang`, `sentence`, `cloze`, `paraphrase`, `options`,
-`answer_idx`; each line gives a cloze item (ids "cloze:{line}") and a question item
-("question:{line}"), with the line number in metadata["example"].
-
-`source_documents(path)` gives the documents a set's items were generated from (`metadata.docid`), for
-leaving them out of training corpora; an item without one is an InputError.
-
-Records of the wrong shape (missing fields, wrong types) raise InputError; records of the right
-shape that cannot be scored (an answer index out of range, a `correct_answer` that is not the
-keyed option, a cloze without exactly one [BLANK], ...) are reported as InvalidRecords.
+Release lines (`id`, `question`, `options`, `answer_idx`, `metadata`) give a cloze item when the question holds
+[BLANK], else a question item; ids become f"{kind}:{id}" (the release reuses ids across its files). Paper-examples
+lines (`lang`, `sentence`, `cloze`, `paraphrase`, `options`, `answer_idx`) give one of each. A record of the wrong
+shape raises InputError; one of the right shape that cannot be scored is reported as an InvalidRecord.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Corpus files: JSON lines of documents, the input of dataset generation and of training.
 
-One document a line:
-
-    {"id": "d1-en", "lang": "en", "text": "...",
-     "metadata": {"title": "...", "abstract": "...", "keywords": [...], "fields": [...], "pair_id": "d1"}}
-
-`metadata` is optional and may hold other keys (kept unchanged); the known ones are type-checked.
-A bilingual pair is two documents in different languages with the same `metadata.pair_id`.
-
-API:
-- `read_corpus(path) -> list[Document]`: every document, in file order. Raises InputError (file,
-  line, field) for a malformed line, a duplicate document id, or a second document of one language
-  in one pair.
-- `pair_documents(documents, langs) -> CorpusPairs`: the complete pairs over `langs` and the
-  documents left unpaired (no pair_id, or no partner in one of `langs`), to be reported.
+One document a line, `{"id", "lang", "text", "metadata": {"title", "abstract", "keywords", "fields", "pair_id", ...}}`,
+`metadata` optional and kept whole; a bilingual pair is two documents in different languages with one `pair_id`.
+`read_corpus` reads every document in file order (InputError for a malformed line, a duplicate id, a second document
+of one language in a pair); `pair_documents` gives the complete pairs over `langs` and the documents left unpaired.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """ECLEKTIC's released JSON lines: one question a line, translated into 12 languages (wide).
 
-Fields: `q_id`, `original_lang`, `title`, `url`, `content`, `question`, `answer`, and
-`{L}_q`, `{L}_a`, `{L}_c` (question, answer, context) for each language L in LANGUAGES. Each
-(question, language) whose question and answer are present and non-empty becomes a QAItem with
-id f"{q_id}:{L}"; the translations of one question share pair_id str(q_id).
-
-Which absent languages are reported is the caller's choice (`required`): ECLEKTIC's main set has
-every question in all 12 languages, its popular-pages variant only in some (section 5).
+Fields: `q_id`, `original_lang`, `title`, `url`, `content`, `question`, `answer`, and `{L}_q`, `{L}_a`, `{L}_c` for
+each language L. Each (question, language) with a non-empty question and answer becomes a QAItem f"{q_id}:{L}", with
+pair_id str(q_id). Which absent languages are reported is the caller's choice (`required`): the main set has every
+question in all 12 languages, the popular-pages variant only in some (section 5).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """One entry point for every item file: `load_item_set(path)` detects the format and reads it.
 
-Formats:
-- jsonl: crossknow's own JSON lines of MCItem / QAItem (`crossknow.data.jsonl`)
-- parquet: crossknow's own Parquet tables of items (`crossknow.data.parquet`)
-- adaxeval: the AdaXEval release and its paper-examples variant (`crossknow.data.adaxeval`)
-- pitfalls: the Cross-Lingual Pitfalls `<Language>.json` pair files (`crossknow.data.pitfalls`)
-- eclektic: ECLEKTIC's released JSON lines (`crossknow.data.eclektic`)
+Formats: crossknow's own `jsonl` and `parquet`, `adaxeval` (the release and its paper-examples variant), `pitfalls`
+(the Cross-Lingual Pitfalls `<Language>.json` pair files) and `eclektic` (ECLEKTIC's released JSON lines), each read
+by the module of that name in `crossknow.data`.
 """
 
 from __future__ import annotations

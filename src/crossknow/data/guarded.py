@@ -1,32 +1,9 @@
 """The one guarded way into a user's file: bounded size, strict UTF-8, bounded JSON and YAML.
 
-Every reader of a user file reads its text with `read_text` (a whole file) or `iter_text_lines` (a
-file a line at a time), and parses it with `parse_json` or `parse_yaml`. Each failure is an
-InputError naming the file, the line where it can be told and the field where it is known.
-
-Two rules hold for every file read here, so that no reader states them again:
-- a UTF-8 byte-order mark at the start of the file is dropped (spreadsheet programs write one);
-- a file holding nothing but white space is refused as empty (an input of nothing is a mistake,
-  never a run of nothing); only crossknow's own append-only logs, which a kill may leave empty,
-  are read with `allow_empty`.
-
-The limits, each checked before any parsing, so that refusing a huge file costs no more than
-reading its first bytes:
-- a whole data file (a JSON list, a CSV sheet): MAX_FILE_BYTES;
-- one line of a file read a line at a time (JSON lines, a TSV dictionary): MAX_LINE_BYTES;
-- a hand-written table (YAML or JSON prices, prompts): MAX_TABLE_BYTES (a YAML parser in Python
-  takes seconds per ten megabytes);
-- lists and objects nested at most MAX_DEPTH deep (the standard parsers recurse, and fail with a
-  RecursionError about a thousand levels down);
-- integers in the signed 64-bit range (MIN_INT to MAX_INT), the range of the Parquet, SQLite and
-  numpy columns that crossknow stores them in, in JSON, YAML and the text of a CSV cell
-  (`parse_int`); one of more than MAX_INT_DIGITS digits, Python's own limit on converting text
-  to int, is refused before it is converted;
-- no lone surrogate (a JSON or YAML escape such as "\\ud800" alone): it is no character, and no
-  UTF-8 file or Parquet table can hold it;
-- in JSON, no NaN, Infinity or -Infinity, nor a number too large for a float (1e400, which Python
-  reads as infinity): Python's json module accepts these, JSON has none, and every number of
-  crossknow's records is finite (YAML's .nan and .inf are left to each record's validation).
+Every reader of a user file reads its text with `read_text` or `iter_text_lines` and parses it with `parse_json` or
+`parse_yaml`; each failure is an InputError naming the file, line and field where known. A byte-order mark is
+dropped, a file of white space only is refused (unless `allow_empty`: crossknow's own logs), and every limit (the
+`MAX_*` constants, 64-bit integers, no lone surrogate, no NaN or infinity in JSON) is checked before parsing.
 """
 
 from __future__ import annotations

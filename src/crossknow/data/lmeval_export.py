@@ -1,12 +1,9 @@
-"""Export multiple-choice items as an lm-evaluation-harness (v0.4) task.
+"""Export multiple-choice items as an lm-evaluation-harness (v0.4) task (docs/adaxeval.md).
 
-Every item is written as lm-eval sees it (`crossknow.data.lm_eval_prompt`): a context, the
-choices and the target delimiter put between them. lm-eval's target_delimiter is a setting of the
-task, not of the document, so items are grouped by delimiter (' ' for questions and most English
-cloze items, '' for Japanese cloze items, ...): one data file and one task per delimiter, and a
-group that lists them and aggregates acc and acc_norm weighted by size.
-
-    lm_eval --model hf --model_args pretrained=... --include_path OUT_DIR --tasks NAME
+Every item is written as lm-eval sees it (`crossknow.data.lm_eval_prompt`). lm-eval's target_delimiter is a setting
+of the task, so items are grouped by delimiter: one data file and task per delimiter, and a group over them that
+aggregates acc and acc_norm weighted by size, for
+`lm_eval --model hf --model_args pretrained=... --include_path OUT_DIR --tasks NAME`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The interlingual pairing that `crossknow generate` writes beside its sets: `dataset/interlingual.jsonl`.
 
-One link a line: an item of language X (its id in X's sets), the document in X it was generated
-from, and the document of the same pair in language Y. The paper evaluates interlingual
-generalisation with X's paraphrased questions after training on language Y (section 3.1.2), so a
-model trained on Y documents meets X items through these links. `generate` writes the file
-(`crossknow.adaxeval.assemble`), `trace` reads it (`crossknow.dynamics.trace`); both sit above this
-module, which is why the record lives here.
+One link a line: an item of language X, the document in X it was generated from, and the same pair's document in
+language Y, so that a model trained on Y documents meets X items (the paper's interlingual generalisation, section
+3.1.2). `generate` writes it and `trace` reads it; both sit above this module, which is why the record lives here.
 """
 
 from __future__ import annotations

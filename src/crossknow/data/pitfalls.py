@@ -1,12 +1,9 @@
 """Cross-Lingual Pitfalls release: `<Language>.json`, a JSON list of bilingual question pairs.
 
-Each pair gives an English item (`question`, `choices`, `answer`) and a target-language item
-(`transquestion`, `transchoices`, `transanswer`), both kind "question" with source_lang "en",
-linked by pair_id f"{Language}:{index}" (index = 0-based position in the list). A pair that
-cannot be scored on either side (an answer that is not among its choices, an empty choice) is
-reported as one InvalidRecord and gives no item, so that its two halves stay comparable; so is a
-pair whose two sides are each scorable but not the same question (`crossknow.data.pair_rules`: a
-different number of choices, or the answer at another index), as `crossknow pitfalls eval` reads it.
+Each pair gives an English item (`question`, `choices`, `answer`) and a target-language one (`transquestion`,
+`transchoices`, `transanswer`), linked by pair_id f"{Language}:{index}". A pair that cannot be scored on either side,
+or whose sides are not the same question (`crossknow.data.pair_rules`), is one InvalidRecord and gives no item, so
+that its two halves stay comparable.
 """
 
 from __future__ import annotations

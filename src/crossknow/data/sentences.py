@@ -1,10 +1,8 @@
 """Sentence splitting (pysbd), Japanese-aware, shared by dataset generation and the training recipes.
 
-pysbd's Japanese rules end sentences at 。！？ (full- and half-width) and keep quoted speech in
-「」 whole. Before segmenting, line breaks inside a Japanese paragraph are removed (Japanese writes
-no space between words, so a hard-wrapped line would otherwise leave a space in a sentence), and
-runs of whitespace in English are collapsed. Blank lines separate paragraphs in either language and
-always end a sentence.
+pysbd's Japanese rules end sentences at 。！？ and keep quoted speech in 「」 whole. Line breaks inside a Japanese
+paragraph are removed first (a hard-wrapped line would leave a space in a sentence), runs of whitespace in English
+collapsed, and a blank line always ends a sentence.
 """
 
 from __future__ import annotations

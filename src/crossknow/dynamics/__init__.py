@@ -1,12 +1,9 @@
-"""Knowledge-acquisition dynamics over training checkpoints (AdaXEval tracing, full paper Sec. 4,
-short paper Secs. 3-4): pure functions on the trace table, one row per checkpoint x item x option.
+"""Knowledge-acquisition dynamics over training checkpoints (AdaXEval tracing, full paper Sec. 4, short paper
+Secs. 3-4): pure functions on the trace table, one row per checkpoint x item x option.
 
-- accuracy per condition and step (`accuracy_by_condition`), with its chance level;
-- mean loss of the correct option (`correct_loss_by_condition`) and the loss ratio (`loss_ratio_by_condition`);
-- instance transitions between two checkpoints (`item_transitions`, `transition_counts`);
-- loss-shape classes of acquired items (`classify_loss_shapes`, definitions in `SHAPE_DEFINITIONS`);
-- overfitting onset of any curve (`overfitting_onset`, definition in `ONSET_DEFINITION`);
-- all of them at once (`analyse_dynamics`), saved as dynamics.json (`DynamicsSummary`).
+Accuracy, the correct option's loss and the loss ratio per condition and step, instance transitions, loss-shape
+classes of acquired items, the overfitting onset of any curve, and all of them at once (`analyse_dynamics`,
+saved as dynamics.json).
 """
 
 import importlib

@@ -1,15 +1,9 @@
 """Find the checkpoints of a sweep and the training step of each.
 
-`--checkpoints` takes, any number of times:
-
-- a `crossknow train` run directory: the model it started from (step 0), then every complete
-  checkpoint under checkpoints/;
-- a directory of checkpoints (`checkpoint-STEP` or `step-STEP` sub-directories, as transformers'
-  Trainer and many training frameworks write them);
-- one model directory named `checkpoint-STEP` or `step-STEP`;
-- a model spec `default` (step 0) or `hf:ID@REVISION`, the step read from the revision
-  (`step1000`, `stage1-step1000-tokens4B`, or trailing digits);
-- any of those prefixed with `STEP=` to give the step explicitly.
+`--checkpoints` takes a `crossknow train` run directory (its starting model is step 0), a directory of
+`checkpoint-STEP` or `step-STEP` sub-directories, one such directory, `default` (step 0) or `hf:ID@REVISION`
+(the step read from the revision: `step1000`, `stage1-step1000-tokens4B`, trailing digits), each of them
+optionally prefixed with `STEP=`.
 """
 
 from __future__ import annotations

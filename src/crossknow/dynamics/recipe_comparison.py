@@ -1,18 +1,9 @@
-"""Recipe comparisons (full paper section 6.2 and Appendix A.5: Figs. 12, 13, A-3, A-4).
+"""Recipe comparisons (full paper section 6.2 and Appendix A.5: Figs. 12, 13, A-3, A-4): one trace per training
+recipe, analysed alike and set side by side.
 
-Several traces, one per training recipe (monolingual, a documents C_T, translation, romanisation, roman2en,
-instruction), are analysed alike and set side by side: accuracy, the correct option's loss and the loss ratio
-per condition and step, the final numbers per condition and run, and the best run per condition.
-
-Items. The runs are compared on the items every trace holds (keyed by set and item id), crossknow's choice:
-a run whose trace lacks items another has (a set added later, an item one checkpoint could not score) is
-still compared, on the shared items only, and a note says how many items each run left out. A shared item
-must be the same item in every run (its condition, its number of options and its answer); otherwise the
-runs were traced on different sets or with different training languages, and `compare_recipes` refuses.
-
-Best recipe of a condition: the run with the highest final accuracy (at its last step compared); runs
-that tie exactly are all named. The first run given is the reference: `vs_reference` is a run's final
-accuracy minus the reference's, so put the baseline (the paper's Monolingual) first.
+Runs are compared on the items every trace holds (crossknow's choice), with a note of how many each left out; a
+shared item that differs between runs (condition, options, answer) makes `compare_recipes` refuse. The best
+recipe of a condition has the highest final accuracy (ties all named); `vs_reference` compares with the first run.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Loss curves of original and perturbed sequences over checkpoints (full paper, section 5.1, Figs. 5-9).
 
-A curve is one perturbation setting (method, x, y, a; `curve_label` names it: mask-8, reorder-4@2,
-partial-3, syntax-40, original): its mean sequence loss over the sequences of that setting at each step.
-Its overfitting onset is the existing rule (`crossknow.dynamics.onset`, ONSET_DEFINITION) on that mean
-curve. The gap to the original is paired (crossknow's choice): at each step, the mean over a setting's
-variants of (the variant's loss - the loss of its own original sequence), so that a setting whose
-perturbation could not be made for some sequences (too short) is compared on its own sequences only.
+A curve is one perturbation setting (`curve_label`: mask-8, reorder-4@2, partial-3, syntax-40, original): its mean
+sequence loss per step, with the onset of `crossknow.dynamics.onset`. The gap to the original is paired
+(crossknow's choice): the mean over a setting's variants of the variant's loss minus its own original's.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The settings and the input of `crossknow trace-sequences`: sequences to score at every checkpoint.
 
-The input is either the variants.jsonl of `crossknow perturb` (one
-`crossknow.data.sequence_variants.SequenceVariant` a line: an original training sequence or one of its
-perturbations, validated as that record) or any corpus JSONL (`crossknow.data.corpus`: id, lang, text), each
-document of which is read as an "original" variant of itself. Which one a file is, its first line decides: a
-line with a `method` field is a variant.
+The input is the variants.jsonl of `crossknow perturb` (`SequenceVariant` lines) or any corpus JSONL, each
+document read as an "original" variant of itself; a first line with a `method` field makes it a variants file.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """`crossknow trace-sequences`: the loss of training sequences and their perturbations at every checkpoint.
 
-The full paper's section 5 traces sequences, not multiple-choice items: each sequence is scored whole by
-the engine's Scorer (context "", so the model reads BOS and then the sequence; a token-level variant's
-ids are scored as they are, `ScoreRequest.continuation_ids`), and its loss is the mean token
-cross-entropy (`Normalisation.MEAN_TOKEN`, as the items' loss).
-
-The run directory holds config.yaml, inputs.json (the sequences file's SHA-256), checkpoints.json (each
-checkpoint's step, spec and weights hash), the stages `sequences` (one key per checkpoint x variant; with
---per-token each row also holds its tokens' losses, ids and spans, so that a sequence and its tokens are
-committed together) and `unscorable`, and at the end:
-- sequence_loss.parquet (SEQUENCE_SCHEMA): one row per checkpoint x variant;
-- token_loss.parquet (TOKEN_SCHEMA, with --per-token): one row per checkpoint x variant x token;
-- invalid.jsonl: variants some checkpoint could not score (too long for the model, an id outside its
-  vocabulary), left out of both tables at every checkpoint so that curves compare the same sequences.
-Checkpoints share one loaded model and are switched as `crossknow trace` does
-(`crossknow.models.sweep_scorers`); a run killed at any point resumes where it stopped, and new
-checkpoints of a sweep directory are scored when the command runs again.
+Each sequence is scored whole by the engine's Scorer (context "": BOS, then the sequence; a token-level variant's
+ids as they are), its loss the mean token cross-entropy. Checkpoints share one loaded model as in `crossknow
+trace`, and a killed run resumes where it stopped. A variant some checkpoint cannot score is left out at every
+checkpoint (invalid.jsonl). The run directory's files: docs/adaxeval.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Loss-shape classes of acquired items (short paper, Sec. 4 (3) and Fig. 5).
 
-The short paper names three patterns of the correct option's loss among items acquired during training
-(wrong at the first checkpoint, right at the last): it "decrease[s] steadily (Stable-Gain), increase[s]
-while remaining lower than incorrect options (Loss-Shielding), or exhibit[s] unstable behavior", and shows
-them only as examples. SHAPE_DEFINITIONS states the precise rule used here, crossknow's reading of those
-words; `ShapeParams` holds its three tolerances (crossknow's choice: the paper gives none).
+The short paper names three patterns (Stable-Gain, Loss-Shielding, unstable) and shows them only as examples;
+SHAPE_DEFINITIONS states crossknow's reading of its words as a rule, with the three tolerances of `ShapeParams`
+(crossknow's choice: the paper gives none).
 """
 
 from __future__ import annotations

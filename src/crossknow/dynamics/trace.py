@@ -1,22 +1,9 @@
 """`crossknow trace`: score every checkpoint of a sweep on evaluation sets labelled by condition.
 
-The run directory holds config.yaml, inputs.json (the sets' SHA-256), checkpoints.json (each
-checkpoint's step, spec and weights hash, recorded when it is first scored), the scoring stage's
-shards (crossknow.scoring.stage: one key per checkpoint x set x item, resumable checkpoint by
-checkpoint and inside one), and at the end trace.parquet (the scores table: one row per checkpoint x
-item x option; `loss` is the rule's primary loss), accuracy.json (every normalisation per step and
-condition) and invalid.jsonl (items a checkpoint could not score). New checkpoints that appear in a
-sweep directory (training still running) are scored when the command runs again.
-
-Conditions come from the training language and, for sets that `crossknow generate` wrote, from its
-pairing (interlingual.jsonl, `crossknow.data.pairing`): an item of another language is interlingual
-when its pair's other document is in the training language. Section 3.1.2 of the paper uses "the
-paraphrased dataset from language X to evaluate cross-lingual transfer capabilities in language Y";
-crossknow reads it so: a model trained on language-Y documents meets the X items of the same pairs
-(the paper's interlingual items are questions; `interlingual-cloze` is crossknow's addition). Its
-rows carry the pair's id (`pair_id`, shared by the items of both languages drawn from one document
-pair) and the partner document (`partner_lang`, `partner_doc_id`). Sets without a pairing are
-labelled by language alone (crossknow's fallback).
+Conditions come from the training language and, for sets `crossknow generate` wrote, from its pairing: an item of
+another language is interlingual when its pair's other document is in the training language (crossknow's reading
+of section 3.1.2; `interlingual-cloze` is crossknow's addition). Sets without a pairing are labelled by language
+alone. The run directory's files and the resume rule: docs/adaxeval.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Instance transitions between two checkpoints (short paper, Fig. 4).
-
-Each item is right or wrong at the first and at the last checkpoint compared (right = its lowest-loss
-option, ties to the lower option_index, is the answer):
-
-- retained:   right -> right
-- acquired:   wrong -> right
-- forgotten:  right -> wrong
-- unacquired: wrong -> wrong
+"""Instance transitions between two checkpoints (short paper, Fig. 4): each item is right or wrong at the first
+and at the last checkpoint compared (right: its lowest-loss option, ties to the lower option_index, is the
+answer): retained (right -> right), acquired (wrong -> right), forgotten (right -> wrong), unacquired (wrong -> wrong).
 """
 
 from __future__ import annotations

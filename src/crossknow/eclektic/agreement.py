@@ -1,19 +1,9 @@
-"""Agreement between judges: Cohen's kappa (two raters) and Fleiss' kappa (two or more).
+"""Agreement between judges: Cohen's kappa (two raters) and Fleiss' kappa (two or more); None is a missing rating.
 
-A rating is any hashable category (a judge's verdict: True or False); None is a missing rating
-(an invalid verdict, or a judge that did not rate the item).
-
-- Cohen (1960): kappa = (p_o - p_e) / (1 - p_e), p_o the share of items the two raters agree on,
-  p_e = sum over categories of the product of the raters' marginal shares. Items that either
-  rater left unrated are left out.
-- Fleiss (1971): kappa = (P - P_e) / (1 - P_e), P the mean over items of the share of agreeing
-  rater pairs, P_e = sum over categories of the squared share of all ratings in that category.
-  crossknow's choice for missing ratings: an item keeps its valid ratings when it has at least
-  two (fewer give no pair to agree on, so it is left out), and each item's agreement is taken over
-  its own n_i raters, P_i = sum_c n_ic (n_ic - 1) / (n_i (n_i - 1)), the category shares over all
-  ratings given. With no rating missing this is Fleiss' formula exactly.
-
-Kappa is undefined (None) when no item is left or p_e = 1 (every rating in one category).
+Cohen (1960) leaves out the items that either rater left unrated. Fleiss (1971) with missing ratings, crossknow's
+choice: an item keeps its valid ratings when it has at least two (else it is left out), and its agreement is taken
+over its own n_i raters, P_i = sum_c n_ic (n_ic - 1) / (n_i (n_i - 1)); with none missing, Fleiss' formula exactly.
+Kappa is undefined (None) when no item is left or p_e = 1. The formulas: docs/eclektic.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Answering: every example of an ECLEKTIC set asked of one generator, in one prompt setting.
 
-Each (q_id, target language) row, the source-language row included, is sent to a chat model
-(`client.prompt_format == "chat"`) as one chat user message and no system message (section 4.1:
-zero-shot, the question alone in the closed-book setting; the other settings of section 4.4 add the
-paper's instruction, see `crossknow.eclektic.prompts`). A base model (`"completion"`, e.g. `default`)
-gets crossknow's few-shot completion prompt instead, stopped at the newline, its shots other questions
-of the set (`crossknow.eclektic.completion_prompts`). A base model's answer that repeats a shot's answer
-is kept and judged as any other (crossknow's choice: two questions may share an answer, so a repeat is not
-invalid by itself; the judge finds it wrong where it is). Every call goes through the one
-StructuredClient, asking for free text (`TextOutput`), so it is cached, retried, metered and priced as
-every other LLM call of crossknow: a re-run costs nothing it already paid for.
-
-n samples per row are optional. Sample s asks with base seed `client.seed + s * client.max_attempts`,
-so that no attempt of one sample shares a seed (and so a cache entry) with an attempt of another;
-more than one sample needs a temperature above 0 (crossknow's choice: greedy samples would be
-copies). An empty output is an answer the model gave, and a wrong one: kept with `text` "" and
-judged NO without a judge call (`crossknow.eclektic.judge`), as HELM's ECLEKTIC metric counts it.
-A request that failed in transport is invalid: kept as a row with `text` null and the reason in
-`error` (it is not cached, so the next run asks it again). No row is ever dropped.
+Each (q_id, target language) row, the source row included, goes to a chat model as one user message (section 4.1)
+and to a base model as crossknow's few-shot completion prompt, through the one StructuredClient. Sample s asks with
+base seed `client.seed + s * client.max_attempts`, so that no two samples share a seed. An empty output is kept and
+judged wrong; a failed request is kept with `text` null and its reason. No row is dropped (docs/eclektic.md).
 """
 
 from __future__ import annotations
@@ -130,7 +116,7 @@ def answer_questions(
 
 def question_prompt(client: StructuredClient, setting: str, question: Question, shot_pool: EclekticSet) -> Prompt:
     """How `client`'s model is asked `question` in `setting`: the paper's chat message, or for a base model
-    the few-shot completion prompt with shots from `shot_pool` (see the module docstring)."""
+    the few-shot completion prompt with shots from `shot_pool` (`crossknow.eclektic.completion_prompts`)."""
     if client.prompt_format == "completion":
         return answer_completion(setting, question, choose_shots(shot_pool, question))
     return ChatPrompt(None, answer_prompt(setting, question))

@@ -1,34 +1,9 @@
-"""Build a new ECLEKTIC-style set from a multilingual document collection (section 3.1, Appendix A.1).
+"""Build a new ECLEKTIC-style set from a multilingual document collection (section 3.1, Appendix A.1): `build_set`.
 
-`build_set(config, make_client, out)`:
-
-1. select: the main set's articles (in only one language of the set, a seeded sample per language) or
-   popular pages (the most viewed articles that lack an equivalent in at least one language of the set),
-   after the paper's filters (`crossknow.eclektic.build_documents`: the selections, the filters and their
-   counts);
-2. generate: a question and an answer from each article's first sentences with A.1's generation
-   prompt, parsed strictly (`crossknow.eclektic.build_prompts`);
-3. translate: the question, answer and context into every language of the set that lacks the article
-   (the main set: every other language) with A.1's translation prompt, straight from the source
-   language (as the prompt's {in_lang} -> {out_lang});
-4. check: every translation through English (`crossknow.eclektic.build_pivot`, crossknow's addition);
-5. write into `out`: `questions.jsonl` (one BuiltQuestion a line), `review.csv` (the sheet for the
-   human review the paper made, `crossknow.eclektic.review_sheet`), `invalid.jsonl` (every output still
-   invalid after retries, naming the document's line and the step), `build.json` (BuildSummary: the
-   filter counts, invalid counts and cost), and the run's `config.yaml` and input hash.
-
-The config and the records written (BuildConfig, BuiltQuestion, BuildSummary) are in
-`crossknow.eclektic.build_records`.
-
-A chat model is asked A.1's prompts; a base model (`StructuredClient.prompt_format == "completion"`, e.g.
-`default`) crossknow's few-shot completion prompts, one short field per call: the question, then its
-answer, then each translated field (`crossknow.eclektic.build_completion`).
-
-Every model call goes through the one client (a `StructuredClient` from the command's `ClientPool`, with
-free-text outputs) and the request cache, so running the same command again pays for nothing twice. An
-invalid output is retried (the next seed), then recorded: a question that could not be generated is absent
-from the set and listed in invalid.jsonl; a translation that could not be made leaves its field empty in the
-sheet and flags the row for the reviewer.
+Select articles (`build_documents`), write a question and answer from each (`build_prompts`; for a base model
+`build_completion`), translate them into every language that lacks the article, check each translation through
+English (`build_pivot`, crossknow's addition), and write `questions.jsonl`, `review.csv` (`review_sheet`),
+`invalid.jsonl` and `build.json` (`build_records`); every call goes through one client and the request cache.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""The build's prompts for base models (`StructuredClient.prompt_format == "completion"`): few-shot, one short
-field per call, stopped at the newline, with strict parsers. crossknow's own prompts; a chat model gets the
-paper's (`crossknow.eclektic.build_prompts`).
+"""The build's prompts for base models (`StructuredClient.prompt_format == "completion"`): crossknow's own few-shot
+prompts, one short field per call, stopped at the newline, with strict parsers; a chat model gets the paper's.
 
-Generating takes two calls per article: the question ("Paragraph: ...\\nQuestion:"), then its answer
-("Paragraph: ...\\nQuestion: ...\\nAnswer:"), after the paper's two A.1 examples as shots. Translating
-takes one call per field: "<In language>: text\\n<Out language>:", after three shots of crossknow's
-invented texts in the two languages (`crossknow.eclektic.shots`). Every text goes into the prompt on one
-line (its whitespace runs as one space), so the stop at the newline ends the field, never a field's text.
-
-Rejected with a reason, never passed on: an empty output; one that echoes a shot's text (the model copied
-its example); a question or answer that goes on to write the prompt's next marker; a question copied from the
-paragraph, an answer that the question already says, an answer not grounded in the paragraph (all three as
-`crossknow.eclektic.build_checks` says, on the chat path too); a translation that copies a text of more than
-three words or 40 characters unchanged (shorter texts, names and numbers, may rightly stay as they are).
+A question, then its answer, after A.1's two examples; each translated field after three invented shots
+(`crossknow.eclektic.shots`). Rejected with a reason: an empty output, a shot's echo, a run-on into the next marker,
+`build_checks`' rejections, a translation that copies a text of over three words or 40 characters (docs/eclektic.md).
 """
 
 from __future__ import annotations

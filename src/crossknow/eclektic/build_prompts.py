@@ -1,16 +1,9 @@
 """The prompts that build an ECLEKTIC-style set (the paper's Appendix A.1) and their strict parsers.
 
-The words of both templates are the paper's, verbatim, typos included ("In you can't answer ...").
-The paper's extracted text loses its line breaks and shows its markdown escaped, so the layout is
-crossknow's choice, the same as `crossknow.eclektic.prompts` makes for A.2 and A.3: `**` bold and
-`*` bullets as the paper prints them; a blank line wherever the paper shows one, except inside the
-first example's paragraph, whose sentence "... stretching for over 2,300 kilometers ..." the
-extraction split across a page and which is one paragraph here; and in the translation prompt
-"Response in {out_lang}:" on the line after the text, as the paper's Appendix A.3 open-book prompt
-is laid out in `crossknow.eclektic.prompts`.
-
-Outputs are parsed strictly (`parse_question_answer`, `translation_parser`): anything else is an
-invalid output, which the client retries and then records, never repairs by guessing.
+The words are the paper's, verbatim, typos included ("In you can't answer ..."); the layout, which the paper's
+extracted text loses, is crossknow's choice, as in `crossknow.eclektic.prompts` (docs/eclektic.md). Outputs are
+parsed strictly (`parse_question_answer`, `translation_parser`): anything else is invalid, retried, then recorded,
+never repaired by guessing.
 """
 
 from __future__ import annotations

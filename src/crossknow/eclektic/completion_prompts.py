@@ -1,21 +1,9 @@
-"""Few-shot completion prompts for base models (`StructuredClient.prompt_format == "completion"`): answering
-and judging. crossknow's own prompts; the paper's chat prompts (`crossknow.eclektic.prompts`) stay those of
-chat models.
+"""Few-shot completion prompts for base models (`StructuredClient.prompt_format == "completion"`): answering and
+judging, crossknow's own; chat models keep the paper's (`crossknow.eclektic.prompts`).
 
-Answering: shots "Question: ...\\nAnswer: ..." separated by blank lines, then "Question: <asked>\\nAnswer:",
-which a base model continues with one line (the prompt stops at the newline; greedy unless the run samples).
-The labels are English in every language, as the paper's build prompt keeps "Question" and "Answer" in
-English for every language. The shots are `SHOTS` other questions of the set in the asked language, never
-the asked question in any language (crossknow's choice: chosen by a random generator seeded with the asked
-question's id and language, so the same question always gets the same shots, whatever the run's batches or
-seed); where the set has fewer, crossknow's invented ones in that language (`crossknow.eclektic.shots`)
-fill in, so a prompt has at least two. The instruction of a hint setting, or the context line of the
-open-book one, comes right before the asked question, after the shots (which carry none).
-
-Judging: invented shots (two supported answers, two not) in the A.2 judge's fields, each followed by
-"Supported: yes" or "Supported: no", then the answer to judge; P(yes) is read after the last "Supported:"
-(`StructuredClient.yes_no_many`) and the answer counts as correct when P(yes) >= 0.5 (crossknow's choice:
-the more likely of the two words).
+Answering: "Question: ...\\nAnswer:" after `SHOTS` other questions in the asked language, chosen by a generator seeded
+with the asked question's id and language (crossknow's choice). Judging: invented shots in the A.2 judge's fields;
+correct when P(yes) after "Supported:" is >= 0.5 (crossknow's choice: the more likely word). See docs/eclektic.md.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """ECLEKTIC's units: question rows (one question in one language) and examples (q_id, target language).
 
-An example is a question asked in one target language, the question's source language included
-(the paper counts 384 questions x 12 languages = 4,608 examples, Table 1). `load_eclektic_set`
-reads three kinds of file:
-
-- ECLEKTIC's released wide JSON lines (`crossknow.data.eclektic`). variant="main": every question
-  is evaluated in all 12 languages; a missing language column is reported (InvalidRecord), never
-  filled in, and the question keeps the languages it has. variant="popular" (section 5: "each
-  example was evaluated on a subset of target languages"): no copy of that release is reachable, so
-  crossknow's reading is that the languages listed for a question are those whose question and
-  answer columns are filled; an absent column is then by design, not reported. In both, a row
-  whose source-language columns are unusable is reported and none of its languages is scored.
-- crossknow's own item files (JSON lines or Parquet, `crossknow.data.jsonl`) of QAItems: the
-  translations of one question share `pair_id`, and `source_lang` names the language the fact
-  comes from; the answer is the item's `answer`.
-- The same files of question-kind MCItems with `pair_id` and `source_lang` (the shape of the
-  demo's items.jsonl, in which knowledge trained into one language is asked in two): the answer is
-  the keyed option's text. Cloze items are not questions and are reported. An AdaXEval run's
-  `interlingual.jsonl` links an item to a *document* in the partner language, not to a translated
-  question, so it cannot form an example by itself: it is refused with that explanation.
-
-For crossknow's files the set's languages are all the languages in the file: variant="main"
-reports a question that lacks one of them, "popular" evaluates each question in the languages it
-has. A record of the wrong shape raises InputError naming the file, line and field.
+An example is a question asked in one target language, its source language included (Table 1: 384 x 12 = 4,608).
+`load_eclektic_set` reads ECLEKTIC's released wide JSON lines (variant "main" or "popular") and crossknow's own item
+files of QAItems or question MCItems whose translations share `pair_id` and carry `source_lang`. What each reports,
+and why an `interlingual.jsonl` is refused: docs/eclektic.md, "Item files". A malformed record is an InputError.
 """
 
 from __future__ import annotations
@@ -101,8 +82,8 @@ class EclekticSet:
 
 
 def load_eclektic_set(path: str | Path, *, variant: Variant = "main", limit: int | None = None) -> EclekticSet:
-    """Read an ECLEKTIC set from the released wide JSON lines or crossknow's item files (see the
-    module docstring). `limit` keeps the first N questions; the whole file is still read and
+    """Read an ECLEKTIC set from the released wide JSON lines or crossknow's item files (docs/eclektic.md,
+    "Item files"). `limit` keeps the first N questions; the whole file is still read and
     checked, so every problem in it is reported.
     """
     if variant not in ("main", "popular"):

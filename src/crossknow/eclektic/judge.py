@@ -1,30 +1,9 @@
 """Judging: the paper's judge prompt (Appendix A.2), a strict YES/NO parser, several judges, majority vote.
 
-Each valid answer is judged by every judge (a generator spec with its StructuredClient) with the
-judge prompt filled in the TARGET language: that language's translated context and question, and
-the model's answer. Calls go through the one StructuredClient (free text, `TextOutput`), so they
-are cached, retried and metered like every other call: a re-run, or a run resumed after a kill,
-pays for nothing twice.
-
-The verdict is parsed strictly (`parse_verdict`): an output that is not the single word YES or NO
-is invalid, retried (from the second attempt on, with a note asking for one word: crossknow's
-choice, the first attempt is the paper's prompt verbatim), then recorded with `verdict` null. An
-invalid verdict is never a NO. A judge request that failed in transport is recorded null the same
-way; it is not cached, so the next run asks it again. An answer that is itself invalid (its request
-failed) is not sent to the judges; its judgement rows say why, with `verdict` null. An empty answer
-is not sent either: it is wrong, so every judge's row says NO, with no call and `raw` empty
-(crossknow's choice, which HELM's ECLEKTIC metric shares; the paper does not discuss empty answers).
-
-A judge whose model is a base model (`client.prompt_format == "completion"`, e.g. `default`) is asked
-crossknow's few-shot yes/no completion prompt instead (`crossknow.eclektic.completion_prompts`): its verdict
-is YES when P(yes) >= 0.5 (`YES_THRESHOLD`, crossknow's choice), exact from a local model's scores, and
-its row's `raw` is that P(yes) written with four decimals. From a backend that cannot score, P(yes) is 1 or
-0 from the word it writes, and a word that is neither is invalid as above.
-
-`majority_vote` makes the correctness table: correct when more valid verdicts say YES than NO,
-incorrect when more say NO; a tie, or no valid verdict at all, is null (undecided) - crossknow's
-choice, so that an undecided example is excluded as invalid rather than counted either way. The
-judges' agreement on a judgements table is `crossknow.eclektic.agreement.judge_agreement`.
+Every judge judges each valid answer with the prompt filled in the target language, through the one StructuredClient.
+A verdict that is not the single word YES or NO is retried (with a note asking for one word, crossknow's choice),
+then recorded null, never NO; an empty answer is NO without a call. A base-model judge says YES when P(yes) >=
+`YES_THRESHOLD`. `majority_vote`: a tie or no valid verdict is undecided, so invalid (crossknow's choice).
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Judge-free judgements for offline use: crossknow's own, not the paper's (which judges with an LLM).
 
-`recall` (judge "recall"): the share of the gold answer's words found in the model's answer.
-Both texts are normalised the same way: Unicode NFKC, casefold, every punctuation character
-(Unicode category P*) replaced by a space; words are split at whitespace, and every CJK ideograph,
-Hiragana, Katakana and Hangul character is a word of its own (those scripts do not separate words
-by spaces, and Korean particles attach to words). Recall counts words with their multiplicity (a
-gold word twice must appear twice). Correct when recall >= the threshold, by default 0.75
-(crossknow's choice: every word of a gold answer of up to three words, all but one of four). A
-long answer can reach a high recall by mentioning many things; the measure is lenient in that way.
-
-`gold-loss` (judge "gold-loss"), for a local model: the gold answer scored as a continuation of the
-closed-book prompt through the engine (the Scorer protocol): context = the question followed by a
-newline (the newline separates the two texts in every script, as in the AdaXEval question rule),
-continuation = the gold answer. The row records the mean token loss (`raw`), and the verdict is
-the ScoreResult's `greedy` flag: correct exactly when greedy decoding from the question would write
-the gold answer's tokens. It does not look at generated answers, so its rows carry sample 0.
+`recall`: the share of the gold answer's words (NFKC, casefolded, punctuation as spaces; each CJK, kana or Hangul
+character a word) found, with multiplicity, in the answer; correct at >= 0.75 by default (crossknow's choice).
+`gold-loss`, for a local model: the gold answer scored as the continuation of the question and a newline; correct
+when greedy decoding would write it (`raw` is the mean token loss; its rows carry sample 0). docs/eclektic.md.
 """
 
 from __future__ import annotations

@@ -1,62 +1,9 @@
-"""ECLEKTIC's metrics, as section 3.2 defines them, with intervals and per source x target matrices.
+"""ECLEKTIC's metrics (section 3.2), with intervals and per source x target matrices.
 
-Example-level success S = 1(M(q_lt) = a_lt and M(q_ls) = a_ls). Overall success = the mean of S
-over the examples D; transfer score = the mean of S over K, the examples whose source-language
-question was answered correctly. Over the same rows the two share a numerator (S = 1 implies the
-example is in K), so transfer = overall x |D| / |K|.
-
-Which rows are examples (`source_rows`). The paper does not say whether a question's source-language
-row counts as an example of its own; section 3.2 defines S for a question and "another target language
-l_t". crossknow reads it from Table 2:
-- "exclude" (the default): only translated rows are examples (4,224 in the main set). A judgement
-  table rebuilt from Figure 5's cells (Gemini 2.0 Pro, every source x target count, 4,608 rows) gives
-  41.6 +- 1.5 overall and 65.5 +- 1.8 transfer; Table 2 prints 41.6 +- 1.5 and 65.0 +- 1.8
-  (`test_metrics.py`). A model that transfers nothing has transfer 0.
-- "include": each question's source row is an example too, with S = 1(source correct), in both
-  averages (it matches Table 1's count of 4,608 evaluated examples). The same rebuilt table gives
-  43.4 +- 1.4 and 68.3 +- 1.7, neither of Table 2's numbers, and a model that answers only in the
-  source language gets transfer 1/12 (1/2 with two languages). Kept as an option for that count.
-- "helm": HELM's ECLEKTIC metric (stanford-crfm/helm, src/helm/benchmark/metrics/eclektic_metrics.py)
-  takes neither reading: its overall score averages over the translated rows only, while its
-  transfer score averages over every row of the questions answered correctly in their source
-  language, the source row included.
-
-What no reading closes: the rebuilt table's transfer under "exclude" is 65.5, half a point above
-Table 2's 65.0 (Figure 5 and Table 2 may come from different runs or row sets; the paper does not
-say), and the paper's text gives Gemini 2.0 Pro's overall success as 41.3 where its Table 2 prints
-41.6 (41.3% is also the mean of Figure 5's French column).
-
-What Table 2's intervals imply. Recomputing them from its own values with the normal approximation
-(value +- 1.96 x SE, SE = sqrt(p(1-p)/n), n = 4,608 or 4,224 and |K| = n x overall / transfer): the
-two readings differ by only 4% in half-width, about the table's 0.1-point rounding. Transfer
-half-widths match to 0.1 for GPT-4o, Gemini 2.0 Flash and Claude under "include" (e.g. 67.0 +- 1.78
-vs 1.86 under "exclude": printed 1.8) and for Gemini 2.0 Pro, Mistral Nemo, Qwen and OLMo under
-"exclude" (Pro: 65.0 +- 1.80 vs 1.72 under "include": printed 1.8); the mean distance to the
-printed half-widths is 0.043 points under "exclude" and 0.073 under "include"; overall half-widths
-do not separate them (0.038 vs 0.037). Table 4 (popular pages, 6,628 examples, 964 questions)
-separates them better (8%): 7 of its 8 transfer half-widths match n = 6,628 - 964 = 5,664 (and |K|
-from it), none matches n = 6,628. HELM's reading matches none of Table 2's transfer half-widths.
-The printed values cannot come from complete tables under either reading alone (OLMo's 1.6 / 17.2
-needs |K| = 12 x questions under "include", which no integer count gives; Mistral's 7.1 / 38.9 has
-no solution with |K| = 11 x questions under "exclude"), so some rows were left out of the printed
-averages; the paper does not say which.
-
-crossknow's choices:
-- Several samples per question (column `sample`): target sample i is paired with source sample i;
-  each (example, sample) enters the averages once. A target sample without its source sample
-  cannot be scored: it is counted in `n_missing_source`.
-- An invalid (null) correctness on either side makes the example invalid: excluded from both
-  averages and counted in `n_invalid`, never taken as incorrect. Null means a failed request or an
-  undecided judge; an empty answer is a wrong answer (`crossknow.eclektic.answer`). (HELM counts a
-  missing judgement as incorrect.)
-- Intervals: "normal" is value +- z x sqrt(p(1-p)/n), n the average's denominator, which the
-  paper's intervals fit (above); it treats examples as independent, which they are not (a question's rows
-  share its source answer, and its samples share everything). "bootstrap" resamples questions
-  (clusters of all their rows and samples) with replacement, seeded, and reports the percentile
-  interval, so that within-question dependence widens it as it should.
-- Matrices cover every example, source rows included whatever the reading: the diagonal of the
-  overall matrix is the source-language accuracy, that of the transfer matrix is 1 by definition
-  (as in Figure 3).
+S = 1 when a question is answered correctly in both the target and the source language; overall success is the mean
+of S over the examples, transfer the mean over K, those answered correctly in the source language. Which rows are
+examples (`source_rows`: "exclude", the default, "include", "helm"), the intervals ("normal", "bootstrap") and the
+recomputation of Table 2 behind the default are crossknow's choices, in docs/eclektic.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """ECLEKTIC's prompts: the five answering settings of Appendix A.3 and the judge prompt of A.2.
 
-The words of every template are the paper's, verbatim. The paper's extracted text does not keep
-its line breaks, so the layout is crossknow's choice: a blank line wherever the paper shows one;
-in the judge prompt, each list item and each field's value on a line of its own (as HELM's
-ECLEKTIC annotator lays the same words out); in the cross-lingual open-book prompt, the question
-on the line after the context. The closed-book setting is the question alone, with no instruction
-(section 4.1), and it is the setting of every main result.
-
-Language names are English (the instructions are English), one table for ECLEKTIC's 12 languages;
-an unknown code is an error, never a silent fallback.
+The words are the paper's, verbatim; the layout, which the paper's extracted text loses, is crossknow's choice
+(docs/eclektic.md). The closed-book setting is the question alone, with no instruction (section 4.1), the setting of
+every main result. Language names are English, from one table; an unknown code is an error, never a fallback.
 """
 
 from __future__ import annotations

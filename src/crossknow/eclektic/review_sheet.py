@@ -1,33 +1,9 @@
 """The review sheet of a built set: a CSV for the human verification the paper made, and its import.
 
-`export_sheet(questions, path)` writes one row per question and language, the source language first:
-the question, answer and context in that language, the back-translation and chrF scores of the pivot
-check (empty on the source row), `flagged` (the check asks for a look), `problems` (outputs that were
-invalid), and columns for the reviewer, left empty: the paper's three validation criteria (section
-3.1) on the source row, `closed_book` (answerable closed-book: the question neither refers to the
-context nor gives the answer away), `language_specific` (a fact particularly relevant to the source
-language, not general knowledge) and `self_contained` (the question holds all it needs to be
-answered once translated, e.g. "the Israeli adaptation of Survivor"); then `approved`,
-`fixed_question`, `fixed_answer` on every row. UTF-8 with a byte-order mark, so that spreadsheet
-programs read every script.
-
-The reviewer fills `approved` on every row and the three criteria on each approved source row
-(yes/no; y/n, true/false, 1/0 are read too), may type a corrected question or answer into
-`fixed_question` / `fixed_answer` (a question made self-contained goes there, and its criterion then
-says yes), and may correct the `question`, `answer` or `context` cells in place.
-`import_sheet(path, out)` then writes the released wide format (`crossknow.data.eclektic`: q_id,
-original_lang, title, url, content, question, answer, and {L}_q, {L}_a, {L}_c per kept language,
-which `read_eclektic` reads):
-
-- a rejected source-language row, or a "no" on one of its criteria, drops the whole question (the
-  paper's first review discards questions that fail the criteria);
-- a rejected translated row drops the whole question too: the paper discards examples "proved to be
-  untranslatable" at the translation review, and every question of the main set is in all 12
-  languages;
-- an approved row takes `fixed_question` / `fixed_answer` where they are not empty, else the sheet's
-  own cells; an approved row without a question, answer or context is an error.
-
-Any malformed record is an InputError naming the sheet, the record's first line and the column.
+`export_sheet` writes one row per question and language, source first: the texts, the pivot check's scores and flag,
+and empty columns for the reviewer (the paper's three criteria on the source row; `approved`, `fixed_question`,
+`fixed_answer` on every row). `import_sheet` writes the released wide format; a rejected row, or a "no" on a
+criterion, drops the whole question, as the paper discards untranslatable examples (docs/eclektic.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """An ECLEKTIC run, resumable: answers -> judgements -> correctness -> metrics, in one run directory.
 
-Stages are append-only shards of a RunDir (`crossknow.store.run_dir`): `stages/answers/` (one key per
-question: all its languages and samples) and `stages/judgements/` (one key per judge and question). A run
-killed at any point resumes with the same command: committed questions are not asked again, and the calls
-of a shard cut short come back from the request cache, so nothing is paid twice. A question whose request
-failed in transport (after the backend's retries) is not committed: it counts as invalid in this
-invocation's scores and is asked again by the next one. Every call is recorded in the run's spend ledger
-(`spend/`, `crossknow.store.spend_ledger`), so the outcome tells what this invocation sent and what the
-whole run did, a call that a killed invocation paid and a resumed one replayed counted once.
-
-The run directory holds config.yaml, inputs.json (the set's SHA-256), models.json, invalid.jsonl (records
-of the set that could not be used), and after scoring answers.parquet, judgements.parquet, examples.parquet
-(one row per example and sample: `crossknow.eclektic.run_outputs`), metrics.json (EclekticMetrics of the
-majority verdicts) and judges.json (each judge's own metrics and their agreement).
+Answers are committed per question and judgements per judge and question (`crossknow.store.run_dir`), and every call
+goes through the request cache and the run's spend ledger: a run killed at any point resumes with the same command
+and pays for nothing twice. A question whose request failed in transport is not committed: invalid in this
+invocation's scores, asked again by the next. The run directory's files: docs/eclektic.md.
 """
 
 from __future__ import annotations

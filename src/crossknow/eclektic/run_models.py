@@ -1,16 +1,9 @@
-"""The models an ECLEKTIC run talks to, built only when a stage has work for them.
+"""The models an ECLEKTIC run talks to, built only when a stage has work for them, all from one `ClientPool`.
 
-The model under test answers through one StructuredClient; each LLM judge has its own, kept by role and
-spec: a judge that names the same spec as the model under test (the paper's Table 2 has this case: Gemini
-2.0 Flash judges and is judged) still samples greedily, writes at most the verdict budget and calls its
-own server (`openai:MODEL@URL`, else --judge-base-url) with --judge-api-key-env. All of them come from one
-`crossknow.generation.clients.ClientPool`: a generator is shared between the roles only where spec, server
-and key are all the same (a local model is then loaded once). The 'gold-loss' judge scores through a Scorer
-of the model under test, which shares the generator's loaded weights when the generator is a local one
-already loaded (no second copy). All clients share one request cache, so a resumed or repeated run pays for
-nothing twice. models.json in the run directory records each spec's backend and model id as "model"
-(a judge with the model's spec as "SPEC (judge)") and, for a generator, the form it was asked in as
-"prompt_format": 'chat' (the paper's prompts) or 'completion' (crossknow's few-shot prompts for base models).
+The model under test answers through one StructuredClient; each LLM judge has its own, by role and spec, so that a
+judge with the model's own spec (Table 2's Gemini 2.0 Flash) still samples greedily, with the verdict budget, its own
+server and key. The 'gold-loss' judge scores through a Scorer of the model under test (its loaded weights where
+there are some). models.json records each spec's backend, model id and, for a generator, its `prompt_format`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""crossknow's invented example texts for the few-shot completion prompts of base models, one entry per
-ECLEKTIC language, each a translation of the same English texts (crossknow's own wording; the paper's
-prompts are chat prompts with no such examples).
+"""crossknow's invented example texts for the few-shot completion prompts of base models, one entry per ECLEKTIC
+language, each a translation of the same English texts (the paper's prompts are chat prompts with no examples).
 
-They are about no real place, so that a shot teaches the prompt's form and no fact: an answering prompt
-falls back on `questions` when its set has too few other questions in the asked language, and a
-translation prompt shows `questions`, `answers` and `sentence` in its two languages.
+They are about no real place, so that a shot teaches the prompt's form and no fact: answering prompts fall back on
+`questions` when the set has too few other questions in the asked language; translation prompts show `questions`,
+`answers` and `sentence` in their two languages.
 """
 
 from __future__ import annotations

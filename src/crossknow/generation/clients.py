@@ -1,25 +1,9 @@
-"""Every role's model, built in one place: the generator, simulator, proxy, judge and scorer clients of every
-command come from a `ClientPool`.
+"""Every role's model, built in one place: every command's clients come from a `ClientPool`, and no other module
+constructs a `StructuredClient`.
 
-A role (`Role`) is what one kind of model of a command shares: the default server of its openai: specs (the
-flag `server_flag`, e.g. --base-url or --judge-base-url; a spec's own `openai:MODEL@URL` wins, read by
-`crossknow.models.registry.parse_spec`), the environment variable that holds that server's key (never the
-key itself), and how its client asks: temperature, seed, token budget, attempts. The pool builds
-
-- one generator per (spec, server, key variable): a local model is loaded once, whatever roles ask it (a
-  local model has no server or key, so they do not part it);
-- one `StructuredClient` per generator and sampling settings: two roles with the same settings share a client
-  (and its cost meter), two with different temperatures get two clients over the one generator;
-- one Scorer per (spec, server, key variable), taken from a local generator already loaded where there is one
-  (its weights, not a second copy).
-
-All clients share one request cache (the user's cache directory unless a path is given), opened on first use,
-so that a resumed or repeated run pays for nothing twice; given the run's spend ledger (`record_spend`), every
-client records there what it sends, so that a command reports what the whole run spent over its invocations.
-
-A caller that already holds a Generator (a demo that shares one loaded model among its stages, a test's scripted
-model) gives it to a pool by name (`adopt`) and asks for its clients like any other's; `ClientPool.over` is a
-pool over a request cache the caller holds (or none). No other module constructs a `StructuredClient`.
+A `Role` is what one kind of model shares: its `openai:` specs' default server, key variable and sampling settings.
+A pool keeps one generator per (spec, server, key variable), one client per generator and sampling settings, one
+scorer per spec (a loaded local generator's weights where there are some) and one request cache (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The yes/no confidence of a JSON field: exact from two scored values, or from top log-probabilities.
 
-AdaXEval (Appendix A.1) measures a model's confidence that a sentence is factual "by the
-probability of the yes token output by the `factuality` field".
-
-Exact, where the backend scores continuations (local models): the answer's own text up to the
-field's value is the context, the values `"yes"` and `"no"` are scored as two continuations, and
-P(yes) = p(yes) / (p(yes) + p(no)) (`value_prefix`, `scored_yes_probability`).
-
-From top log-probabilities (servers): find the token at which the field's string value starts
-(skipping tokens that only hold the opening quote or spaces), sum the probabilities of the
-alternatives at that position that read "yes", and normalise over yes + no when both are present;
-alternatives outside the top k are missing from both sums. Without log-probabilities the parsed
-answer gives 1.0 or 0.0.
+AdaXEval (Appendix A.1) measures a model's confidence that a sentence is factual "by the probability of the yes
+token output by the `factuality` field". Exact where the backend scores continuations (local models): P(yes) =
+p(yes) / (p(yes) + p(no)), the two values scored after the answer's text up to the field (`scored_yes_probability`).
+Else from the top log-probabilities at the value's first token; without any, 1.0 or 0.0 (docs/scoring.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""Whether a model's output repeats an example output of its few-shot prompt (a "shot echo").
+"""Whether a model's output repeats an example output of its few-shot prompt (a "shot echo"), by crossknow's rule.
 
-A base model asked by a few-shot completion prompt sometimes continues with one of the prompt's examples instead of
-answering its own input. Every method's output checks ask the same question here, crossknow's rule: an output echoes
-an example when it is that example's OUTPUT as a whole, or, where the caller allows it, shares with it a run of at
-least `ECHO_SPAN` characters that none of the prompt's inputs holds. Only outputs count, never an example's inputs
-(its question, its wrong option): a good output may well use a word an example's input uses. A prompt without
-examples (a chat prompt that shows none) has nothing to echo, so its caller passes none.
-
-Texts are compared folded (`folded`): NFKC, case folded, every run of characters other than letters and digits as
-one space, so that a changed capital, space or final period still makes an echo.
+A base model asked by a few-shot prompt sometimes continues with an example instead of answering its own input. An
+output echoes an example when it is that example's output as a whole or, where the caller allows it, shares with it
+a run of at least `ECHO_SPAN` characters that no prompt input holds; only outputs count, never an example's inputs.
+Texts are compared folded (`folded`: NFKC, case folded, each run of non-alphanumerics as one space).
 """
 
 from __future__ import annotations

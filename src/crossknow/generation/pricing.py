@@ -1,14 +1,9 @@
 """What model calls cost: a table of USD per million prompt and completion tokens.
 
-Built in: a few well-known OpenAI models at their list prices (checked 2025; prices change, so a
-user can override or extend the table with a YAML or JSON file of the same shape):
-
-    gpt-4.1: {prompt: 2.00, completion: 8.00}
-    my-vllm-model: {prompt: 0, completion: 0}
-
-Local backends (`default`, `hf:`, `gguf:`) cost nothing. A model served through `openai:` that the
-table does not list (a local vLLM or llama.cpp server, usually) is counted as 0 USD, with one
-warning per model id so that a paid model missing from the table does not go unnoticed.
+Built in: a few OpenAI models at their list prices (checked 2025); a YAML or JSON file of the same shape, such as
+`gpt-4.1: {prompt: 2.00, completion: 8.00}`, overrides or extends it. Local backends cost nothing; an `openai:` model
+the table does not list (usually a local vLLM or llama.cpp server) counts as 0 USD, with one warning per model id,
+so that a paid model missing from the table does not go unnoticed.
 """
 
 from __future__ import annotations

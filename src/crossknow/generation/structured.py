@@ -1,48 +1,9 @@
-"""Structured (JSON-schema) or parsed free-text outputs from any Generator: validation, retries, cache,
-confidence, cost.
+"""Structured (JSON-schema) or parsed free-text outputs from any Generator: validation, retries, cache, P(yes), cost.
 
-`StructuredClient.call_many` turns chat prompts into requests with `json_schema` set from a
-pydantic model, sends every pending prompt in one `generate` call (so a server backend keeps its
-concurrency busy), validates each output with pydantic, and retries only the malformed ones:
-attempt k (0-based) uses seed + k and, from the second attempt on, a note asking for JSON only, so
-that a malformed answer replayed from the cache is not replayed forever. What is still invalid
-after `max_attempts`, and every request whose transport failed after the backend's own retries, is
-returned as an outcome with `value=None` and the reason in `error`: never raised, never dropped.
-
-Prompts come in two forms, for the two kinds of model (`Generator.prompt_format`): a `ChatPrompt`
-(system and user messages, for a model with a chat template) or a `CompletionPrompt` (plain text the
-model continues, for a base model: few-shot, one short field per call, ended by a stop string, so that
-structure comes from the prompt's construction and not from the model). A stage that can ask either
-way writes both and asks in the form `StructuredClient.prompt_format` names. A completion prompt gets
-no retry note: its retries, from the second attempt on, sample at `RETRY_TEMPERATURE` with seed + k
-(crossknow's choice: a greedy base model repeats its invalid output word for word).
-
-Free text goes through the same loop: pass a `TextOutput` instead of a pydantic model and the
-requests carry no `json_schema`; the output is judged by the TextOutput's parser `(text) -> (value,
-error)` and retried, cached and metered exactly as JSON is (the retry note is the TextOutput's own,
-empty by default, so that only the seed changes). `seeds` gives each prompt its own base seed (n
-samples of one prompt); attempt k of a prompt uses its seed + k.
-
-The yes/no confidence of a `confidence_field`: from a generator that can score continuations of
-its answers (`AnswerScorer`: the local backends), P(yes) is exact, p("yes") / (p("yes") + p("no"))
-over the two values scored after the answer's own text up to that field (see
-`crossknow.generation.confidence`), and no top log-probabilities are asked for; from any other
-backend, it is read from the top log-probabilities of the generated tokens.
-
-`yes_no_many` asks completion prompts that end where a yes or a no follows: P(yes) is exact from a
-generator that scores (the two values scored as continuations, as for a confidence field), else 1.0 or
-0.0 from the word the model writes. An exact P(yes) can be calibrated (`yes_no_baseline`): a base model's
-few-shot yes/no leans one way before it reads the input, and by how much depends on the prompt's language
-(Gemma 3 270M after AdaXEval's fact prompt: P(yes) about 0.65 in English, 0.21 in Japanese, with the
-sentence replaced by "N/A", "" or "[MASK]").
-
-Every successful model call is cached (see `crossknow.store.request_cache`) under the hash of
-(backend, server for a server backend, model id, messages or completion prompt, max_tokens, temperature, seed,
-top_logprobs, schema, and stop strings where there are any; see `request_identity`), and so is every
-pair of scored yes/no values; failed calls are not, so a re-run retries them and pays for nothing it
-already has. The client's `meter` counts what this process sent; a client given its run's spend ledger
-(`record_spend`, `crossknow.store.spend_ledger`) also records each request there before caching its answer,
-which is how a command reports what the whole run spent over its invocations, a resumed one included.
+`StructuredClient.call_many` sends every pending prompt in one `generate` call, validates each output (pydantic, or a
+`TextOutput`'s parser) and retries only the invalid ones, attempt k with seed + k; what stays invalid is returned with
+its reason, never raised or dropped. A `ChatPrompt` or `CompletionPrompt` is asked in the form `prompt_format` names;
+a completion's retry samples at `RETRY_TEMPERATURE` (crossknow's choice; docs/scoring.md, "How a stage asks").
 """
 
 from __future__ import annotations
@@ -276,7 +237,7 @@ class StructuredClient:
     ) -> list[StructuredOutcome]:
         """One outcome per prompt (chat or completion), in order. `schema` is a pydantic model (JSON output validated
         against it) or a TextOutput (free text and its parser). `confidence_field` names a yes/no
-        field of a pydantic `schema` whose P(yes) is wanted (see the module docstring); top
+        field of a pydantic `schema` whose P(yes) is wanted (`crossknow.generation.confidence`); top
         log-probabilities are asked for only then, and only from a backend that cannot score
         continuations. `seeds`: one base seed per prompt (default: the client's seed for all). `parsers`: one
         parser per prompt, in place of the schema's own (an answer valid for one question only); a pydantic

@@ -1,35 +1,9 @@
-"""The tokenisation rule at the context/continuation boundary (DESIGN.md, "Scoring rules").
+"""The tokenisation rule at the context/continuation boundary (DESIGN.md, "Scoring rules"; docs/scoring.md).
 
-`moved`, the default and crossknow's rule: trailing spaces of the context move to the front of the
-continuation (the text is unchanged, only the split point moves); then ctx = tok(context),
-whole = tok(context + continuation), and the continuation tokens are whole[len(ctx):]. The model
-input is ctx + continuation tokens.
-
-`literal`, a compatibility switch for reproducing the AdaXEval authors' published numbers, never
-the default: their code does not move the spaces. ctx = tok(context) with its trailing space,
-whole = tok(context + continuation), continuation tokens = whole[len(ctx):], model input = ctx +
-continuation tokens, with no check of the boundary. With tokenizers that write a word's leading
-space into the word's token (Gemma, every SentencePiece model), a context ending in a space
-encodes that space as a token of its own that `whole` does not have, so whole[len(ctx):] starts
-one token late: the continuation's first token is dropped, and the rest is scored after the lone
-space token. On English cloze items (a space before almost every [BLANK]) this scores a shorter,
-different continuation; where the context ends in no space (question items, Japanese cloze
-items without a space) the two rules give the same tokens unless the tokenizer merges across the
-boundary, which `literal` lets through as the authors' code does.
-
-crossknow's choice where the tokenizer merges across the boundary: when whole[:len(ctx)] != ctx
-(a token of `whole` spans the end of the context and the start of the continuation, as Gemma's
-tokenizer does with Japanese particles: 'インスリンは血糖値' + 'を下げる' encodes '値を' as one token),
-no split of `whole` is the continuation, and the sequence lm-evaluation-harness scores
-(ctx + whole[len(ctx):]) is not the text. The request is unscorable: `UnscorableRequest` names the
-boundary, and the scoring stage records the item as invalid. The alternative, scoring `whole` split
-at its first token that differs from `ctx`, would score text that belongs to the context and give
-options of one item different boundaries; it was not needed: none of the 3,026 requests of the
-AdaXEval paper examples and the Japanese Cross-Lingual Pitfalls pairs (both rules, English and
-Japanese) merges with the embedded Gemma 3 tokenizer. Local backends check the token ids
-(`encode_pair`); the OpenAI-compatible backend, which sees only the server's tokens of the whole
-prompt, checks that one of them starts exactly at the boundary (`continuation_start`): for BPE and
-SentencePiece vocabularies the two conditions are the same.
+`moved`, the default and crossknow's rule: the context's trailing spaces move to the front of the continuation,
+whose tokens are then tok(context + continuation)[len(tok(context)):]. `literal`, never the default, reproduces the
+AdaXEval authors' tokenisation (the spaces stay). crossknow's choice where the tokenizer merges across the boundary:
+the request is unscorable, checked on token ids (`encode_pair`) or on a server's offsets (`continuation_start`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Load another checkpoint's weights into a model already in memory, and tell which blocks stayed the same.
 
-A sweep over the checkpoints of one training run loads the same architecture again and again; copying
-the new weights into the loaded model skips the load, and comparing them on the way says which lower
-blocks did not change (the frozen blocks of `--train-layers last:N`), so that their outputs can be
-reused (`crossknow.models.frozen_prefix`). Weights are compared in the model's compute dtype, as
-they are used: two checkpoints whose weights round to the same bfloat16 values compute the same.
+A sweep over one training run's checkpoints loads the same architecture again and again: copying the new weights
+into the loaded model skips the load, and comparing them says which lower blocks did not change (the frozen blocks
+of `--train-layers last:N`), whose outputs `crossknow.models.frozen_prefix` then reuses. Weights are compared in the
+model's compute dtype, as they compute: two checkpoints that round to the same bfloat16 values compute the same.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""The device of local models (`--device`): the values every command accepts, and the check that the device
-exists on this machine.
+"""The device of local models (`--device`): the values every command accepts, and the check that the device exists.
 
-A mistyped device is refused when the config is read (`Device`, `TrainDevice`), before a run directory is
-written. A CUDA device that this machine lacks is refused when the model is about to load
-(`resolve_device`), with a CrossknowError that says what torch sees, instead of torch's own error from
-deep inside the load, or, in training, a silent run on the CPU.
+A mistyped device is refused when the config is read (`Device`, `TrainDevice`), before a run directory is written;
+a CUDA device that this machine lacks, when the model is about to load (`resolve_device`), with a CrossknowError
+saying what torch sees, instead of torch's error from deep inside the load or, in training, a silent run on the CPU.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""A faster load of the tokenizers that crossknow's cache holds, used only where it was checked to be the same.
+"""A faster load of the tokenizers in crossknow's cache, used only where it was checked to give the same tokens.
 
-`AutoTokenizer` in transformers 5 parses tokenizer.json in Python and rebuilds the tokenizer from its
-vocabulary and merges (for Gemma 3: 262,144 words, 514,906 merges), about 2.5x the cost of the Rust
-`tokenizers.Tokenizer.from_file`. `PreTrainedTokenizerFast(tokenizer_file=...)` with the special
-tokens of the saved tokenizer_config.json takes the Rust path. A model class may build its tokenizer
-otherwise than its tokenizer.json says, so the fast load is used only for a checkpoint directory
-whose verdict file (written by `crossknow.models.checkpoint_cache`, under the transformers version
-that made it) records that both loads give the same token ids, decoded text and special tokens on
-`PROBES`. Directories without a current verdict (every user's `hf:` model) load with AutoTokenizer.
-
-The scorer needs less: the token ids of a text and the special tokens' ids. For it, `ScoringTokenizer`
-encodes straight through the Rust tokenizer, without importing transformers (a third of a second of
-start-up), where the verdict records that this too gives the same ids on `PROBES`; anything else asked
-of it goes to the fast load, made on first use.
+`PreTrainedTokenizerFast(tokenizer_file=...)` takes the Rust path that `AutoTokenizer` skips, and `ScoringTokenizer`
+encodes through the Rust tokenizer without importing transformers, for the scorer. Each is used only for a checkpoint
+whose verdict file (`crossknow.models.checkpoint_cache`, per transformers version) records the same ids, text and
+special tokens as AutoTokenizer on `PROBES`; every other directory loads with AutoTokenizer (docs/speed.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""Reuse of frozen lower blocks across the checkpoints of a sweep.
+"""Reuse of frozen lower blocks across the checkpoints of a sweep, which `--train-layers last:N` keeps bit-identical.
 
-A model continually pretrained with `--train-layers last:N` keeps its embeddings and its first
-blocks bit-identical at every checkpoint, so the hidden states that leave the last frozen block are
-the same at every checkpoint for the same input. `FrozenPrefix` hooks a causal LM's decoder: on a
-call it has not seen, the model runs whole and the output of the last frozen block is kept; on a
-call it has seen (the same token ids, mask, positions and cache length), the frozen blocks are
-swapped for stand-ins that return the kept states (and fill the KV cache with placeholders of the
-right length, which no remaining block reads), so only the trained blocks run.
-
-Keys cover everything the frozen blocks see: the decoder's input ids, attention mask and position
-ids, the length of the KV cache passed in, and, for a call that continues a cached context, the key
-of that context call. A continuation call whose context was replayed must itself be replayed (the
-frozen blocks' KV cache holds placeholders): if it was never seen, `PrefixCacheMiss` is raised and
-the caller scores the work again without reuse. Callers must check that the frozen weights are the
-same before switching weights under a FrozenPrefix (see `crossknow.models.checkpoint_switch`).
+`FrozenPrefix` hooks a causal LM's decoder: a call not seen before runs whole and keeps the last frozen block's
+output; a call seen before (its key: ids, mask, positions, cache length, context call) runs only the trained blocks
+on the kept states. An unseen continuation of a replayed context raises `PrefixCacheMiss` (the caller scores again
+without reuse). Callers check that the frozen weights are the same (`crossknow.models.checkpoint_switch`).
 """
 
 from __future__ import annotations

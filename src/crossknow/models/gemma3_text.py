@@ -1,31 +1,9 @@
-"""Gemma 3's text model in plain torch, for scoring: transformers' `Gemma3ForCausalLM` numbers without
-importing transformers.
+"""Gemma 3's text model in plain torch, for scoring: transformers' `Gemma3ForCausalLM` numbers without importing
+transformers' model code and what it pulls in (docs/speed.md, "Start-up"; docs/architecture.md).
 
-Why: a one-item `evaluate` with the embedded model spent 1.4 s of its 6 s importing transformers' model
-code, and through it torch.distributed, torch._dynamo, sympy and scipy, none of which scoring uses.
-This module imports torch alone. `load_scoring_model` uses it for the checkpoints that `unsupported`
-accepts (plain Gemma 3 text checkpoints, the embedded model and every `crossknow train` checkpoint of
-it); every other model loads through transformers. Generation and training always use transformers.
-
-It is the text model of transformers' Gemma3ForCausalLM: scaled token embeddings; blocks of attention
-(query/key RMS norms, rotary positions with one base for the sliding-window blocks and one for the
-global ones, grouped key/value heads) and a GeGLU feed-forward, each wrapped in a pre- and post-norm;
-Gemma's RMS norm x / rms(x) * (1 + w), in float32; a final norm; the tied output head. Attention runs
-through torch's `scaled_dot_product_attention` with an explicit mask, as transformers' default ("sdpa")
-does.
-
-What the rest of crossknow relies on, kept the same as transformers':
-- parameter names (`model.layers.N.self_attn.q_proj.weight`, ...), so `crossknow.models.checkpoint_switch`
-  copies another checkpoint's weights in place;
-- the decoder's keyword arguments (`input_ids`, `attention_mask`, `position_ids`, `cache`, `use_cache`),
-  its output (`last_hidden_state`, `cache`, and `out[0]`), its `layers` list, each layer's `cache=`
-  argument and the cache's `update`, `get_seq_length` and `reorder_cache`, so the scorer's context
-  cache and `crossknow.models.frozen_prefix` work on it unchanged.
-tests/models/test_gemma3_text.py checks its hidden states and logits against transformers' model.
-
-Crossknow's choices: the cache keeps every position of the sliding-window blocks and the mask excludes
-those past the window (transformers drops them; the attention is the same); a query at a padding
-position attends to itself alone, so no row of the attention is empty (its output is never read).
+`load_scoring_model` uses it for Gemma 3 text checkpoints (`unsupported` says which). It keeps transformers' parameter
+names and decoder interface, which checkpoint switches and the frozen-block replay rely on. crossknow's choices: the
+sliding-window cache keeps every position, masked, and a padding query attends to itself alone.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The Generator protocol: chat or plain-text completions with optional JSON-schema output and top log-probabilities.
 
-Two prompt forms, one request type: a `GenerateRequest` holds chat `messages` (the backend applies the
-model's chat markup) or a raw completion `prompt` (text the model continues as it is: local backends
-add BOS and nothing else; `openai:` sends it to `/v1/completions`). Each backend has a `prompt_format`,
-the form its model takes best: pipeline stages that can ask either way ask that way (see
-`crossknow.generation.structured`).
-
-Backends (`openai:`, `hf:`, `default`) implement `generate`; everything above them (prompts,
-validation with pydantic, retries of malformed output, the request cache) lives in
+A `GenerateRequest` holds chat `messages` (the backend applies the model's chat markup) or a completion `prompt`
+(text the model continues as it is); a backend's `prompt_format` is the form its model takes best. Backends
+implement `generate`; prompts, validation, retries of malformed output and the request cache live in
 `crossknow.generation`, never inside a backend.
 """
 

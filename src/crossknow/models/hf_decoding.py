@@ -1,16 +1,9 @@
 """Batched decoding for transformers causal LMs: left padding, one KV cache, a stop per row.
 
-`decode_batch` runs the prompts of one batch together. They are left-padded to one width, with
-an attention mask over the padding and position ids counted from each row's first real token, so
-that padding changes only the shapes of the matrix products. Each step feeds the last token of
-every live row. A row ends at a stop token (EOS, `<end_of_turn>`), a stop string, the end of its
-JSON value (with a constraint), a loop inside one of its JSON strings (with a constraint: see
-`crossknow.models.json_constraint`) or its token budget; it then leaves the batch (its rows of the KV
-cache are dropped), so a finished row costs nothing more and counts no more tokens.
-
-Each row keeps its own sampling settings: greedy at temperature 0, else temperature sampling from
-its own seeded `torch.Generator`, as in one-at-a-time decoding. Top log-probabilities are the
-log-softmax of the model's own logits (before temperature and before any constraint's mask).
+`decode_batch` left-pads a batch's prompts, with a mask over the padding and positions counted from each row's first
+real token, so that padding changes only shapes. A row ends at a stop token or string, the end of its JSON value, a
+loop inside a JSON string (`crossknow.models.json_constraint`) or its budget, and leaves the batch and its KV cache.
+Each row samples with its own settings; top log-probabilities are the model's own (before temperature and masks).
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Generator for transformers causal LMs (the `default`, `hf:` and `gguf:` specs).
 
-Prompts: a completion request's `prompt` is tokenised as it is, after BOS. Chat messages take the
-tokenizer's chat template when it has one; otherwise Gemma's turn format
-(`<start_of_turn>user\\n...<end_of_turn>\\n<start_of_turn>model\\n`, after BOS), with system text
-opening the first user turn as Gemma's own template does.
-
-`prompt_format` ("auto" by default) is 'chat' when the tokenizer has a chat template and 'completion'
-when it has none: the embedded GGUF ships none, so the `default` model is asked as the base model it is.
-
-Requests are decoded in batches as `crossknow.models.local_generator` says (the path every local
-generator shares), by `crossknow.models.hf_decoding`: left padding, one KV cache, a stop per row. Top
-log-probabilities are the log-softmax of the model's own logits (before temperature), in float32: what a
-direct forward pass over prompt and output gives.
-
-`score_answers` scores continuations of an answer exactly, through the engine's HFScorer (built
-on first use around this generator's loaded model, not a second copy): the yes/no confidence of fact detection uses it.
+A completion prompt is tokenised as it is, after BOS; chat messages take the tokenizer's chat template, else Gemma's
+turn format with system text opening the first user turn. `prompt_format` "auto" is 'chat' with a template and
+'completion' without (the embedded GGUF has none). Decoding is `crossknow.models.local_generator`'s; `score_answers`
+scores continuations exactly through an HFScorer on this generator's loaded weights (yes/no confidence).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Scorer for local causal LMs (the `default`, `hf:` and `gguf:` specs): Gemma 3 text checkpoints through
-crossknow's own module (`crossknow.models.gemma3_text`), every other model through transformers
-(`crossknow.models.hf_loading.load_scoring_model` decides).
+`crossknow.models.gemma3_text`, every other model through transformers (`hf_loading.load_scoring_model` decides).
 
-Speed comes from doing less, never from approximating:
-- requests that share a context are grouped; the context runs once per group and its KV cache
-  is reused by every option (rows pick their group's cache with an index select);
-- the option pass feeds only `continuation[:-1]`, and is skipped when every option is one token;
-- the output projection and log-softmax run only at positions that predict a continuation token
-  (the 262k-word projection dominates a small model's cost), for all of a batch's positions at once
-  (its weights are read once per batch), streamed over the vocabulary, with float32 results and
-  the model's own logit scaling (`crossknow.models.logit_head`, which states the bf16 precision);
-- groups are sorted by length so that batches carry little padding, and a batch's option pass runs in
-  chunks of options of similar length (`option_chunks`): a group's options differ in length, and one
-  pass padded to the longest computed more padding than tokens on the AdaXEval release's cloze items.
-The numbers equal the plain one-option-at-a-time computation within float tolerance
-(tests/models/test_hf_scorer.py checks this against a float64 reference).
-
-A request that cannot be scored raises `UnscorableRequest` with its position, before any model
-work when the cause is known from tokens (a tokenizer merge across the boundary, longer than the
-model's positions), after it for a non-finite log-probability (a float16 overflow).
+Speed comes from doing less, never from approximating (docs/speed.md): a context runs once for all its options,
+only positions that predict a continuation token are projected (`crossknow.models.logit_head`), and options run in
+passes of similar length (`option_chunks`). A request that cannot be scored raises `UnscorableRequest`.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
-"""Decoding constrained to a JSON schema, for local generators, with llguidance.
+"""Decoding constrained to a JSON schema, for local generators, with llguidance (one matcher per row of a batch).
 
-llguidance (PyPI `llguidance`, the Rust engine behind Guidance, also used by vLLM and SGLang)
-turns a JSON schema into a grammar without a pass over the vocabulary per schema, and computes the
-allowed next tokens lazily at each step; it runs offline on the CPU from the tokenizer the model
-already has. One matcher per row makes it fit batched decoding: each row masks its own logits.
-Measured here with Gemma 3's 262,144-word vocabulary on a loaded 2-core machine: the tokenizer is
-converted once (about 15 s), the first mask takes about 6 s (lazy set-up), and every later step
-0.5-80 ms (mask and apply), against 0.1-1.5 s for the model's own step.
-
-The JSON is written compactly (`{"a": 1, "b": 2}`, no free whitespace), and the row ends when the
-top-level value is complete (the closing brace), not at EOS or max_tokens.
-
-A JSON string is unbounded in the grammar, and a small model can loop inside one (Gemma 3 270M,
-asked to translate a question: `{"text": "The answer is 10. The answer is 10. The answer is 10. ...`)
-until max_tokens, which leaves unclosed, invalid JSON after the whole budget is spent. crossknow's
-choice: a row whose open string ends with the same span of at least `LOOP_MIN_CHARS` characters
-written twice in a row is stopped there (`repeats_in_open_string`); its output is invalid as before,
-only cheaper, and `crossknow.generation` retries it. Strings are not cut to a length and a looping
-string is not closed, so no output becomes valid that was not, and no long valid string is truncated.
-Measured on 4 demo questions with the root-pair translation prompt at max_tokens=256 on 2 CPU cores: the two
-looping rows stopped after 19 and 58 tokens instead of 256 (mean 117 -> 44 tokens a call, 226 s -> 11 s); the
-check costs under 1 ms a step for a 4,000-character string.
-
-Without llguidance installed (`json_constraints_available()` is False), generators fall back to
-unconstrained decoding; `crossknow.generation` validates and retries as it always does.
+The JSON is written compactly and a row ends when its top-level value closes. crossknow's choice: a row whose open
+string ends with the same span of at least `LOOP_MIN_CHARS` characters twice in a row is stopped there
+(`repeats_in_open_string`): its output stays invalid, only cheaper, and `crossknow.generation` retries it; no string
+is cut or closed. Without llguidance (`json_constraints_available()` is False) decoding is unconstrained.
 """
 
 from __future__ import annotations

@@ -1,35 +1,9 @@
-"""Generator on llama.cpp, in this process (the `llamacpp:FILE` and `llamacpp:default` specs): a GGUF model decoded
-by llama.cpp's kernels on its quantised weights, several requests at once.
+"""Generator on llama.cpp, in this process (the `llamacpp:FILE` and `llamacpp:default` specs): a GGUF model decoded by
+llama.cpp's kernels on its quantised weights, several requests at once (why, and how fast: docs/speed.md).
 
-Why: on the CPU, decoding a token reads every weight once. transformers reads the dequantised float32 copy
-(about 1 GB for Gemma 3 270M); llama.cpp reads the Q4_K_M file (253 MB) and computes on it. `bench/generation_bench.py`
-measures both on the same machine in one run.
-
-Batches: each request of a batch is a sequence of its own in one llama.cpp context, all in one KV cache
-(`kv_unified`; measured with 8 rows: 74.8 tokens/s against 69.1 with a stream per sequence). The prompts are
-prefilled together, then each step decodes the newest token of every live row in one `llama_decode`, and a row that
-ends leaves the cache. The choice of each token is `DecodeRow.step` on llama.cpp's
-float32 logits: the same code as the transformers generator's (greedy, seeded temperature sampling, stop tokens and
-strings, JSON grammar, top log-probabilities), and the same request-to-result path
-(`crossknow.models.local_generator`).
-
-Prompts: a completion prompt is tokenised by the GGUF's own vocabulary after BOS, with special tokens written as
-text read as special tokens (as a transformers tokenizer reads them). Chat messages take the GGUF's chat template
-(its `tokenizer.chat_template`, rendered with Jinja2) when it has one, else Gemma's turn format; `prompt_format`
-"auto" is 'chat' with a template and 'completion' without, so `llamacpp:default` is asked as the base model it is.
-
-Flash attention is off, as in llama-cpp-python's own `Llama` and server (llama.cpp's "auto" turns it on for the CPU):
-then greedy texts and log-probabilities equal that loop's within 1e-4 (tests/models/test_llamacpp_generator.py).
-
-The context is sized to the longest row of a batch (prompt and budget, rounded up to 1,024 tokens) and rebuilt only
-when a longer row comes; a prompt that leaves no room in the model's training context is refused before any work.
-
-Reproducible: llama.cpp on the CPU is deterministic, so the same requests in the same batches give the same texts
-every time. A row's text can still depend on which rows share its batch (sums taken in another order): the bench
-reports how many outputs equal between batch sizes, and how many equal the transformers float32 generator's.
-
-Scoring: a `llamacpp:` spec used as a scorer scores through transformers on the same GGUF, dequantised (see
-`crossknow.models.registry`), so every score follows the engine's exact rules.
+A batch's requests are sequences of one llama.cpp context, each token chosen by `DecodeRow.step` as in the
+transformers generator; flash attention is off, as in llama-cpp-python's own loop, so that texts and
+log-probabilities equal that loop's. As a scorer, a `llamacpp:` spec scores through transformers on the same GGUF.
 """
 
 from __future__ import annotations

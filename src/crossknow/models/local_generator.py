@@ -1,15 +1,9 @@
 """What the local generators share (transformers in `hf_generator`, llama.cpp in `llamacpp_generator`): requests
 turned into decoding rows, batches sorted by prompt length, rows turned into results.
 
-Requests are decoded `batch_size` at a time, longest prompt first, so that a batch carries little padding.
-Greedy at temperature 0, else pure temperature sampling (no top-k or top-p) from a `torch.Generator` seeded with
-the request's seed, so that a seeded request gives the same text every time and the global RNG is left alone.
-A row stops at a stop token (EOS, `<end_of_turn>`), one of its `stop` strings or `max_tokens`; a request with a
-`json_schema` is decoded under that schema's grammar where llguidance is installed (see
-`crossknow.models.json_constraint`). The choice of each token is `DecodeRow.step`, the same for every backend.
-
-A subclass gives the model's side: `request_ids`, `decode`, `detokenize`, `max_positions`, `stop_ids` and
-`json_constraints`.
+Greedy at temperature 0, else pure temperature sampling from a `torch.Generator` seeded with the request's seed
+(the same text every time; the global RNG left alone). A subclass gives the model's side: `request_ids`, `decode`,
+`detokenize`, `max_positions`, `stop_ids` and `json_constraints`.
 """
 
 from __future__ import annotations

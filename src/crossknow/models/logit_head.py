@@ -1,33 +1,9 @@
 """The output projection of a causal LM, as the model's own forward computes it, with float32 results.
 
-Some models scale their logits in `forward` after the projection; the scorer projects only the
-positions it needs, so it must apply the same transform itself. Those in the installed transformers:
-
-- `logit_scale` (Cohere, Cohere 2): logits * logit_scale;
-- `logits_scaling` (Granite and its MoE variants): logits / logits_scaling; HyperCLOVA X multiplies;
-- `logits_mup_width_multiplier` (Inkling): the hidden states, hence the logits, / the multiplier;
-- `output_multiplier` (MuseGlimmer): logits * output_multiplier, before the soft cap;
-- `final_logit_softcapping` (Gemma 2, 3 and 4, nanochat): cap * tanh(logits / cap).
-
-`check_against_forward` runs the model's own forward and refuses a model whose logits this head does
-not reproduce, so an unknown transform is an error, never a silent wrong number; the scorer runs it at
-load through `check_head_once`, which remembers a pass in crossknow's cache.
-
-Speed (float32): the scorer's cost past the model's body is this projection, 262,144 words per
-scored position. `target_logprobs` streams it: it projects all rows against one slice of the
-vocabulary at a time (a tile of about `TILE_ELEMENTS` floats, which stays in cache), and keeps per
-row the slice's maximum and its sum of exp(logit - maximum), combined at the end into the exact
-log-sum-exp (the same terms, summed in another order: float32 rounding apart, the same number).
-So the weight matrix is read once per batch, no whole-vocabulary row is ever written to memory,
-and the greedy flag costs no pass of its own (the maximum is the log-sum-exp's). The target's
-logit is read from the same tile as the maximum, so `is_top` compares like with like.
-
-Precision: in float32 the projection is plain. In bfloat16 or float16 the whole-vocabulary
-projection runs in the compute dtype (fast: bf16 matrix units), with float32 accumulation but
-results rounded to the compute dtype; then the logits that decide the numbers are recomputed in
-float32 from the same hidden states and weights: the target token's, and the `REFINED` largest of
-each row (which hold nearly all of the log-sum-exp's mass and decide the greedy flag). What remains
-of the rounding is that of the small logits in the log-sum-exp, far below the body's own bf16 error.
+Some models transform their logits after the projection (scales, soft caps: docs/scoring.md lists them); the scorer
+projects only the positions it needs, so it applies the same transform, and `check_against_forward` refuses a model
+whose logits this head does not reproduce (`check_head_once`, once per model class). `target_logprobs` streams the
+projection over vocabulary tiles; in bfloat16 the logits that decide the numbers are recomputed in float32.
 """
 
 from __future__ import annotations
@@ -94,7 +70,7 @@ class LogitHead:
         """The transformed float32 logits of every vocabulary word for each row of `rows`.
 
         In half precision, the `REFINED` largest logits of each row are recomputed in float32
-        (see the module docstring).
+        (docs/scoring.md, "The output projection").
         """
         raw = torch.nn.functional.linear(rows, self.weight, self.bias).float()
         if self.refine:
@@ -108,7 +84,7 @@ class LogitHead:
         """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax.
 
         A row shared by several targets (a context's last position) is projected once. In float32
-        the projection is streamed over vocabulary slices (see the module docstring); in half
+        the projection is streamed over vocabulary slices (docs/scoring.md, "The output projection"); in half
         precision rows are projected whole, in chunks of HEAD_CHUNK, and refined.
         """
         if not self.refine:

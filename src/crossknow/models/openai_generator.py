@@ -1,65 +1,9 @@
-"""Generator backend for OpenAI-compatible servers (spec `openai:MODEL`): `/v1/chat/completions` for chat
-requests, `/v1/completions` for completion requests (a plain `prompt`; vLLM, llama.cpp and OpenAI's
-completion models serve it).
+"""Generator backend for OpenAI-compatible servers (spec `openai:MODEL`): `/v1/chat/completions` for chat requests,
+`/v1/completions` for completion requests.
 
-`prompt_format` ("auto" by default) is 'chat': a server's chat endpoint applies the model's own template,
-and crossknow cannot ask a server whether it has one (crossknow's choice). A base model behind a server
-is named with the spec's `#completion` suffix (see `crossknow.models.registry`).
-
-Each request is one POST; up to `concurrency` are in flight; 429, 408, 5xx, timeouts, dropped
-connections and truncated bodies are retried with backoff (`crossknow.models.openai_http`).
-Requests that fail every try, or that the server refuses as malformed (400, 413, 422), do not stop
-the others: `generate` then raises `GenerationFailed`, which carries every result it has. A refusal
-that concerns every request (401, 403, 404: a wrong key, URL or model name) raises at once.
-
-JSON output (`request.json_schema`) applies to chat requests only: `/v1/completions` has no common form
-for it, so a completion request with a schema is refused (completion prompts get their structure from
-their construction, one short field per call). For chat requests, by `json_mode`:
-- "json_schema": `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`, the
-  OpenAI form, also taken by vLLM, Ollama and llama.cpp's own `llama-server`;
-- "json_object": `{"type": "json_object", "schema": ...}`, the form of llama-cpp-python's server
-  (it builds a grammar from the schema; OpenAI itself would ignore or reject the schema);
-- "none": no `response_format`; the caller validates whatever comes back;
-- "auto" (default): "json_schema" until the server refuses it with a message that says
-  `response_format` must be 'text' or 'json_object' (llama-cpp-python 0.3 answers so, with HTTP 500),
-  then "json_object" for the rest of this generator's life. The probe costs one refused request;
-  the first successful answer settles "json_schema".
-`strict_schema` sets OpenAI's `strict` flag; OpenAI's strict mode needs every property required
-and `additionalProperties: false`, which pydantic schemas with defaults do not have, hence False.
-
-`fold_system`: servers whose chat template drops system messages (llama-cpp-python's
-`--chat_format gemma` does, silently: the GGUF of Gemma 3 has no template and llama-cpp-python's
-gemma format has no system turn) need them folded: the system text then opens the first user
-message. OpenAI, vLLM and llama.cpp's own `llama-server` (whose Gemma template merges the system
-text into the first user turn itself) take system messages as they are. True folds, False never
-does, and "auto" (the registry's default) asks the server once, before its first request, for
-`GET {base_url}/models`: llama-cpp-python answers every model with `owned_by: "me"`, and only then
-are system messages folded (crossknow's choice: llama-cpp-python's other chat formats keep system
-messages, but the server does not say which format it runs, and folding costs them nothing). A
-server that answers that GET with an error status other than 5xx is taken as not llama-cpp-python;
-one that cannot be reached fails the requests of that call as transport failures (retried by a
-later run), so that nothing is generated under a guess.
-
-`top_logprobs > 0` asks for `logprobs: true, top_logprobs: k`; each generated token becomes a
-`TokenAlternatives` with the alternatives sorted most likely first (llama-cpp-python adds the
-chosen token to its list, so a list can hold k + 1 entries). OpenAI allows k up to 20.
-Their cost on llama-cpp-python (0.3.36) is high: a server that can return log-probabilities at all
-must run with `logits_all` (the logits of every position, n_ctx x vocabulary floats), and for each
-returned token it takes the log-softmax of all evaluated positions and sorts the whole vocabulary
-in Python (262,144 entries for Gemma 3): about 0.3-1 s per generated token on 2 cores, so a JSON
-answer of 30-60 tokens with `top_logprobs` takes tens of seconds (28 s was measured for one
-fact-detection call). Local models (`default`, `hf:`, `gguf:`) avoid this altogether: their yes/no
-confidence is two continuations scored exactly by the engine (`crossknow.generation.confidence`).
-Against llama-cpp-python, the cheapest request that carries the same information is one
-`/v1/completions` call with the formatted prompt plus the answer up to the value, `max_tokens=1`,
-`logprobs=k` and no `echo`: one sorted position instead of one per generated token (`echo` would
-sort every prompt position and cost more, not less).
-`stop` strings are sent as `stop`. A completion request's `top_logprobs` is sent as `logprobs: k` (the
-completions endpoint's form) and read from `logprobs.tokens` / `logprobs.top_logprobs`.
-
-The length limit is sent as `max_tokens`, which OpenAI's GPT-4.1/4o, vLLM, Ollama and llama.cpp
-take; OpenAI's reasoning models (o1, o3, ...) want `max_completion_tokens` instead and are not
-supported yet.
+`prompt_format` "auto" is 'chat' (crossknow's choice: a server cannot be asked whether it has a template). Transport
+and retries are `crossknow.models.openai_http`'s. JSON output (`json_mode`), system messages (`fold_system`, and
+crossknow's choice of when to fold them) and top log-probabilities: docs/distributed.md, "Generation on a server".
 """
 
 from __future__ import annotations
@@ -92,12 +36,12 @@ from crossknow.models.openai_http import (
 log = logging.getLogger(__name__)
 
 FoldSystem = bool | Literal["auto"]
-"""True, False or "auto" (see the module docstring)."""
+"""True, False or "auto" (docs/distributed.md, "Generation on a server")."""
 LLAMA_CPP_PYTHON_OWNER = "me"
 """`owned_by` of the models llama-cpp-python's server lists at /v1/models: how "auto" knows that server."""
 JsonMode = Literal["auto", "json_schema", "json_object", "none"]
 JSON_MODES: tuple[str, ...] = ("auto", "json_schema", "json_object", "none")
-"""Accepted values of `json_mode` (see the module docstring)."""
+"""Accepted values of `json_mode` (docs/distributed.md, "Generation on a server")."""
 PER_REQUEST_REFUSALS = frozenset({400, 413, 422})
 """Statuses that concern one request (too long, malformed): recorded as that request's failure."""
 
@@ -108,8 +52,8 @@ class OpenAIGenerator:
 
     `model` is the server's model name; `base_url` ends before `/chat/completions` (for example
     `http://127.0.0.1:8000/v1`). The API key is read from the environment variable `api_key_env`
-    (optional for local servers) and never shown. See the module docstring for `json_mode`,
-    `strict_schema` and `fold_system`.
+    (optional for local servers) and never shown. `json_mode`, `strict_schema` and `fold_system`:
+    docs/distributed.md, "Generation on a server".
     """
 
     name = "openai"
@@ -207,7 +151,7 @@ class OpenAIGenerator:
             return await gather_or_cancel([one(r) for r in requests])
 
     async def _decide_fold(self, client: Any) -> str | None:
-        """Resolve fold_system "auto" from the server's /models (see the module docstring); the problem
+        """Resolve fold_system "auto" from the server's /models (docs/distributed.md); the problem
         when the server could not tell, else None."""
         url = f"{self.base_url}/models"
         httpx = self._endpoint.httpx

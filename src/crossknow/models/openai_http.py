@@ -1,13 +1,9 @@
 """HTTP plumbing shared by the OpenAI-compatible backends (`openai:` scorer and generator).
 
-One `OpenAIEndpoint` holds what both need: the URL, the API key (read from an environment
-variable, sent as a bearer token, redacted from every message), bounded concurrency, and one POST
-with retries: 429, 408, 5xx, timeouts, dropped connections and bodies that are not JSON are retried
-with exponential backoff and jitter, or after the server's Retry-After; any other 4xx is refused
-at once (`RequestRefused`); a request that fails every try raises `RequestGaveUp`. Each request
-has an overall deadline covering every attempt and every wait between them: a wait that would end
-past it is not begun, and an attempt still running at it is cut off, so one request never takes
-longer than its deadline (`RequestGaveUp` then says how many attempts were made and what went wrong).
+One `OpenAIEndpoint` holds the URL, the API key (from an environment variable, sent as a bearer token, redacted from
+every message), bounded concurrency, and one POST with retries: 429, 408, 5xx, timeouts, dropped connections and
+non-JSON bodies back off with jitter or after Retry-After; any other 4xx is refused (`RequestRefused`). A request's
+deadline covers every attempt and wait; past it, `RequestGaveUp` says how many attempts and what went wrong.
 """
 
 from __future__ import annotations

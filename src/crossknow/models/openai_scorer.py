@@ -1,38 +1,9 @@
-"""Scorer backend for OpenAI-compatible servers (spec `openai:MODEL`).
+"""Scorer backend for OpenAI-compatible servers (spec `openai:MODEL`): one `/completions` POST per request, with
+`echo: true`, `logprobs: 1` and `max_tokens: 1` (llama-cpp-python's server reads 0 as "no limit").
 
-Each request becomes one POST to `{base_url}/completions` with `prompt = context + continuation`,
-`echo: true`, `logprobs: 1`, `temperature: 0` and `max_tokens: 1`. The server echoes the prompt's
-tokens with their log-probabilities, top-1 alternatives and character offsets; the continuation's
-tokens are the prompt tokens whose offset is at or after `len(context)` (after the boundary rule of
-`crossknow.models.boundary` moved the context's trailing spaces into the continuation). The one
-generated token is ignored.
-
-Why `max_tokens: 1`: vLLM and OpenAI read `max_tokens: 0` with echo as "echo only", but
-llama-cpp-python's server reads 0 as "no limit" and generates until its context is full. One
-generated token is accepted everywhere and costs one decoding step.
-
-What the server decides, not crossknow: the server tokenises the whole prompt once. When its
-tokens split at the context/continuation boundary (the usual case for SentencePiece and BPE
-vocabularies once the spaces have moved), this equals the boundary rule of DESIGN.md. When one
-token spans the boundary, the request is unscorable (`crossknow.models.boundary.continuation_start`,
-the same rule as the local backends).
-
-Empty context: the whole prompt is the continuation. Servers that echo the BOS token (vLLM)
-report its log-probability as null and give every continuation token a log-probability, so all
-are scored, as in the local backends. Servers that strip BOS from the echo and null the first
-prompt token's log-probability (llama-cpp-python's server computes it, then replaces it with null
-to mimic OpenAI) or have no BOS (OpenAI) give no number for the continuation's first token, and
-no request recovers it (the prompt's first token is always nulled, BOS or not): such a request is
-unscorable, never scored with a token left out.
-
-The `literal` boundary (the AdaXEval authors' tokenisation, `ScoreRequest.boundary`) is refused: it
-scores the context's tokens, its trailing space token included, followed by the tokens of the whole text
-after them, a sequence of token ids that is in general no text's tokenisation, and a server tokenises the
-text it is sent. A local backend (default, hf:, gguf:) with the same model reproduces it.
-
-Every problem with one request (a merge at the boundary, an empty continuation, the missing first
-log-probability, a non-finite log-probability) raises `UnscorableRequest` with the request's
-position, so that the scoring stage records that item as invalid and goes on.
+The continuation's tokens are the echoed ones at or after `len(context)`. A token across the boundary, a first
+log-probability the server nulls (an empty context) or a non-finite one makes the request unscorable; the `literal`
+boundary is refused, its tokens being no text's (docs/distributed.md, "Scoring on a server").
 """
 
 from __future__ import annotations

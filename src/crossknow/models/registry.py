@@ -1,16 +1,9 @@
-"""Model spec strings -> Scorer and Generator backends, imported lazily so that a missing optional dependency
-fails only when its backend is chosen.
+"""Model spec strings -> Scorer and Generator backends, imported lazily so that a missing optional dependency fails
+only when its backend is chosen.
 
-A generator spec may end in `#chat` or `#completion`: the form its model is asked in where a stage can ask
-either way (see `crossknow.models.generator`). Without it the backend decides: local models by their
-tokenizer's chat template (none, as for `default`: completion), servers chat. It is the one way, in every
-command and role, to name a base model behind a server (`openai:MODEL#completion`) or to ask a local model
-with a template as a base model. Scorer specs take no suffix.
-
-An `openai:` spec names its server in the spec, `openai:MODEL@URL` (URL starting with http:// or https://,
-before any format suffix: `openai:MODEL@URL#completion`); a spec without one takes the server a flag gives
-as the default of its role (`--base-url`, `--judge-base-url`, ...). `parse_spec` is the one reader of that
-form; `hf:ID@REVISION` keeps its own `@`, a revision, since only `openai:` specs name a server.
+`parse_spec` is the one reader of a spec: `openai:MODEL@URL` names a server (else the role's flag gives it; `hf:ID@REV`
+keeps its `@` as a revision), and a generator spec's `#chat` or `#completion` suffix sets the form its model is
+asked in (else local models by their chat template, servers chat). Scorer specs take no suffix.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Does the fast scoring path give the plain computation's numbers in this environment?
 
-The HF scorer reuses a context's KV cache for all its options, and a checkpoint sweep replays the
-frozen lower blocks (`crossknow.models.frozen_prefix`). Both lean on how transformers passes the
-cache and builds attention masks, which changes between releases (5.24 renamed `past_key_values`
-to `cache` inside every decoder layer, and the frozen-block replay silently stopped filling the
-cache). `path_differences` measures both paths against a plain forward of each whole sequence,
-one option at a time; `check_scoring_path` runs that on a tiny random Gemma 3 model with
-sliding-window and full-attention layers, as transformers computes it and as crossknow's own
-`crossknow.models.gemma3_text` does (which scores Gemma 3 checkpoints), in well under a second, so
-that `crossknow demo`, `train` and `trace` fail at start with a clear message instead of after
-minutes of training. Their pipelines call `ensure_scoring_path` once their inputs are read, before
-any model loads.
+The shared-context KV cache and the frozen-block replay lean on how transformers passes the cache and builds masks,
+which changes between releases. `check_scoring_path` compares both with a plain forward of each whole sequence on a
+tiny random Gemma 3 model, through transformers and `crossknow.models.gemma3_text`, in well under a second, so that
+`demo`, `train` and `trace` fail at start (`ensure_scoring_path`, before any model loads), not after training.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Scorers for the checkpoints of a sweep, one after another, doing the shared work once.
 
-When the checkpoints are local model directories of one architecture and one tokenizer
-(a `crossknow train` run, a directory of `checkpoint-STEP` saves), the model is loaded once and
-each later checkpoint's weights are copied into it, and the decoder blocks that no checkpoint
-changed (the frozen blocks of `--train-layers last:N`, found by comparing the weights, never
-assumed) run once per input for the whole sweep (`crossknow.models.frozen_prefix`). Any other
-sweep loads each checkpoint as usual.
+When the checkpoints are local directories of one architecture and tokenizer (a `crossknow train` run), the model
+is loaded once and each later checkpoint's weights are copied in, and the blocks that no checkpoint changed (found by
+comparing weights, never assumed) run once per input for the whole sweep. Any other sweep loads each checkpoint.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""The identity of a model's weights, recorded in every run directory that scores with it.
+"""The identity of a model's weights, recorded in every run directory that scores with it: each weight file's SHA-256.
 
-A local model directory is identified by the SHA-256 of each weight file. Hashing a gigabyte takes
-seconds, so the result is kept in crossknow's cache directory (`weight-hashes/`, one JSON file per
-model directory, named by the hash of its absolute path; the model directory itself is never
-written), with each file's size, inode and modification and change times, and reused while those
-are unchanged (a file rewritten in place to the same size within one clock tick would go
-unnoticed); an unwritable cache only means hashing again next time.
+Hashing a gigabyte takes seconds, so hashes are kept in crossknow's cache (`weight-hashes/`, one JSON file per model
+directory, which is never written) with each file's size, inode and times, and reused while those are unchanged (a
+same-size rewrite within one clock tick would go unnoticed); an unwritable cache only means hashing again.
 """
 
 from __future__ import annotations

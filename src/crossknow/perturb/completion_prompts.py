@@ -1,25 +1,9 @@
-"""The completion form of the sentence rewrites (syntax-X, lexicon-X, semantic-X, translation-X), for base models
-(`StructuredClient.prompt_format == "completion"`, the embedded `default` included). crossknow's design: the paper
-gives no prompts at all (section 5.1.2, Appendix A.3.1: the rewrites were requested of GPT-4.1), and a chat model
-gets crossknow's chat wording (`crossknow.perturb.prompts`).
+"""The completion form of the sentence rewrites (syntax-X, lexicon-X, semantic-X, translation-X) for base models:
+crossknow's design, since the paper gives no prompts (a chat model gets `crossknow.perturb.prompts`).
 
-One short field per call, greedy, stopped at the newline. A prompt is an intro line, three worked examples and
-then the sentence, each example two labelled lines, ending where the rewrite starts:
-- syntax, lexicon, semantic: examples in the sentence's own language ("Sentence: ...\\nRestructured: ..." in
-  English, "文: ...\\n語順を変えた文: ..." in Japanese), one label per pattern;
-- translation: "English: ...\\nJapanese: ..." examples (the language names in English, as ECLEKTIC's completion
-  translations), from three sentences that say the same thing in every language of `SENTENCES`.
-The examples are crossknow's invented domain sentences, the same three in every language and pattern. The
-sentence goes into the prompt on one line (its whitespace runs as one space) so that the stop ends the field.
-
-The completion form has examples in English and Japanese only (`COMPLETION_LANGUAGES`); asking it for another
-language is a CrossknowError that names the two, before any call (a chat model has every language of
-`LANGUAGES`).
-
-`rewrite_parser` reads the first line of the output, stripped, and rejects with a reason (retried by the client,
-then recorded invalid with the model's own text): an empty line (`empty`); a line that starts with one of the
-prompt's labels, or that equals one of its examples (`prompt_echo`); the sentence unchanged; a translation
-without the target's script or still holding the source's (`wrong_script`; see `script_problem`).
+A prompt is an intro line, three invented worked examples and the sentence on one line, ending where the rewrite
+starts; English and Japanese only (`COMPLETION_LANGUAGES`). `rewrite_parser` reads the first line and rejects,
+with the reason, an empty line, a prompt echo, the sentence unchanged or a translation in the wrong script.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Token edits applied until a target token edit distance is reached, the distance always measured.
 
-Definitions (crossknow's, the paper gives none beyond "the token edit distance"):
-- The token edit distance of two id sequences is their Levenshtein distance: the fewest insertions,
-  deletions and substitutions of one token each that turn one into the other (no transposition: a swap of
-  two different tokens is two substitutions, 2, unless the tokens around it allow a cheaper alignment).
-- The target of X percent of a sequence of n tokens is round-half-up(n * X / 100) and must be at least 1:
-  a sequence too short for X gets no variant (a failure naming X and n).
-
-An edit rewrites some slots of the original, one slot per original token: it gives each of its slots the
-token ids that replace that token (none for a deletion, one for a substitution, several where a word or a
-drawn token is re-encoded into several tokens). No two edits of one variant share a slot, so every original
-token is edited at most once. Each edit carries a `bound`, the most it can add to the distance: a block of a
-slots replaced by b tokens adds at most max(a, b), a swap at most 2; by the triangle inequality the distance
-after a batch of edits is at most the distance before plus the sum of their bounds.
-
-`reach_distance` takes candidate edits in their (seeded) order and applies them in rounds: a round takes the
-next candidates that touch no edited slot and fit the remaining budget (target + tolerance - distance) until
-their bounds cover the distance still missing, applies them and measures the distance anew. When no
-candidate fits by its bound (a bound can overstate: a word of three tokens replaced by two may add only
-one), the candidates are tried one at a time, in order, and the first whose measured distance stays within
-the budget is kept. It stops as soon as the distance reaches the target; the distance then lies in
-[target, target + tolerance]. When no candidate gets there, there is no variant (a failure), never one at a
-smaller distance.
+crossknow's definitions (the paper gives none beyond "the token edit distance"): the distance is the Levenshtein
+distance of the id sequences (a swap of two tokens costs 2); X percent of n tokens is round-half-up(n * X / 100),
+at least 1. Each original token is edited at most once, and `reach_distance` stops with the distance in
+[target, target + tolerance], or makes no variant (a failure), never one at a smaller distance.
 """
 
 from __future__ import annotations
@@ -55,7 +37,8 @@ class Edit:
     slots: dict[int, tuple[int, ...]]
     """Original position -> the ids that replace that token there (empty: deleted)."""
     bound: int
-    """The most this edit can add to the token edit distance."""
+    """The most this edit can add to the token edit distance: max(a, b) for a block of a slots replaced by b
+    tokens, 2 for a swap; by the triangle inequality a batch of edits adds at most the sum of its bounds."""
 
 
 @dataclass(frozen=True)
@@ -75,9 +58,12 @@ def _assemble(original: Sequence[int], slots: dict[int, tuple[int, ...]]) -> lis
 
 
 def reach_distance(original: Sequence[int], candidates: Sequence[Edit], target: int, tolerance: int) -> Reached:
-    """Apply `candidates` in rounds (module docstring) until the distance to `original` is at least `target`,
-    or until no candidate brings it closer within the tolerance (then the distance is below the target). The
-    distance is measured after every round and every tried edit."""
+    """Apply `candidates`, in their order, until the distance to `original` is at least `target`, or until no
+    candidate brings it closer within the tolerance (then it stays below the target). A round takes the next candidates
+    that touch no edited slot and fit the budget (target + tolerance - distance) until their bounds cover what is
+    missing; when none fits by its bound (a bound can overstate), they are tried one at a time and the first whose
+    measured distance stays within the budget is kept. The distance is measured after every round and every try.
+    """
     edited: dict[int, tuple[int, ...]] = {}
     remaining = list(candidates)
     distance = 0

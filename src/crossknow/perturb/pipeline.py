@@ -1,12 +1,8 @@
 """`crossknow perturb`: perturbed variants of sampled training sequences (full paper, section 5.1).
 
-The run directory holds config.yaml and inputs.json (the corpus's and dictionaries' hashes), the rewrite
-stage's shards (stages/rewrites/, resumable: `crossknow.perturb.rewrites`), and, written atomically at the
-end, variants.jsonl (`SequenceVariant` a line: each sampled sequence's original, then its token-level and
-sentence-level variants), failures.jsonl (`PerturbationFailure` a line) and summary.json (`PerturbSummary`, which
-records the rewrite generator as 'backend:model id' and the form it was asked in: 'chat' or 'completion').
-Token-level and partial variants are recomputed on every run: they are deterministic and quick. Run again on
-the same directory, only rewrites no shard holds are asked, and those the request cache has cost nothing.
+The rewrite stage's shards are resumable (`crossknow.perturb.rewrites`); token-level and partial variants are
+recomputed on every run (deterministic and quick); variants.jsonl, failures.jsonl and summary.json are written
+atomically at the end. Run again on the same directory, only rewrites no shard holds are asked.
 """
 
 from __future__ import annotations

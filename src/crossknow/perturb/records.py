@@ -1,10 +1,8 @@
 """The records of `crossknow perturb`: its config, one failed perturbation, and one row of the summary table.
 
-variants.jsonl holds one `crossknow.data.sequence_variants.SequenceVariant` a line: every sampled training
-sequence as itself (method "original") and each of its perturbations (full paper, section 5.1); `crossknow
-trace-sequences` reads it. A perturbation that cannot be made (a sequence too short for the asked edit
-distance, too few synonyms, too few sentences, an invalid rewrite) is a `PerturbationFailure` in
-failures.jsonl, counted in the summary, and never emitted at a smaller distance.
+A perturbation that cannot be made (a sequence too short for the edit distance, too few synonyms or sentences, an
+invalid rewrite) is a `PerturbationFailure` in failures.jsonl, counted in the summary and never emitted at a
+smaller distance; variants.jsonl holds `crossknow.data.sequence_variants.SequenceVariant` lines.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The rewrite stage of `crossknow perturb`: each sentence to rewrite asked of the generator once per pattern,
-through the one StructuredClient (validation, retries, request cache, cost), committed in shards.
+"""The rewrite stage of `crossknow perturb`: each sentence asked of the generator once per pattern, through the one
+StructuredClient, committed in shards (stages/rewrites/: one row per sequence, sentence and pattern).
 
-The stage's shards (stages/rewrites/ of the run directory) hold one row per (sequence, sentence, pattern):
-its rewrite, or why there is none. A run killed at any point resumes with the requests no committed shard
-holds; the request cache replays those a killed chunk had already paid for. An answer that fails its JSON
-schema is retried by the client (`max_attempts`, seeds seed + k) and then committed as invalid, never
-dropped. A rewrite identical to its sentence is committed as invalid too, in the chat form without a retry (at
-temperature 0 another seed gives the same answer). A request that failed in transport is not committed: the run stops
-with an error after the stage, writes no variants, and the next run asks it again.
-
-The stage asks in the form `client.prompt_format` names: 'chat', the JSON answer above (`crossknow.perturb.prompts`);
-'completion', for a base model, crossknow's few-shot prompts, one line per call, free text judged by
-`crossknow.perturb.completion_prompts.rewrite_parser` (an empty line, an echo of the prompt, the sentence unchanged,
-a translation in the wrong script: each retried by the client at its retry temperature, then committed as invalid
-with the model's own text). A language the completion form has no examples in stops the stage before any call.
+An invalid answer, or a rewrite identical to its sentence, is retried by the client and then committed as invalid
+(the chat form does not retry an unchanged rewrite: at temperature 0 another seed gives the same answer). A
+request that failed in transport is not committed: the run stops after the stage and the next run asks it again.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The training sequences to perturb: a seeded sample of a corpus's documents of one language.
 
-A training sequence is one corpus document (`crossknow.data.corpus`: id, lang, text), its tokens being what
-the scorer scores for it (the model's tokens after BOS). The sample is drawn without replacement by
-`random.Random(f"{seed}:perturb-sample:{lang}")` and kept in corpus order; asking for more sequences than
-the corpus has of that language takes them all (the summary says how many there were).
-
-With a minimum number of sentences (`min_sentences`, `crossknow.data.sentences.split_sentences`' sentences),
-only documents that have that many are drawn: the seeded generator shuffles the documents and the first `n`
-that qualify are taken, so that only as many documents are split as it takes. partial-a by sentences asks
-for 4 (`PerturbConfig.min_sentences`): the paper only says it splits "each training sequence into four
-segments" (full paper, section 5.1.2); the authors' code asserts at least 4 sentences for every sequence of
-its sample.
+A training sequence is one corpus document; the sample is drawn without replacement by
+`random.Random(f"{seed}:perturb-sample:{lang}")` and kept in corpus order. With `min_sentences` (4 for partial-a
+by sentences: the authors' code asserts it, the paper says only "four segments"), only documents with that many
+sentences are drawn.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Sentence-level perturbations (full paper, section 5.1.2): partial-a and the rewrites of X% of the sentences.
 
-Sentences are `crossknow.data.sentences.split_sentences`'. Each is found in the original text in order, so
-that a variant keeps the text between sentences as it was; where one is not found verbatim (a paragraph
-hard-wrapped across lines, runs of spaces) the document's variants are built from the sentences joined as
-running text (`join_sentences`).
-
-- partial-a (crossknow's reading of "split each training sequence into four segments"): with
-  --partial-unit sentences (the default) the sentences are cut into four contiguous groups of as equal a
-  count as possible (the first groups one larger where they cannot be equal), segment a being the text from
-  its first sentence to its last; a sequence of fewer than four sentences gets no partial variants (a
-  failure each). With --partial-unit tokens the model's tokens are cut into four runs of
-  round(n * k / 4) boundaries, segment a being its run of ids, scored as they are.
-- syntax-X, lexicon-X, semantic-X, translation-X: k = round-half-up(X% of the sentences) sentences, at least
-  one, drawn by `random.Random(f"{seed}|{source_id}|rewrite-{X}")`: the same sentences for the four patterns
-  at one X (crossknow's choice, so that the patterns differ only in how they rewrite), each replaced by its
-  rewrite (`crossknow.perturb.rewrites`). A variant one of whose sentences has no valid rewrite is a failure.
-Every variant's token edit distance is measured against the original's tokens.
+partial-a (crossknow's reading of "four segments"): four contiguous groups of sentences as equal as possible (a
+sequence of fewer than four fails), or with --partial-unit tokens four runs of tokens. The rewrites replace
+round-half-up(X%) of the sentences, at least one, drawn alike for the four patterns at one X (crossknow's choice).
+Sentences are found in the text in order; where one is not verbatim, the sentences are joined as running text.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Synonym dictionaries for monosyn-X and mltsyn-X: a TSV the user writes, or the Japanese WordNet SQLite file.
-
-TSV (UTF-8, tab-separated, one synonym a line; blank lines and lines starting with '#' are skipped; the
-header line `lemma_lang	lemma	synonym_lang	synonym` may come first):
-
-    ja	阻害	ja	抑制
-    ja	阻害	en	inhibition
-
-A line gives `lemma` (in language `lemma_lang`) the synonym `synonym` (in `synonym_lang`); it is one-way.
-
-Japanese WordNet (wnjpn.db, the paper's "Japanese WordNet 2.0"): the tables read are `word` (columns
-wordid, lang, lemma) and `sense` (columns synset, wordid); `synset` and the rest are not needed. Two words
-are synonyms when a synset holds both; their languages are wnjpn's 'jpn' and 'eng', read as 'ja' and 'en'.
-English lemmas write multi-word expressions with '_', read as spaces (crossknow's choice).
+"""Synonym dictionaries for monosyn-X and mltsyn-X: a TSV the user writes (`lemma_lang`, `lemma`, `synonym_lang`,
+`synonym`; one-way), or Japanese WordNet's SQLite file (wnjpn.db, the paper's "Japanese WordNet 2.0"), in which two
+words are synonyms when a synset holds both. The formats in full: docs/adaxeval.md.
 """
 
 from __future__ import annotations

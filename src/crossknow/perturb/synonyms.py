@@ -1,23 +1,9 @@
 """monosyn-X and mltsyn-X: words of a Japanese sequence replaced by synonyms in the same or the other language.
 
-Candidates follow the paper's Appendix A.3.1: the sequence is analysed by sudachipy (the core dictionary,
-its default split mode C, since the paper names none: `crossknow.data.sudachi`), and a morpheme is a
-candidate when it is no stop word and its POS is one of 普通名詞, 固有名詞, サ変接続, 形容動詞語幹,
-動詞一般. Two of those names are IPADIC's, which Sudachi's POS tags (UniDic-style) do not use;
-crossknow reads each name as the Sudachi tags that hold the same words (`KEPT_POS`):
-- 普通名詞: 名詞-普通名詞-* (its サ変可能, 形状詞可能, 副詞可能, ... nouns included);
-- 固有名詞: 名詞-固有名詞-*;
-- サ変接続 (IPADIC 名詞-サ変接続): 名詞-普通名詞-サ変可能 and -サ変形状詞可能;
-- 形容動詞語幹 (IPADIC 名詞-形容動詞語幹): 形状詞-一般;
-- 動詞一般: 動詞-一般 (not 動詞-非自立可能: する, ある, いる, なる, ...).
-Stop words (crossknow's short list `STOP_WORDS_JA`, or the user's file) are matched against the morpheme's
-surface and dictionary form.
-
-A candidate's synonyms are the dictionary's for its dictionary form, else for its surface (crossknow's
-choice), in Japanese (monosyn) or the other language (mltsyn). The synonym replaces the word's surface as
-written: a verb is not re-inflected, an English word gets no spaces. In token space, the model's tokens
-covering the word are replaced by the tokens of their text with the word swapped for the synonym (encoded
-without special tokens), so a token that spans the word and a neighbour keeps the neighbour's part.
+Candidates follow Appendix A.3.1: Sudachi morphemes (split mode C, crossknow's: the paper names none) that are no
+stop word and have one of the paper's POS, read as the Sudachi tags that hold the same words (`KEPT_POS`: two of
+the names are IPADIC's). The synonym (of the dictionary form, else the surface) replaces the word as written, and
+the tokens covering the word are replaced by the tokens of their text with the word swapped.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Token-level perturbations (full paper, section 5.1.1), made on the model's token ids of each sequence.
 
-For X percent of a sequence of n tokens the target token edit distance is t = round-half-up(n * X / 100)
-(`crossknow.perturb.edits`); candidate edits, in an order drawn by the variant's own random stream, are
-applied until the measured distance reaches t:
-- mask-X: a token becomes the mask token (the tokenizer's <unk>, as the paper); distance exactly t.
-- random-X: a token becomes a token drawn from a vocabulary (`crossknow.perturb.tokenizers.Vocabulary`),
-  never the token it replaces; exactly t (a draw re-encoded into k tokens counts up to k).
-- delete-X: a token is deleted; exactly t.
-- reorder-X@Y: a token swaps places with a partner drawn among the tokens at most Y positions away (a
-  different token); each token takes part in at most one swap, so no token moves farther than Y. A swap
-  counts 2 (two substitutions), so the distance ends at t or t + 1. A window Y not smaller than the
-  sequence restricts nothing: that variant is a failure naming Y.
-- monosyn-X / mltsyn-X: a word becomes a synonym (`crossknow.perturb.synonyms`); t or t + 1.
-The variant's random stream is `random.Random(f"{seed}|{source_id}|{label}")` (label: mask-8, reorder-4@2):
-one variant never depends on which others were asked for, and the same seed gives the same variants.
+mask-X (the tokenizer's <unk>), random-X, delete-X, reorder-X@Y (a swap with a partner at most Y positions away,
+each token in at most one swap) and monosyn-X / mltsyn-X apply seeded candidate edits until the measured distance
+reaches round-half-up(n * X / 100) (`crossknow.perturb.edits`). Each variant draws from its own stream,
+`random.Random(f"{seed}|{source_id}|{label}")`, so it never depends on which others were asked for.
 """
 
 from __future__ import annotations

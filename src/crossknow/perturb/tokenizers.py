@@ -1,10 +1,6 @@
 """The tokenizers of `crossknow perturb`: the model's (which makes and measures every variant) and the one
-random-X draws from.
-
-Only the tokenizer is loaded, never the weights: `default` and `gguf:FILE` name crossknow's cached plain
-checkpoint (built once, as for scoring), `hf:PATH_OR_ID[@REV]` a transformers model or tokenizer directory
-(or hub id, where a hub is reachable). A sequence's tokens are what the scorer scores for it: the
-continuation of an empty context (`crossknow.models.boundary.encode_pair`), i.e. its ids after BOS.
+random-X draws from. Only the tokenizer is loaded, never the weights; a sequence's tokens are what the scorer
+scores for it, its ids after BOS (`crossknow.models.boundary.encode_pair` with an empty context).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The candidate list: the pairs the probe found, one JSON line each, append-only and resumable.
+"""The candidate list: the pairs the probe found, one `CandidateRecord` a line of `candidates.jsonl`,
+append-only and resumable.
 
-`candidates.jsonl` holds one `CandidateRecord` a line: both sides of the pair (each with the text
-inserted before and after the original question, as the release's prequestion / sufquestion and transpre /
-transsuf), V, β per simulator, and the lineage (every perturbation from the original question, with depth,
-parent and where it put its text). A line is appended and synced as soon as a pair qualifies; a kill
-during the append leaves at most one torn last line, which the next open cuts off (that pair is found
-again when its batch is replayed). The cap of k pairs per original question is counted from the file, so
-it holds across a resume, and a pair already in the file is never appended twice.
-
-`write_items` turns the list into crossknow's own item file (`data/jsonl.py`): per candidate an
-English and a target MCItem with one `pair_id`, which `crossknow evaluate` reads.
+A line is appended and synced as soon as a pair qualifies, and a torn last line is cut on the next open. The cap
+of k pairs per original question is counted from the file, so it holds across a resume. `write_items` turns the
+list into crossknow items: an English and a target `MCItem` per pair, with one `pair_id`.
 """
 
 from __future__ import annotations

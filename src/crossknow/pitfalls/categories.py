@@ -1,32 +1,9 @@
-"""Subject-domain categories of bilingual pairs (the paper's section 3.3 and Table 4), by an LLM classifier.
+"""Subject-domain categories of bilingual pairs, by an LLM classifier (the paper's section 3.3 and Table 4).
 
-The paper sorts the pairs it found into six subject domains and gives, per language, the percentage of its
-pairs in each domain beside the overall average, highlighting the percentages above that average. It prints
-neither its classifier nor its prompt; crossknow's choices are:
-
-- the ENGLISH question of each pair (as the pair holds it, perturbation included) and its choices are
-  classified, so that every language's pairs are classified the same way, by one prompt in one language;
-- the prompt below (`CLASSIFY_TEMPLATE`) with a one-line description of each domain (the descriptions are
-  ours: the paper names the domains only), and a JSON answer with `reasoning` first, then `category`, an
-  enum of the six names, through the one structured client (`generation/structured.py`): an answer
-  outside the six or unparseable is retried by the client, then recorded as invalid with its reason,
-  counted, and never put into a category;
-- a base model (`StructuredClient.prompt_format == "completion"`, e.g. the embedded default) is not asked for
-  JSON: it continues a few-shot completion prompt (`classify_completion_prompt`: one example per domain, the
-  question and its choices on one line each) by one line, which code reads as one of the six names
-  (`read_category`: the name, case ignored, possibly followed by more words); any other line is invalid and asked
-  again (the client samples its retries). No reasoning is asked of a base model (`reasoning` is null);
-- percentages are over a language's classified pairs (invalid ones left out), and the overall average is
-  pooled: the share of each domain among all classified pairs of all languages. The paper's caption says
-  only "compared to overall averages", but its printed "Overall Average" row is exactly that pooled share of
-  the release's own `category` labels (Science & Technology 3,045 of 6,713 = 45.36%), not the mean of the
-  sixteen per-language percentages (43.33%). A cell is flagged when its percentage is strictly above the
-  overall average of its domain.
-
-The stage, shared by `crossknow pitfalls categorize` (`crossknow.pitfalls.categorize.run`) and a probe run
-(`categorize_candidates`), is `categories.jsonl` in the run directory (`CategoryLog`): one `CategoryRow` a line,
-keyed by pair id, appended and synced per chunk, so that a killed run resumes and classifies only the pairs
-missing from the file (a torn last line is cut first).
+crossknow's choices (the paper prints neither classifier nor prompt): the English question and its choices are
+classified, by `CLASSIFY_TEMPLATE` (JSON, `reasoning` then `category`) or, for a base model, by a few-shot line
+that `read_category` reads; percentages are per language, and the overall average is pooled over all languages
+(what the paper's printed row is). The stage is `categories.jsonl` (`CategoryLog`), resumable per chunk.
 """
 
 from __future__ import annotations
@@ -237,8 +214,9 @@ class CategoryTable(Record):
 
 
 def category_table(rows: Sequence[tuple[str, str | None]]) -> CategoryTable:
-    """Table 4 from (language, category or None when invalid) per pair; see the module docstring for the
-    percentages, the pooled overall average and the flags. A category outside the six is a ValueError."""
+    """Table 4 from (language, category or None when invalid) per pair: percentages over a language's classified
+    pairs, the overall average pooled over all classified pairs, and a cell flagged when its percentage is strictly
+    above its domain's overall average. A category outside the six is a ValueError."""
     unknown = sorted({category for _, category in rows if category is not None and category not in CATEGORIES})
     if unknown:
         raise ValueError(f"not one of the six categories: {', '.join(unknown)}")

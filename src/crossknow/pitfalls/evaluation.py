@@ -1,16 +1,8 @@
 """`crossknow pitfalls eval`: models answer both sides of bilingual pairs (the paper's Fig. 3 and 5), resumably.
 
-Every usable pair (`crossknow.pitfalls.flaws`) is asked of every model in English and in its target language;
-flawed pairs are reported in invalid.jsonl and metrics.json, never answered. The answers are committed per
-chunk of pairs to the `answers` stage of the run directory (key: model and pair id), so a killed run resumes
-with the same command and asks nothing twice; a pair whose request failed in transport is not committed and
-is asked again by the next run. An invalid answer (unparseable, not a choice, unscorable) is recorded with
-its reason; the pair is then reported, not scored: it counts in no accuracy and in no cell, so that both
-accuracies of a model are over the same pairs (crossknow's choice).
-
-The run directory holds config.yaml, inputs.json, invalid.jsonl, stages/answers/, spend/ (the requests every
-invocation sent, `crossknow.store.spend_ledger`), and at the end pairs.parquet (one PairRow per pair and model,
-in file order) and metrics.json (PitfallsEvalMetrics: what this invocation spent, and what the whole run did).
+Flawed pairs (`crossknow.pitfalls.flaws`) are reported, never answered. Answers are committed per chunk to the
+`answers` stage; a pair with an invalid answer is reported, not scored, so that both accuracies of a model are
+over the same pairs (crossknow's choice). The run directory's files: docs/pitfalls.md.
 """
 
 from __future__ import annotations

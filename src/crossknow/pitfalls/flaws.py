@@ -1,11 +1,8 @@
 """Bilingual pairs to evaluate, read from the release or from crossknow item files, with their flaws.
 
-A pair is usable when its two sides are the same question (`crossknow.data.pair_rules`, the rule that
-`evaluate`'s reader of the release applies too): the same number of choices, each side's answer among its
-own choices, the answer at the same index on both sides (and nowhere else on the target side), and no empty
-choice (the release breaks all four). A flawed pair is reported with every flaw it has,
-never scored. The cap of k pairs per original question is checked per target language and
-reported (the release breaks it); it does not make a pair unusable.
+A pair is usable when its two sides are the same question (`crossknow.data.pair_rules`, the rule `evaluate`
+applies too); a flawed pair is reported with every flaw it has, never scored. The cap of k pairs per original
+question is checked per target language and reported (the release breaks it); it does not make a pair unusable.
 """
 
 from __future__ import annotations

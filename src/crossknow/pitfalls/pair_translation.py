@@ -1,37 +1,9 @@
-"""The bilingual-pair stage: a question, its choices and its correct answer translated, valid only
-without the release's flaws, a copy of the source or an echo of the prompt.
+"""The bilingual-pair stage: a question, its choices and its correct answer translated, as one checked pair.
 
-Chat models (`StructuredClient.prompt_format == "chat"`): the proxy's translation client (temperature 0.001,
-`ProxyLLM.translator`) writes the question, the choices and the correct answer together, as one JSON object
-{"text", "choices", "answer"}. Into French, German, Italian and Spanish the prompt is the paper's, verbatim:
-Appendix E's "Template for English-to-X Translation" (`crossknow.pitfalls.prompts.TRANSLATION_TEMPLATES`), its
-{choices} slot filled with the choices as a JSON list (crossknow's choice, as for the answering templates: the paper
-does not say how choices are listed); it is sent as the chat's one user message. The paper prints these four only;
-into the other twelve languages the prompt is crossknow's `TRANSLATE_PAIR_TEMPLATE` (English instructions, the same
-output keys).
-
-Base models (`prompt_format == "completion"`, e.g. the embedded default): crossknow's few-shot completion prompts
-(`crossknow.pitfalls.prompts.translation_completion`, "English: ...\n<Language>: ..."), one field per call: the
-question, then each choice, greedy and ended by the newline (`translate_fields`). The answer is carried by its index:
-the translated answer is the translated choice at the original answer's index, so the structure is guaranteed by
-construction and never asked of the model.
-
-The checks, in order, with their reason codes: a field that copies its source (`COPIED_SOURCE`, `copy_problem`:
-the whole source, or, from a base model, whose failure is copying, mostly the source), first, so that copying is
-never counted as a structural flaw; a field that echoes the prompt
-(`TEMPLATE_ECHO`, `echo_problem`: a label such as "English:", "[The Start of", an instruction about JSON, or, from a
-completion prompt, the output of one of its few-shot examples, by `crossknow.generation.echo`'s rule) or is a
-placeholder in angle brackets (`PLACEHOLDER`); an empty one-field output (`EMPTY_OUTPUT`); then the
-four properties the release breaks (`crossknow.data.pair_rules.pair_flaws`): the same number of choices, the answer
-among the translated choices, at the original answer's index and nowhere else, and no empty choice. An invalid output
-is retried by the client (a new seed each attempt; a completion retry samples), then reported as '<reason code>:
-<error>' (`INVALID_OUTPUT` for one that none names), and the probe counts it by its code. The probe uses the stage for
-its root pairs (q^E, q^T) and `crossknow pitfalls expand` for the original part of a seed pair; the semantic check
-S(q^E', q^T') >= θ' then runs as a constraint of the probe (by default the LLM judge,
-`crossknow.pitfalls.probe.judge_similarity`; judge-free, `crossknow.pitfalls.probe.e5`, which also compares the
-choices).
-`expand` uses the same templates whatever the source language (crossknow's choice: their instructions name the
-target language only).
+Chat models write one JSON object (Appendix E's template into French, German, Italian and Spanish, crossknow's
+`TRANSLATE_PAIR_TEMPLATE` into the other twelve); base models translate one field per call, the answer carried
+by its index. Checks, in order: a copy of the source, an echo of the prompt or a placeholder, an empty output,
+then `crossknow.data.pair_rules.pair_flaws`; a failing output is retried, then reported as '<reason code>: <error>'.
 """
 
 from __future__ import annotations

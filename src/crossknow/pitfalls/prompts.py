@@ -1,21 +1,10 @@
 # ruff: noqa: E501  (the paper's templates are verbatim, one paragraph a line)
-"""The probe's prompts. The two perturbation templates and the four translation templates (English to
-French, German, Italian and Spanish: a question with its choices and answer) are the paper's Appendix E,
-verbatim (the line breaks as the paper's text gives them, with "[Instruction]" on a line of its own).
-The prompt that translates inserted text alone is crossknow's: the paper translated perturbations with
-Google Translate (section 3.2, Appendix B.2) and prints no prompt for it.
+"""The probe's prompts. The two perturbation templates and the four translation templates (into French, German,
+Italian and Spanish) are the paper's Appendix E, verbatim, filled by `fill` (which leaves every other brace alone);
+the prompt that translates inserted text alone is crossknow's (the paper used Google Translate there).
 
-The Appendix E templates are filled by `fill`, which replaces `{name}` and leaves every other brace
-alone (their output formats hold literal braces); crossknow's translation prompts are `str.format`
-templates.
-
-For base models (`StructuredClient.prompt_format == "completion"`) the probe asks with crossknow's few-shot
-completion prompts instead, one short field per call ended by the newline: `translation_completion` (a question, a
-choice or an inserted text, "English: ...\n<Language>: ...", examples per target language in `TRANSLATION_SHOTS`) and
-`perturbation_completion` ("Question: ...\nWrong option: ...\nDistraction: ..."). Their examples are invented, so an
-output that repeats an example's output is recognised as an echo (`crossknow.pitfalls.pair_translation.field_problem`,
-by `crossknow.generation.echo`'s rule); their inputs are put on one line each (`one_line`), since the model's field
-ends at the newline.
+For base models the probe asks with crossknow's few-shot completion prompts, one short field per call
+(`translation_completion`, `perturbation_completion`); their examples are invented, so a repeated one is an echo.
 """
 
 from __future__ import annotations

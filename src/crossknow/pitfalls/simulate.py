@@ -1,24 +1,9 @@
-"""Simulation: K models answer the multiple-choice questions of bilingual pairs.
+"""Simulation: K models answer the multiple-choice questions of bilingual pairs; an invalid answer (choice None)
+is recorded with its error and never counted as wrong.
 
-A `Simulator` answers a batch of `MCQuestion`s with one `SimAnswer` each. An answer whose choice is None is
-invalid (an unparseable or failed output, after retries): it is recorded with its error and never counted
-as wrong. Two simulators:
-
-- `GenerativeSimulator`: for a chat model (`StructuredClient.prompt_format == "chat"`), the paper's zero-shot
-  chain-of-thought templates (Appendix E, quoted verbatim in `ANSWER_TEMPLATES`) through the one structured
-  client (`generation/structured.py`: request cache, retries, cost meter), at the paper's simulation
-  temperature 0.001, with strict answer extraction. For a base model (`prompt_format == "completion"`, such
-  as the embedded `default`), crossknow's few-shot multiple-choice completion prompt instead (not the
-  paper's: a base model follows no instructions): three invented solved examples, each "Question: …", its
-  choices as "A. …" lines and "Answer: B", then the question and its lettered choices, ending "Answer:";
-  greedy, at most `LETTER_MAX_TOKENS` tokens, stopped at the newline, and the answer read by code from the
-  option letter (`extract_letter`; anything else is invalid, retried, then recorded, never counted wrong).
-  Asked again after an invalid answer (a re-simulation, `answer(..., resimulation=r)`), or asked for
-  several samples of one question (`draw_index`), it samples with fresh seeds (`resimulation_seed`), so
-  the request is new to the cache and reaches the model.
-- `LossSimulator` (crossknow's addition, not the paper's): the option with the lowest loss under one of the
-  engine's scoring rules (`scoring/rules.py`), through any Scorer; judge-free and far cheaper. It is
-  invalid only for a question the scorer cannot score.
+`GenerativeSimulator`: the paper's zero-shot chain-of-thought templates (Appendix E, `ANSWER_TEMPLATES`) at
+temperature 0.001 for a chat model, crossknow's few-shot letter prompt (`extract_letter`) for a base model, fresh
+seeds for a re-simulation or a sample (`resimulation_seed`). `LossSimulator` (crossknow's): the lowest-loss option.
 """
 
 from __future__ import annotations

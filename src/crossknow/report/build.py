@@ -126,13 +126,13 @@ def build_report(
     shape_params: ShapeParams = ShapeParams(),
     onset_params: OnsetParams = OnsetParams(),
 ) -> Path:
-    """Analyse `trace` and write, under `out_dir`: figures/*.png, dynamics.json (every number, a
-    `DynamicsSummary`) and report.html. The report leads with the finding (a sentence, then the summary table
-    per condition: first -> last accuracy and loss ratio, transitions, onset), then the figures (embedded);
-    the per-step numbers, `meta` (config, inputs) and the definitions come last, collapsed. Returns the
-    report's path. The directory can be copied anywhere:
-    report.html needs no other file. `first_step`/`last_step` choose the checkpoints that transitions and
-    loss shapes compare (default: the first and the last)."""
+    """Analyse `trace` and write, under `out_dir`: figures/*.png, dynamics.json (every number, a `DynamicsSummary`)
+    and report.html; return the report's path. The report leads with the finding (a sentence, then the summary table
+    per condition: first -> last accuracy and loss ratio, transitions, onset), then the figures (embedded); the
+    per-step numbers, `meta` (config, inputs) and the definitions come last, collapsed; report.html needs no other
+    file. `first_step`/`last_step` choose the checkpoints that transitions and loss shapes compare (default: the
+    first and the last).
+    """
     out_dir = Path(out_dir)
     result = analyse_dynamics(trace, first_step=first_step, last_step=last_step, train_log=train_log,
                               shape_params=shape_params, onset_params=onset_params)

@@ -1,15 +1,9 @@
 """`crossknow compare`: several trace runs, one per training recipe, side by side (full paper section 6.2 and
 Appendix A.5: Figs. 12, 13, A-3, A-4).
 
-The report leads with the finding: the best recipe per condition, then the final numbers of every run, then
-the figures (final accuracy, and accuracy, correct-option loss and loss ratio over training per condition);
-the curves' numbers, each run's config and inputs, and the definitions come last, collapsed. comparison.json
-holds every number (`RecipeComparisonSummary`). How items and the best recipe are decided:
-`crossknow.dynamics.recipe_comparison`.
-
-The paper's figures, from runs of `crossknow train` + `crossknow trace` (one per recipe, same evaluation sets):
-Fig. 12 compares the monolingual baseline, a documents C_T and translation C_Ts; Fig. 13 translation,
-romanisation and roman2en; Figs. A-3 and A-4 the same with Japanese C_K (`--langs ja`, `--train-lang ja`).
+The report leads with the best recipe per condition, then every run's final numbers and the figures; the curves'
+numbers, configs and definitions come last, collapsed. comparison.json holds every number. How items and the best
+recipe are decided: `crossknow.dynamics.recipe_comparison`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""ECLEKTIC's figures, drawn with matplotlib's object API like `report.figures` (render with `png_bytes`).
-
-- `matrix_heatmap`: a source x target matrix as the paper's Figures 3 and 5 draw it: rows are target
-  languages, columns source languages, each cell the value as a percentage over "numerator/denominator",
-  the diagonal shown, red worse and blue better on a fixed 0-100% scale, an empty cell where the matrix
-  has no example; the macro mean of each column (bottom strip, as the paper's figures) and of each row
-  (right strip, the paper's text quotes both) beside it.
-- `scaling_figure`: overall success and transfer score against parameter count on a log axis (Figure 4),
-  with the intervals as error bars.
-
-Both take plain tables (pandas), so that they draw any matrix or leaderboard, whatever computed it.
+"""ECLEKTIC's figures, drawn with matplotlib's object API like `report.figures` (render with `png_bytes`), from
+plain tables: `matrix_heatmap`, a source x target matrix as the paper's Figures 3 and 5 draw it (percentages over
+"numerator/denominator" on a fixed 0-100% scale, the macro means of columns and rows in strips beside it), and
+`scaling_figure`, success and transfer against parameter count on a log axis (Figure 4), intervals as error bars.
 """
 
 from __future__ import annotations

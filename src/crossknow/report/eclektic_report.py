@@ -1,10 +1,8 @@
 """ECLEKTIC's HTML reports: one run (`eclektic_report`) and a comparison of runs (`leaderboard_report`).
 
-A report leads with the finding: the scores as Table 2 prints them ("41.6±1.5") with n, |K| and the invalid
-examples left out, then the heatmaps of Figures 3 and 5; the numbers behind the heatmaps, and the config,
-inputs and definitions, follow in collapsed sections. A run whose model under test or judge is a base model
-(asked in completion form, or the embedded `default`) says first that its numbers check the machinery. Every
-page stands alone (figures embedded) and its figures are also saved as figures/NAME.png.
+A report leads with the scores as Table 2 prints them ("41.6±1.5") and the heatmaps of Figures 3 and 5, the
+numbers, config and definitions collapsed below; a run with a base model says first that its numbers check the
+machinery. Every page stands alone, and its figures are also saved as figures/NAME.png.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The report of a `crossknow trace-sequences` run: what the sequences' losses did, first.
 
-report.html opens with the finding (`crossknow.report.html.report_page`): what was scored and what the
-originals' loss did, the run's readings of the paper's findings (section 5.1.1 (1)-(3), 5.1.2 (1)-(2)) where
-their settings are present, and the summary table (per setting: first → last loss, the minimum, the
-overfitting onset, the paired gap to the originals); then Figs. 5-9, the appendix figures and, for a run with
-per-token losses, Figs. 10-11 (`crossknow.report.token_loss_figures`); the curves at every step, the run's
-config and inputs, and the definitions come last, collapsed. perturbation_summary.json holds the summary table.
+report.html opens with the finding (the run's readings of the paper's findings of sections 5.1.1 and 5.1.2, and the
+summary table per setting), then Figs. 5-9, the appendix figures and, with per-token losses, Figs. 10-11; the
+curves, config and definitions come last, collapsed. perturbation_summary.json holds the summary table.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""report.html of `crossknow pitfalls probe`: the conversion rate and the spend per found pair first (the
-paper's Table 1 and Fig. 4), then the pairs found, then the draw, the prefilter and the settings; and the
-report of several runs side by side (`write_recipes_report`: the demo's np, dp and beam).
-
-A run whose proxy, judge or simulators are small base models (the embedded `default`, or any model asked in
-completion form, as `config.yaml`'s `prompt_formats` records) says so first (`base_model_note`): its numbers
-check the machinery, not a model's weakness.
+"""report.html of `crossknow pitfalls probe`: the conversion rate and the spend per found pair first (the paper's
+Table 1 and Fig. 4), then the pairs, the draw, the prefilter and the settings; and several runs side by side
+(`write_recipes_report`: the demo's np, dp and beam). A run with small base models says first that its numbers
+check the machinery, not a model's weakness (`base_model_note`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Figs. 10 and 11 of the full paper (section 5.2) and the report section that shows them.
 
-- Fig. 10: the mean loss of the original sequences of each language over a training run's checkpoints, one
-  panel per training run (the paper shows English and Japanese sequences under English and under Japanese
-  training);
-- Fig. 11: per-token loss dynamics of one language's sequences, tokens grouped by script class (left) and by
-  POS (right) as `crossknow.dynamics.token_groups` defines them. The POS panel plots each group's mean token loss
-  itself, as the paper's Fig. 11 does (section 5.2: "per-token loss dynamics"); `pos_relative` plots its change
-  since the first checkpoint instead. The script panel plots that change (crossknow's choice: script classes
-  start nats apart, and the reading is which classes' loss falls; `script_relative=False` plots the loss). A
-  group needs `min_tokens` tokens to be drawn.
-
-`token_loss_section` is what the report of a `trace-sequences --per-token` run calls: it draws both figures
-for the original sequences, writes the group table (token_group_loss.parquet) and returns the findings,
-figures and collapsed tables to place in the report.
+Fig. 10: the original sequences' mean loss per language over a run's checkpoints; Fig. 11: per-token loss of one
+language's sequences by script class (its change since the first checkpoint: crossknow's choice, since classes
+start nats apart) and by POS (the loss itself, as the paper, or its change with `pos_relative`).
+`token_loss_section` draws both for a `--per-token` run and writes token_group_loss.parquet.
 """
 
 from __future__ import annotations

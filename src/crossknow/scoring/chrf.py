@@ -1,10 +1,8 @@
 """chrF (Popović 2015), the character n-gram F-score, as sacrebleu computes it by default.
 
-Character n-grams of orders 1..6 with whitespace removed; precision and recall averaged over the
-orders both texts have, then F_beta of the two averages with beta = 2 (recall weighs four times
-precision); a value in [0, 1], 0 when either text has no character. It needs no model and treats
-every script alike: crossknow uses it where an offline surface similarity is enough (the ECLEKTIC
-builder's pivot check, the Pitfalls probe's same-language similarity).
+Character n-grams of orders 1..6 without whitespace, precision and recall averaged over the orders both texts have,
+then F_beta with beta = 2; a value in [0, 1], 0 when either text has no character. It needs no model and treats every
+script alike: crossknow uses it where an offline surface similarity is enough (ECLEKTIC's pivot check, Pitfalls).
 """
 
 from __future__ import annotations

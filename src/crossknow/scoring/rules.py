@@ -1,16 +1,9 @@
-"""The exact scoring rules: how an item's options become (context, continuation) requests.
+"""The exact scoring rules: how an item's options become (context, continuation) requests (docs/scoring.md).
 
-- `adaxeval` (the paper, Appendix A): a cloze item's context is the text before [BLANK] and the
-  continuation is the option followed by the rest of the sentence; a question item's context is
-  `question + "\\n"` (the authors' mcqa_minimal template; the newline stays in the context) and the
-  continuation is the option. Loss: mean token cross-entropy over the continuation.
-- `lm-eval` (lm-evaluation-harness compatible): the item as `lm_eval_prompt` shows it, the
-  continuation is delimiter + choice, and all trailing whitespace of the context, newlines too,
-  moves to the front of the continuation. acc = argmax of the sum; acc_norm = argmax of the sum
-  divided by the choice's characters.
-The backend then applies the boundary rule that each request names (models/boundary.py): `moved`,
-the default (trailing spaces move to the continuation), or, under the `adaxeval` rule only,
-`literal`, the AdaXEval authors' tokenisation (a compatibility switch for reproducing their numbers).
+`adaxeval` (the paper, Appendix A): a cloze's context is the text before [BLANK], its continuation the option and the
+rest of the sentence; a question's context is `question + "\\n"`, its continuation the option; the loss is the mean
+token cross-entropy. `lm-eval`: the item as `lm_eval_prompt` shows it, delimiter + choice as the continuation. The
+backend then applies each request's boundary rule (`crossknow.models.boundary`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The one scoring stage: every option of every item, scored, committed and resumable.
 
-`crossknow evaluate` (one model) and `crossknow trace` (a sweep of checkpoints) both run it, under one
-scoring rule and one boundary rule (crossknow.scoring.rules, crossknow.models.boundary). The
-whole work list of one model (all sets, all items) is sorted by length, longest first, before it is
-cut into chunks; each chunk goes to the scorer in one call (the backend batches it by
-`batch_size`) and is committed as one shard, so a killed run loses at most one chunk.
-
-An item that cannot be scored (the backend raises `UnscorableRequest`: too long for the model, a
-tokeniser merge across the boundary; or a loss that is not a finite number) is committed to the
-`unscorable` stage with its reason, and the run goes on; it is decided, so a resumed run does not
-try it again.
+`crossknow evaluate` (one model) and `crossknow trace` (a sweep of checkpoints) both run it. A model's whole work list
+is sorted by length, longest first, then cut into chunks; each chunk is one scorer call and one committed shard, so a
+killed run loses at most one chunk. An item that cannot be scored (`UnscorableRequest`, or a loss that is not finite)
+is committed to the `unscorable` stage with its reason: decided, so a resumed run does not try it again.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
-"""The manifest of a stage's shards: a JSON file that grows by one line per committed shard.
+"""The manifest of a stage's shards: plain JSON (`{"shards": [{"file": ..., "keys": [...], "rows": N}, ...]}`) laid
+out one shard a line, so that committing a shard writes only its own line.
 
-The file is plain JSON that any tool reads (`{"shards": [{"file": ..., "keys": [...], "rows": N}, ...]}`),
-laid out one shard per line:
-
-    {"shards": [
-    {"file": "shard-000000.parquet", "keys": ["a"], "rows": 4},
-    {"file": "shard-000001.parquet", "keys": ["b"], "rows": 4}
-    ]}
-
-Committing a shard writes only its own line: `,` + the line + the closing `]}` over the old closing
-`]}`, then fsync. The cost of an append is that of its own keys, not of the whole run's. A kill or a
-power loss during that write can leave the file torn; the reader then takes every complete shard line
-and drops the torn one (its shard file, written atomically before, is an orphan that the next append
-overwrites), and the next append rewrites the file whole, once. A file in another layout (an older
-crossknow's indented manifest, or one edited by hand) is read as JSON and rewritten in this layout at
-its next append.
+An append goes over the closing `]}`, then fsync: it costs its own keys, not the run's. A kill mid-write can tear the
+file: the reader keeps every complete shard line (the torn one's shard file is an orphan the next append overwrites),
+and the next append rewrites the file whole, as it does a file in any other layout (docs/scoring.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """A SQLite cache of model calls, so that re-running a pipeline costs nothing it already paid for.
 
-The cache knows nothing of models (this layer sits below them): an entry is a key, the JSON
-identity it was hashed from (kept for inspection) and a JSON value. `crossknow.generation` hashes
-(backend, server, model id, the request: messages, sampling settings, JSON schema) with `cache_key` and
-stores each GenerateResult as the value.
-
-Safe across processes and threads: WAL journal, a busy timeout, one short transaction per write
-(an entry is there whole or not at all), `INSERT OR IGNORE` so that the first value stored for a
-key is the one every later run replays. Callers store only successful results: a request that
-failed (transport errors after retries, a refusal) is never cached, so a re-run retries it.
+An entry is a key, the JSON identity it was hashed from (kept for inspection) and a JSON value; the cache knows
+nothing of models (`crossknow.generation` hashes requests with `cache_key`). Safe across processes and threads: WAL,
+a busy timeout, one short transaction per write, and `INSERT OR IGNORE`, so that the first value stored for a key is
+the one every later run replays. Callers store only successful results, so a re-run retries a failed request.
 """
 
 from __future__ import annotations

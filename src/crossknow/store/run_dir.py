@@ -1,14 +1,9 @@
 """A run directory: the resolved config, the inputs' hashes, and resumable stage outputs.
 
-Stage outputs are append-only Parquet shards listed in a manifest (`store.manifest`). A shard is
-written atomically before the manifest names it, and the manifest is the only source of truth, so a
-run killed at any point (kill -9 included) resumes without losing or duplicating anything: a shard
-the manifest does not name is an orphan of a crash and is overwritten. Committing a shard costs the
-same at the run's first shard and at its millionth.
-
-One process at a time writes a run directory: `RunDir.open` locks it (`store.run_lock`) until
-`close()`, the end of a `with` block, or the end of the process, and then removes the temporary files
-a killed writer left behind.
+Stage outputs are append-only Parquet shards, each written atomically before the manifest (`store.manifest`), the only
+source of truth, names it: a run killed at any point (kill -9 included) resumes without losing or duplicating
+anything. One process at a time writes a directory: `RunDir.open` locks it (`store.run_lock`) until `close()`, the
+end of a `with` block or of the process, and removes the temporary files that a killed writer left behind.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """An exclusive lock on a run directory, so that two processes never write one `--out` at once.
 
-The lock is `flock` on the directory's `.lock` file. Its owner writes its process id there (for
-the message another process gets) once it has checked that the directory is its run (`mark_owner`),
-so a command refused for another reason leaves every file as it found it. The kernel drops the lock
-when the owning process ends, kill -9 included, so a crash never leaves a stale lock. Within one
-process the lock is re-entrant: every `RunLock.acquire` of the same directory shares one hold,
-released when the last of them is released.
+`flock` on the directory's `.lock` file, which the kernel drops when its owner ends (kill -9 included): no stale
+lock. The owner writes its pid there (for another process's message) only once it has checked that the directory is
+its run (`mark_owner`), so a refused command leaves every file as it was. Re-entrant within one process.
 """
 
 from __future__ import annotations

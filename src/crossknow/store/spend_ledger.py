@@ -1,18 +1,9 @@
 """What a run has paid for, over all its invocations: the `SpendLedger` in its run directory.
 
-The request cache (`store.request_cache`) makes a resumed run replay for free what a killed invocation had
-paid, so no invocation's own meter can tell what the whole run spent. The ledger can: a client records every
-request it sends to a backend here before the answer goes into the cache. A request that a resumed invocation
-finds in the cache was then either recorded by the invocation that paid it, or paid by another run that
-shares the cache (and costs this run nothing). The run's spend is the sum of its records, each request
-counted once by its cache key: a kill between the record and the cache write makes the next invocation send
-it again, still one request. A record without a key (a request that failed, or one of a client without a
-cache: nothing can replay it) counts every time. So a killed and resumed run reports the calls, tokens and
-cost of an uninterrupted run with a fresh cache of its own.
-
-Each invocation has its own id, so the ledger also tells what one invocation sent (`sent`). The records are
-shards of a `ShardedTable` under `spend/` in the run directory: written atomically, one shard per batch of
-requests sent, so a kill loses at most the shard being written, whose answers are then not in the cache.
+The request cache replays for free what a killed invocation paid, so no invocation's meter tells what the whole run
+spent. A client records every request it sends here before its answer is cached; the run's spend is the sum of the
+records, each counted once by its cache key (a record without one counts every time), so that a killed and resumed
+run reports what an uninterrupted one would; `sent` tells one invocation's share (docs/scoring.md).
 """
 
 from __future__ import annotations

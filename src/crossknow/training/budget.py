@@ -1,16 +1,9 @@
 """Token budgets of C_K and C_T (section 6.1(3): 0.5B tokens each), and the mix of the two.
 
-Section 4.1 samples 0.5B tokens from the constructed corpus (documents mixed with the instructions built
-from them); section 6.1(3) prepares C_K and C_T of 0.5B tokens each and shuffles the two together.
-crossknow's rules, where the paper says no more:
-
-- The unit of sampling is a training text (a document, an instruction, a document's question-answer
-  pairs). The texts of a part are drawn in an order shuffled with `random.Random(f"{seed}:budget:{part}")`
-  and taken while the budget lasts.
-- A token is a token the model trains on: the tokenizer's special tokens (BOS for Gemma), the text, EOS.
-- The budget is met exactly: the text that would overrun it is cut to the tokens left (its first ones),
-  so a budget smaller than one text gives exactly that many tokens of one text.
-- A budget larger than the part is an error that says how many tokens the part holds.
+crossknow's rules, where the paper says no more: a part's training texts are drawn in an order shuffled with
+`random.Random(f"{seed}:budget:{part}")` and taken while the budget lasts; a token is one the model trains on
+(special tokens, text, EOS); the text that would overrun the budget is cut to the tokens left, so the budget is
+met exactly; a budget larger than the part is an error that says how many tokens the part holds.
 """
 
 from __future__ import annotations

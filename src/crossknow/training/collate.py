@@ -1,21 +1,9 @@
 """Training batches: token sequences with their position ids, padded on the right, with no attention mask.
 
-Each row carries `position_ids` that start again at 0 where a new text starts (`crossknow.training.packing`).
-The batch holds no `attention_mask`: given position ids and no mask, transformers' mask functions
-(`masking_utils.find_packed_sequence_indices`, and the flash-attention varlen path on GPUs) read every
-restart as the start of a separate sequence and build a block-diagonal causal mask, sliding-window layers
-included. Padding is a block of its own (positions 0, 1, ... after the last real token), so a real token
-never sees it, and it is out of the loss. The first token of every block is out of the loss too: it
-would be predicted from the end of the block before, which it cannot see. `use_cache=False` goes with
-every batch: a model that builds a key-value cache skips that packed-sequence detection (transformers
-5.23) and lets every token attend to everything before it in the row.
-
-Padding goes on the right because there a causal model's real tokens never see it. Left padding (the
-embedded Gemma tokenizer's default side, which transformers' `DataCollatorForLanguageModeling` follows)
-changes the loss: measured with the embedded model (sdpa attention) on two tiny-run documents of 57 and
-52 tokens, the mean token loss of the pair was 4.3330 with each document alone and 4.4079 left-padded
-into one batch. Right padding makes a run's per-step losses independent of how its global batch is
-split into per-device batches, so `torchrun` on N processes trains as one process does.
+Position ids restart at 0 where a text starts, so transformers builds a block-diagonal causal mask; padding is a
+block of its own, out of the loss, as is the first token of every block; `use_cache=False` goes with every batch
+(a model that builds a key-value cache skips the packed-sequence detection). Right padding keeps a sequence's loss
+what it is alone, so N processes train as one (docs/distributed.md).
 """
 
 from __future__ import annotations

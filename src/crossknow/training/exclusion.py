@@ -1,14 +1,8 @@
 """The documents of the transfer corpus C_T: those in --transfer-langs, minus the evaluation documents.
 
-Section 6.1(2) builds the Medical-Japanese baseline from "J-STAGE Japanese data, with documents related
-to the AdaXEval evaluation filtered out", and its J-STAGE translation corpus so too: "We filter out any
-documents included in the AdaXEval evaluation dataset to avoid contamination". C_T may thus come from the
-very corpus C_K comes from, less the documents the evaluation sets were generated from. Each
-`--exclude-eval` set names, per item, the document it was generated from (`metadata.docid`,
-`crossknow.data.adaxeval.source_documents`); that document leaves C_T together with its translations
-(the documents of its `metadata.pair_id`). Leaving the translations out is crossknow's choice: the paper
-speaks of documents, and a translation carries the knowledge that section 6.1(1) keeps out of C_T ("We
-carefully ensure that the knowledge to be evaluated in language Y is absent from C_T").
+Section 6.1(2) filters "any documents included in the AdaXEval evaluation dataset" out of C_T. Each --exclude-eval
+set names its items' source documents (`metadata.docid`), which leave C_T with their translations (same
+`pair_id`: crossknow's choice, since a translation carries the knowledge that section 6.1(1) keeps out of C_T).
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
 """Reading-comprehension instructions mined from a document and its metadata (Appendix A.4.1).
 
-One template per type is drawn for each document, with a generator seeded by (seed, document id),
-so adding or removing a document never changes the draws of the others. A type is built only
-when the document has what it needs:
-
-| type | needs | input -> output |
-|---|---|---|
-| summarisation | metadata.title | the abstract -> the title |
-| keyword_extraction | metadata.keywords | the abstract -> the keywords |
-| field_identification | metadata.fields | the abstract -> the fields |
-| translation | a partner document (same pair_id, other language) in the same corpus | text -> partner text |
-| text_completion | 2+ sentences | the first half of the sentences -> the rest |
-| conclusion_derivation | metadata.sections.conclusion, else 3+ sentences | the rest -> the last sentence |
-| background_derivation | metadata.sections.background, else 3+ sentences | the rest -> the first sentence |
-| diagnosis | metadata.symptoms and metadata.diagnosis (annotations) | symptoms -> diagnosis |
-| reordering | 3+ sentences | the sentences shuffled and numbered -> the text |
-| gmrc | metadata.sections with goal, method, result and conclusion | three of them -> the fourth |
-
-The abstract is metadata.abstract when present, else the document's text.
+One template per type is drawn for each document with a generator seeded by (seed, document id, type), so adding
+or removing a document never changes the others' draws. A type is built only when the document has what it
+needs (the types, their inputs and outputs: docs/adaxeval.md); the abstract is metadata.abstract, else the text.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Training sequences from the mixed texts: packed to max_length (the paper's 4,096-token sequences), or one
-text per sequence.
+text per sequence; packing is crossknow's implementation, since the paper states only the sequence length.
 
-- 'masked' (the default): the texts, in the mix's order, fill sequences of exactly max_length tokens
-  (the last one shorter); a text that does not fit continues at the start of the next sequence. Position
-  ids start again at 0 where a text (or its continuation) starts, which keeps each text's attention inside
-  itself (`crossknow.training.collate`) and gives it the positions it has alone. `check_document_masking`
-  checks at the start of a run that the model honours that.
-- 'unmasked': the same sequences with position ids 0..max_length-1: attention crosses from one text into
-  the texts before it in the sequence, and the first token of a text is predicted from the end of the one
-  before. This is Megatron-LM's behaviour without --reset-position-ids and --reset-attention-mask; the paper
-  trained with Megatron-LM (Appendix A.4.2) and does not say which it used.
-- 'none': one text per sequence (cut at max_length before the budget counts it), padded in the batch:
-  crossknow's behaviour before packing.
-
-Packing is crossknow's implementation; the paper states only the sequence length.
+'masked' (the default): position ids restart at each text, so each text attends only to itself
+(`check_document_masking` checks that the model honours it); 'unmasked': attention crosses texts (Megatron-LM's
+default; the paper trained with Megatron-LM and does not say which); 'none': one text per sequence, padded.
 """
 
 from __future__ import annotations

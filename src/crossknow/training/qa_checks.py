@@ -1,24 +1,9 @@
-"""The rules a question-answer pair of the instruction recipe must pass (crossknow's: the paper states none).
+"""The rules a question-answer pair of the instruction recipe must pass (crossknow's: Appendix A.4.1(2) names
+no test), so that only self-contained knowledge questions with substantive answers are trained on.
 
-Appendix A.4.1(2) asks an LLM for "five question-answer pairs for each document" and names no test of them.
-The pairs are meant as knowledge to learn, so crossknow keeps only self-contained knowledge questions with
-substantive answers, by rules code can check:
-
-- not_a_question: the question does not end as a question does ("?"; Japanese: "か", "か。" or "？"),
-  e.g. a sentence of the document restated;
-- refers_to_document: the question points at its source ("this study", "the document", "the authors",
-  "本研究", "この論文", "著者") instead of naming what it asks about, so it makes no sense without it;
-- copies_document: the question is a stretch of the document, or shares `copied_question` or more
-  consecutive words (Japanese: characters) with it;
-- repeated_question: the same question as an earlier pair of the document (compared by its words);
-- short_answer: the answer has fewer than `min_answer` words (Japanese: characters), e.g. "1894." or "Kael.";
-- copied_answer: the answer is a verbatim span of the document shorter than `copied_answer` words
-  (Japanese: characters): a reading-comprehension extract rather than a statement of the fact.
-
-Words are compared case-folded after NFKC normalisation, punctuation ignored. A pair that fails is
-recorded with the rule and the reason (`RejectedPair`), never used and never silently dropped. The
-thresholds are crossknow's choice, one table entry per language (`PAIR_RULES`); a language without an
-entry is an error that says where to add one.
+Rules: not_a_question, refers_to_document, copies_document, repeated_question, short_answer and copied_answer,
+words compared case-folded after NFKC, punctuation ignored; the thresholds are per language (`PAIR_RULES`). A pair
+that fails is recorded with its rule and reason (`RejectedPair`), never used and never silently dropped.
 """
 
 from __future__ import annotations

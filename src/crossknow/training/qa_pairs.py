@@ -1,27 +1,9 @@
 """The instruction recipe's second half (Appendix A.4.1(2)): question-answer pairs written by an LLM.
 
-The paper: "To enhance the data diversity, we further generate five question-answer pairs for each document
-[...] Noted that not all documents can successfully generate five QA pairs." It gives neither the prompt nor
-the layout of the training texts; what follows is crossknow's:
-
-- the prompts (`crossknow.training.qa_prompts`) ask for self-contained knowledge questions with substantive
-  answers, in the document's language, through the project's StructuredClient and request cache (a re-run
-  pays nothing twice), in the form the generator's `prompt_format` names (as every command asks; a spec suffix
-  #chat or #completion overrides it): 'chat', one JSON request per document for `n` pairs; 'completion', for
-  base models such as the embedded default, the 'fields' form: few-shot completion prompts of one short field
-  per call (a question, then its answer, `n` rounds; code makes the pairs and their count, and a document
-  stops at its first question that stays invalid);
-- every pair is checked by the rules of `crossknow.training.qa_checks`; a pair that fails is recorded with
-  its rule and reason in qa_pairs.jsonl (`QARecord.rejected`) and counted in the summary, never used. A chat
-  output whose pairs all fail is invalid like malformed JSON: retried, then recorded with its error;
-- the first `n` pairs that pass are kept; a document with fewer keeps what it has;
-- every pair is a training text of its own (one instruction per pair, `Question: ...\\nAnswer: ...`), beside
-  the document and its reading-comprehension instructions. Section 4.1: "The raw documents are then combined
-  with the generated instructions for continual pretraining"; Appendix A.4.1: "Both approaches yield
-  instruction-like sequences, which we mix with raw corpora." The paper does not say whether a document's
-  pairs follow it in one sequence, the way the Instruction Pre-Training work it follows ([54]; its released
-  code) mostly lays out a raw text followed by its pairs; crossknow mixes each pair as its own text and keeps
-  its document in `doc_id`.
+The paper gives neither the prompt nor the layout; crossknow's: the prompts of `qa_prompts` in the generator's
+form (chat: one JSON request for `n` pairs; completion: one field per call), every pair checked by `qa_checks`,
+the first `n` that pass kept, and each pair a training text of its own (`Question: ...\\nAnswer: ...`) mixed
+beside its document, whose id it keeps (`doc_id`). The reasons: docs/adaxeval.md.
 """
 
 from __future__ import annotations

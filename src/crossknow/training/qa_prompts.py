@@ -1,16 +1,9 @@
-"""The prompts that ask for the instruction recipe's question-answer pairs (crossknow's wording: the paper, Appendix
-A.4.1(2), gives none), one set per document language.
+"""The prompts that ask for the instruction recipe's question-answer pairs (crossknow's wording: Appendix
+A.4.1(2) gives none), one set per document language.
 
-- chat (instruction-tuned models): one request per document asks for `n` pairs as JSON (`QA_PROMPTS`);
-- fields (base models, asked by completion): few-shot prompts (`CompletionPrompt`) that ask for one short field per
-  call, a question (`question_prompt`)
-  and then its answer (`answer_prompt`), ended by the next line's label or a blank line (`field_stops`); code,
-  not the model, makes the pairs and their count. The examples
-  (`FEW_SHOT`, invented documents) show self-contained questions and answers in whole sentences; an output
-  that repeats one of them is rejected (`echoes_example`).
-
-Both ask for what `crossknow.training.qa_checks` then checks: questions that make sense without the
-document, naming what they ask about, and answers that state the fact in a sentence of their own.
+chat: one request per document asks for `n` pairs as JSON (`QA_PROMPTS`); fields (base models): few-shot prompts
+of one short field per call, a question (`question_prompt`), then its answer (`answer_prompt`), with invented
+examples (`FEW_SHOT`) that an output must not repeat (`echoes_example`). Both ask for what `qa_checks` checks.
 """
 
 from __future__ import annotations

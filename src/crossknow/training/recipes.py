@@ -90,13 +90,8 @@ def transfer_examples(config: TrainConfig, docs: Sequence[Any], table: TemplateT
     - roman2en_native: every pair's Japanese text in romaji -> its English text, and the same romaji -> the
       Japanese script (the romanisation instruction), both from the Japanese document.
 
-    Medical-Roman2En, section 6.1(2): "We then generate romanization instructions to link the Latin script of
-    English with the Japanese script (kanji, hiragana, etc.). Finally, we create translation instructions between
-    romanized Japanese and English based on J-STAGE (Medical-Roman2En), which serves as a comparison group." The
-    wording supports roman2en: it names only translation instructions, "between" romanised Japanese and English,
-    which fixes no direction (crossknow builds both). roman2en_native is the other reading (roman -> English plus
-    roman -> native script); the paper's text does not say that Medical-Roman2En
-    holds romanisation instructions, unless "Finally" is read as adding to Medical-Roman's.
+    roman2en follows the paper's wording of Medical-Roman2En ("translation instructions between romanized Japanese
+    and English", section 6.1(2): no direction, so both); roman2en_native is the other reading (docs/adaxeval.md).
     """
     recipe = config.transfer_recipe
     if recipe == "documents":

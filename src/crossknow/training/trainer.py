@@ -1,20 +1,9 @@
 """`crossknow train`: continual pretraining with transformers' Trainer, checkpointed and resumable.
 
-The run directory holds config.yaml, inputs.json (the corpora's and evaluation sets' SHA-256),
-transfer_excluded.json (the C_T documents --exclude-eval left out, when given), qa_pairs.jsonl (the
-question-answer pairs of the instruction recipe, kept and rejected, when it asks for them), train_data.jsonl
-(every text trained on, in the mix's order, with the tokens it contributed), checkpoints/checkpoint-STEP (model and
-tokenizer; the newest also holds the optimizer state to resume from), train_log.jsonl (one line per
-optimizer step) and, at the end, train_log.parquet and train_summary.json. Run again on a finished
-directory, it returns the saved summary.
-
-Because it is transformers' Trainer, `torchrun --nproc-per-node N -m crossknow train ...` or
-`accelerate launch -m crossknow train ...` runs it data-parallel on several devices and nodes; the
-batch size is global, and each process takes batch_size / (micro_batch_size x N) forward passes of
-micro_batch_size sequences per optimizer step, so N processes take the same optimizer steps on the same
-sequences as one process (docs/distributed.md; tests/training/test_distributed.py checks it with 2 CPU
-processes). Only the main process (RANK 0) writes the run directory's files and the checkpoints'
-weights; each process adds its own rng_state_RANK.pth to a checkpoint, for resuming.
+Run again on a finished run directory (its files: docs/adaxeval.md), it returns the saved summary. Being the
+Trainer, it runs data-parallel under torchrun or accelerate with a global batch size, so that N processes take
+the optimizer steps of one (docs/distributed.md); only the main process (RANK 0) writes the run directory's files
+and the checkpoints' weights.
 """
 
 from __future__ import annotations

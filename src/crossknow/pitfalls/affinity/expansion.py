@@ -1,24 +1,9 @@
 """`crossknow pitfalls expand`: seed pairs translated into the other languages (section 3.3, Appendix B).
 
-Each sampled seed pair (`crossknow.pitfalls.affinity.seeds`) is expanded into every other seed language x: its
-original part is translated together with its choices and its correct answer as one structured output
-(the paper used GPT-4o for this part), and its inserted text before and after it is translated
-separately (the paper used Google Translate), through the proxy's translation client (`ProxyLLM`,
-temperature 0.001) and its request cache. The translated question is the translated before part, original
-part and after part joined by one space where not empty (crossknow's choice: the release joins them
-with no separator). The English side stays the seed's own English question, and the seed pair in its
-own language is kept untranslated (the paper's 16 x 100 x 16 includes it).
-
-The structured output is valid only when it has the issue's four properties: the same number of choices,
-the answer among the translated choices, at the seed's answer index and nowhere else, and no empty
-choice (`crossknow.data.pair_rules.pair_flaws`). An invalid output is retried by the client (a new seed
-each attempt), then dropped with its reason and counted; a request that failed in transport is not
-recorded and is asked again by the next run. Rows are committed per chunk to the `expanded` stage (key:
-the expanded pair id), so a killed run resumes with the same command and pays for nothing twice.
-
-The run directory holds config.yaml, inputs.json, invalid.jsonl (unusable seeds), stages/expanded/, and
-at the end items.jsonl (English and target items with one pair_id per expanded pair, which `crossknow
-pitfalls eval` and `affinity` read; metadata `seed_lang` and `seed_id`) and metrics.json (ExpandMetrics).
+A seed's original part goes out with its choices and answer as one structured output, valid only without the
+release's flaws; its inserted text is translated apart and stays on its side, and the parts are joined by one
+space (crossknow's choice: the release joins them with none). Rows are committed per chunk to the `expanded`
+stage, so a killed run resumes; items.jsonl and metrics.json are written at the end.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The Relative Affinity Score (section 3.3 and Appendix B of the paper).
-
-A_{x,y} is a model's accuracy (or several models' mean accuracy, as the paper's Fig. 7) in language x on the
-pairs expanded from seed language y; the seed's own language is one of the columns (the paper's 16 x 16
-expansions include it). Then
+"""The Relative Affinity Score (section 3.3 and Appendix B of the paper):
 
     D_{x,y} = ((A_{x,y} - Ā_x) / Ā_x) · exp(c · |Ā_y - Ā_x|),   c = -1 (the paper's constant),
 
-where Ā_x is the mean accuracy in language x over all seed languages (the mean of row x, diagonal included),
-and Ā_y the same mean for language y (row y): both are per-language mean accuracies, which is why the matrix
-must be square over one list of languages. Lower D means a stronger affinity: pairs from seed y keep more of
-their weakness in x than x's average.
+A_{x,y} the accuracy in language x on the pairs expanded from seed language y and Ā_x the mean of row x (diagonal
+included), so the matrix is square over one list of languages. Lower D means a stronger affinity.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """`crossknow pitfalls affinity`: the accuracy table A_{x,y} of expanded pairs (Fig. 6), the Relative
 Affinity Score (Fig. 7) and, on request, the embedding analysis of the seed pairs (Fig. 8 and 9).
 
-The expanded pairs (items.jsonl of `crossknow pitfalls expand`) are evaluated by `run_pitfalls_eval`
-into the same run directory (resumable, with its pairs.parquet and metrics.json). A_{x,y} for one model is
-its target-language accuracy on the scored pairs in language x expanded from seed language y; the table
-the RAS is computed from is the mean over the models of their A_{x,y} (the paper's Fig. 7 averages six
-models), each model weighing the same. A cell without a scored pair leaves the RAS uncomputed, with the
-cells named. The embedding analysis embeds the seed pairs themselves (the untranslated rows, x = y) in
-their seed language and, as a reference, their English questions ('en').
-
-affinity.json (AffinityMetrics) holds every matrix; embeddings.npz the vectors and their t-SNE points.
+The pairs are evaluated by `run_pitfalls_eval` into the same run directory; the RAS is computed from the mean
+of the models' tables (Fig. 7 averages six models). affinity.json holds every matrix, embeddings.npz the vectors.
 """
 
 from __future__ import annotations

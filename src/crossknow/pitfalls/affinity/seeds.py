@@ -1,11 +1,9 @@
-"""Seed pairs for the language-affinity expansion (section 3.3, Appendix B): released pairs split into their
-original part and inserted text, sampled per seed language with a recorded seed.
+"""Seed pairs for the language-affinity expansion (section 3.3, Appendix B), sampled per seed language with a
+recorded seed.
 
-A release pair holds its English question as `prequestion + oriquestion + sufquestion` and its target
-question as `transpre + transori + transsuf` (the release concatenates them without a separator; read
-from the files). A seed is usable when the pair has none of the flaws of `crossknow.pitfalls.flaws` and
-both questions are exactly those concatenations (otherwise the original part and the inserted text
-cannot be translated separately); an unusable pair is reported with its reasons, never sampled.
+A seed is usable when it has none of the flaws of `crossknow.pitfalls.flaws` and its questions are exactly their
+parts (`prequestion + oriquestion + sufquestion`, `transpre + transori + transsuf`), so that the original part and
+the inserted text can be translated apart; an unusable pair is reported with its reasons, never sampled.
 """
 
 from __future__ import annotations

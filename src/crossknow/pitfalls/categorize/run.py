@@ -1,17 +1,9 @@
 """`crossknow pitfalls categorize` as a library call; its stage, which a probe run shares, is in
 `crossknow.pitfalls.categories`.
 
-Pairs are read from release `<Language>.json` files (every pair, flawed translations included: only the
-English side is classified, and the paper's Table 4 counts all 6,713 pairs), from crossknow item files whose
-English and target items share a `pair_id` (`candidate_items.jsonl` of `pitfalls probe`, `items.jsonl` of
-`pitfalls expand`) and from `candidates.jsonl` of `pitfalls probe`. The release's own `category` of a pair
-(or an item's `category` metadata) is kept as its reference label when it is one of the six.
-
-The stage is `categories.jsonl` in the run directory: one `CategoryRow` a line, keyed by pair id, appended
-and synced per chunk, so that a killed run resumes with the same command and classifies only the pairs
-missing from the file (a torn last line is cut first). A pair whose answer stayed invalid is recorded with
-its reason and never asked again; a pair whose request failed in transport is not recorded, and the next run
-asks again. Every call goes through the structured client's request cache, so nothing is paid twice.
+Pairs are read from release `<Language>.json` files (every pair: only the English side is classified), from
+crossknow item files whose sides share a `pair_id` and from a probe's `candidates.jsonl`; a pair's own
+`category` is kept as its reference label when it is one of the six.
 """
 
 from __future__ import annotations

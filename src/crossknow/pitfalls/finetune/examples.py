@@ -1,26 +1,9 @@
 """Training data of targeted fine-tuning (the paper's section 3.4 and Appendix B): the pairs of one language.
 
-The paper fine-tunes on the target-language side of the pairs of one language (its Chinese and French
-seed pairs), with SFT and DPO, and says only that "the correct answers from the models' responses" were the
-target output. The exact texts are crossknow's choice, made so that the model is trained in the very format
-in which `crossknow pitfalls eval` then asks it (the setting `answering` of the run):
-
-- generative answering: the prompt is the paper's zero-shot answering template (Appendix E, via
-  `crossknow.pitfalls.simulate.answer_prompt`) as a user turn in the model's chat format, and the target is
-  the template's output format holding the correct choice, `{"final_answer": "<correct choice>"}`. The
-  paper's models answered with a chain of thought before it; no such reasoning exists for the target side
-  (the base model got those questions wrong), so the target is the final answer alone.
-- loss answering: the prompt is the context and the target the correct option's continuation, exactly as
-  the scoring rule (`crossknow.scoring.rules.option_requests`) builds them, e.g. under `lm-eval`
-  `Question: {question}\\nAnswer:` and ` {choice}`.
-
-DPO preference triples: the same prompt, chosen = the correct choice's target, rejected = the same format
-holding the choice the base model made in the target language (read from the base model's evaluation of
-these pairs). A pair the base model answered right, or whose answer was invalid, has no rejected answer:
-it is left out of DPO and counted (`PreferenceCounts`).
-
-The validation split (the paper: 10% of the training data) is drawn over the examples actually trained on,
-with a recorded seed (`validation_indices`).
+crossknow's choice (the paper says only "the correct answers from the models' responses"): the model is trained
+in the format `pitfalls eval` asks it in: generative, the paper's answering template as a chat turn and
+`{"final_answer": "<correct choice>"}` (no reasoning exists for questions it got wrong); loss, the scoring rule's
+context and the correct option. DPO's rejected answer is the base model's own wrong choice (`PreferenceCounts`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """`crossknow pitfalls finetune`: targeted fine-tuning on the pairs of one language, evaluated before and after
 on every language (the paper's section 3.4, Table 2 and Appendix B).
 
-Stages, each resumable (run the same command again on the run directory):
-
-1. eval/base/<file stem>/: `crossknow pitfalls eval` (`run_pitfalls_eval`) of the base model on the training
-   file and on every --eval-pairs file. The training file's evaluation gives DPO its rejected answers.
-2. train/: examples.jsonl (`crossknow.pitfalls.finetune.examples`: SFT examples or DPO triples with their validation
-   split), then training (`crossknow.pitfalls.finetune.train`): SFT through `crossknow train`'s machinery or
-   DPO through trl, checkpoints, train_log.jsonl, validation_log.jsonl and finetune_summary.json, which names
-   the fine-tuned checkpoint. An interrupted training resumes from its newest checkpoint.
-3. eval/finetuned/<file stem>/: the same evaluations of the fine-tuned checkpoint.
-4. metrics.json (`PitfallsFinetuneMetrics`): per language, the target-language accuracy before (Orig.) and
-   after (Enh.) and their difference (Diff.), as Table 2.
-
-An evaluation whose metrics.json exists is finished and is not run again; an unfinished one resumes through
-`run_pitfalls_eval`'s own stage. Orig. and Enh. are compared on the same pairs (crossknow's choice): those
-whose target-language answer is valid in both evaluations; an invalid answer is counted, never wrong. The
-training language's row covers the whole training file, the examples trained on included (as a row of the
-paper's table for its own fine-tuning language); the `held-out` row covers its validation pairs alone.
+Stages, each resumable: eval/base/ (which also gives DPO its rejected answers), train/, eval/tuned/ and
+metrics.json (Orig., Enh. and Diff. per language). Orig. and Enh. compare the same pairs, those whose
+target-language answer is valid in both (crossknow's choice); a `held-out` row covers the validation pairs.
 """
 
 from __future__ import annotations

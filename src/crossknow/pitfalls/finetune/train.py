@@ -1,22 +1,9 @@
 """The training stage of `crossknow pitfalls finetune`: SFT through `crossknow train`'s machinery, or DPO with trl.
 
-Both run on transformers' Trainer with `crossknow train`'s training arguments (`training_arguments`:
-cosine schedule to 0, warm-up ratio, global batch = micro batch x gradient accumulation, checkpoints),
-its per-step loss log (`StepLog`, train_log.jsonl), its pruning of old optimizer states and its resume
-rule: run again, training resumes from the newest checkpoint that holds an optimizer state
-(checkpoints/checkpoint-STEP, every `save_every_steps` and at the end), with the same data order.
-On top, the validation examples are evaluated every `eval_every_steps` and at the last step
-(validation_log.jsonl).
-
-- SFT: each example is tokenised with crossknow's boundary rule (`crossknow.models.boundary.encode_pair`:
-  prompt tokens, then the target's) and EOS; `PromptTargetCollator` batches the rows as `crossknow
-  train`'s `SequenceCollator` does and leaves the prompt's tokens out of the loss, so the loss is on the
-  target (and EOS) only.
-- DPO: `trl.DPOTrainer` (sigmoid loss, `beta`), the reference model a frozen copy of the base model
-  (on resume, of the base model again: the reference never moves).
-
-The stage is finished when train/finetune_summary.json exists (written last, atomically); the fine-tuned
-model is its final checkpoint, whose optimizer state is then dropped.
+Both use `crossknow train`'s training arguments, step log, checkpoint pruning and resume rule, with a validation
+loss every `eval_every_steps` and at the last step. SFT's loss is on the target and EOS only
+(`PromptTargetCollator`); DPO is `trl.DPOTrainer` against a frozen copy of the base model. The stage is finished
+when train/finetune_summary.json exists (written last).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Constraints on perturbed pairs (equation 4): English accuracy and semantic similarity.
 
-- `EnglishAccuracy(epsilon)`: E[1(F(q^E') = a*^E)] >= 1 − ε, read as β̄^E >= 1 − ε from the simulation.
-  The paper gives no value of ε; 0.2 is crossknow's choice (with K = 5, at most one simulator wrong).
-- `SemanticSimilarity(similarity, threshold, compare)`: S(q^E, q^E') >= θ (`compare="original"`:
-  the root's English question against the node's), S(q^E', q^T') >= θ' (`compare="cross"`), or the
-  choices of the two sides (`compare="choices"`: the English choices against the translated ones, each
-  side joined into one text by `crossknow.pitfalls.probe.e5.joined_choices`; crossknow's addition, since the
-  paper's check must also keep "the correct answer ... consistent across languages", section 1).
-  S is any `Similarity`; one that sets `reads_choices` (the LLM judge) reads each question with its
-  lettered choices (`crossknow.pitfalls.simulate.lettered`), the others the question alone. The paper does
-  not define S as a function: it verifies semantics with an LLM
-  (section 4: "we employed LLMs for both initial translation and semantic verification"; Limitations:
-  "LLM-based semantic checks"; Appendix B.1: the semantic check runs at temperature 0.001).
-  `crossknow.pitfalls.probe.judge_similarity` is that check (the probe's default); `crossknow.pitfalls.probe.e5`
-  (multilingual-e5-small embeddings, thresholds measured on the release) is crossknow's judge-free
-  option. `ChrF` is a surface alternative (character n-gram F-score, β = 2), meaningful only within one
-  language, so it serves `compare="original"`; it bounds how much of q^E' is new text rather than
-  judging meaning.
-
-A constraint returns, per node, None when satisfied or the reason it is violated.
+`EnglishAccuracy(epsilon)`: β̄^E >= 1 − ε (ε = 0.2 is crossknow's: with K = 5, at most one simulator wrong).
+`SemanticSimilarity`: S(q^E, q^E') >= θ, S(q^E', q^T') >= θ', or the two sides' choices (crossknow's addition),
+S being an LLM judge (the paper's kind of check), e5 embeddings or chrF (within one language only). A constraint
+returns, per node, None when satisfied or the reason it is violated.
 """
 
 from __future__ import annotations

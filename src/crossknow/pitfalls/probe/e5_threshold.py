@@ -1,27 +1,9 @@
 """The e5 check's thresholds, measured on the release (`crossknow.pitfalls.probe.e5` holds the constants it gives).
 
-The released pairs passed the paper's own LLM semantic check (section 4 and Limitations: "we employed LLMs
-for both initial translation and semantic verification"), so a released translation is a positive. For each
-positive (English text, its target-language text) the negative is the same English text against the text
-of another released pair of the same language, from a different original question (a seeded shuffle:
-`partners`). Four kinds of text pairs, each scored by `E5Similarity`:
-
-- `root`: the original English question against its translation (`oriquestion`, `transori`), one per
-  original question, every language of `languages`: what the cross check reads of an unperturbed pair
-  (depth 0), at `THETA_ROOT`.
-- `perturbed`: the perturbed pair (`question`, `transquestion`), `perturbed` pairs drawn with `seed` from
-  each of `perturbed_languages`: what S(q^E', q^T') >= θ' reads of a perturbed pair, at `THETA_CROSS`.
-- `choices`: the English choices joined by newlines against the translated ones (`choices`,
-  `transchoices`), one per original question: what the choices check reads (`joined_choices`).
-- `original`: the original English question against the perturbed one (`oriquestion`, `question`) of the
-  same drawn pairs: what S(q^E, q^E') >= θ reads.
-
-The rule (crossknow's choice; the paper prints no thresholds): a threshold is the smallest multiple of
-0.01 at which at most 1% of a kind's negatives, pooled over its languages, score at or above it (the
-false-accept rate). Each kind gets its own: short root questions and long perturbed ones score in
-different ranges (the negatives' medians are 0.76 and 0.81), so one θ' for both would either let through
-13% of the shuffled root translations or reject half of the released ones. `bench/e5_threshold.py`
-prints the thresholds and the true- and false-accept rates per language.
+A released pair passed the paper's LLM check, so it is a positive; its negative is the same English text against
+the text of another released pair from a different original question (`partners`). Four kinds, one per check:
+`root`, `perturbed`, `choices`, `original`. A threshold is the smallest multiple of 0.01 that at most 1% of a
+kind's negatives reach (crossknow's rule); `bench/e5_threshold.py` prints them with the accept rates.
 """
 
 from __future__ import annotations

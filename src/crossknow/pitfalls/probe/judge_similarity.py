@@ -1,28 +1,9 @@
-"""S by an LLM judge: the paper's kind of semantic check, and the probe's default whenever it has a proxy.
+"""S by an LLM judge: the paper's kind of semantic check (section 4; temperature 0.001, Appendix B.1), and the
+probe's default whenever it has a proxy.
 
-The paper verifies semantics with an LLM: "we employed LLMs for both initial translation and semantic
-verification" (section 4), "we employ LLM-based semantic checks to ensure the semantic equivalence of our
-bilingual question pairs" (Limitations), at temperature 0.001 (Appendix B.1: "In the translation, semantic
-checking, and simulation tasks, the temperature was reduced to 0.001"). It prints no prompt for the check
-and no S as a formula. `JudgeSimilarity` is that check as the S of S(q^E, q^E') >= θ and S(q^E', q^T') >= θ'
-(equation 4): the judge reads the two texts and answers whether the second asks the same question as the
-first, so that the same answer is correct (crossknow's prompt and criterion, since the paper prints none).
-Each text is a question followed by its lettered choices (`reads_choices`: the constraint passes them, so
-that a translation whose choices no longer match is caught too).
-
-The judge asks in the form its model takes (`StructuredClient.prompt_format`):
-- chat (a model with a chat template): `JUDGE_TEMPLATE`, a JSON verdict with its reasoning; S is 1.0 for
-  "yes" and 0.0 for "no".
-- completion (a base model, such as the embedded `default`): crossknow's few-shot yes/no prompt
-  (`completion_judge_prompt`: three invented solved pairs, then the pair, ending "Answer:"), and S = P(yes)
-  from `StructuredClient.yes_no_many`: exact, p(" yes") / (p(" yes") + p(" no")), from a local model; 1.0 or
-  0.0 from the word a server's model writes.
-Either way the pair passes when S >= `JUDGE_THRESHOLD` = 0.5 (a "yes", or P(yes) at least even); an answer
-still unparseable after the client's retries gives S = NaN, which the constraint reports as an invalid
-judgement (the pair is rejected for it and counted under that reason, never judged "no"). Calls go through
-the one structured client and request cache at the paper's 0.001 (`JUDGE_TEMPERATURE`). The judge is the
-proxy unless the probe names another model (`crossknow.pitfalls.probe.run.build_judge`); `crossknow.pitfalls.probe.e5`
-is the judge-free option.
+The judge reads two questions with their lettered choices and says whether the second asks the same question
+(crossknow's prompt and criterion: the paper prints none): a chat model as a JSON verdict, S = 1.0 or 0.0, a base
+model by a few-shot yes/no, S = P(yes). A pair passes at S >= `JUDGE_THRESHOLD`; an unparseable answer is NaN.
 """
 
 from __future__ import annotations

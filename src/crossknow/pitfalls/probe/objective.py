@@ -1,15 +1,9 @@
 """The probe's objective: the simulation score V of a pair over K simulators (section 2.3).
 
-β_k^E is simulator k's accuracy on the perturbed English question over its samples, β_k^T the same on
-the target question; V = (β̄^E)^γ − β̄^T with β̄ the mean over the K simulators and γ = 2 (Appendix B.1).
-An invalid answer (`SimAnswer.choice is None`) never counts as wrong: it is left out and that
-question is asked again, up to `max_resimulations` times; a pair that still lacks a valid answer from
-some simulator is unscored (value None, with the reason), never scored on fewer than K answers. The r-th
-re-simulation passes `resimulation=r` to the simulator, which then samples afresh (a generative simulator
-asks with new seeds, see `simulate.resimulation_seed`) rather than replay its invalid answer. With
-`samples` > 1, sample s of a question at re-simulation r is draw `simulate.draw_index(r, s, samples)`, passed
-per question, so that a generative simulator asks each sample with its own seeds instead of replaying one
-answer from the cache.
+V = (β̄^E)^γ − β̄^T, β̄ the simulators' mean accuracy on the English and the target question, γ = 2 (Appendix
+B.1). An invalid answer never counts as wrong: the question is re-simulated with fresh seeds, up to
+`max_resimulations` times, and a pair still lacking a valid answer from some simulator is unscored (None, with
+the reason). With `samples` > 1 each sample is a draw of its own (`simulate.draw_index`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """`run_probe`: a recipe over source questions, into a run directory, with its accounting.
 
-The run directory holds `config.yaml` (the recipe's settings, the constraints, what checks semantics
-(`semantic_check`: 'llm', 'e5', 'chrf' or 'none') and the judge's model, the simulators and the proxy, and
-how each model is asked, `prompt_formats`: chat or completion, or loss for a scoring simulator),
-`candidates.jsonl` (the candidate list, see `candidates.py`), `candidate_items.jsonl` (the same pairs as
-items `crossknow evaluate` reads), `batches.jsonl` (one line per finished batch) and
-`account.json` (conversion, calls, tokens, seconds and cost, in total and per found pair: the paper's
-Fig. 4; the English prefilter's spend included where `probe_from_config` ran one). Every recipe scores the
-unperturbed pairs (depth 0) too, so the pairs and the conversion of `paper` and `dp` include what NP finds:
-the account gives the total and, separately, what was found at depth 0 and beyond it. Sources are cut into
-fixed batches by position; a resumed run skips the finished batches and replays an unfinished one through the
-request cache (paid calls are not paid again), the candidate list keeping each pair once and the cap of k per
-question.
-
-`account.json` describes the whole run, over all its invocations. Each finished batch's line in
-`batches.jsonl` records what the batch found and did (a `BatchRecord`), and the account sums them: the pairs,
-the counts, the questions simulated and the seconds. The requests, tokens and cost come from the run's spend
-ledger (`spend/`, `crossknow.store.spend_ledger`), in which every client records each request before its
-answer is cached: the calls a killed batch had paid are replayed by its rerun from the cache and counted
-once, so a killed and resumed run reports the calls, tokens and cost (per found pair too) of an uninterrupted
-run with a fresh cache of its own. The account also gives what this invocation sent (`this_invocation`).
+Sources are cut into fixed batches; a resumed run skips the finished ones (`batches.jsonl`) and replays an
+unfinished one through the request cache. `account.json` covers the whole run (the paper's Fig. 4) from the
+batches' records and the run's spend ledger, so a killed and resumed run reports what an uninterrupted one
+would; depth 0 is reported apart, since every recipe scores the unperturbed pairs.
 """
 
 from __future__ import annotations

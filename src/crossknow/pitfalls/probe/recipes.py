@@ -1,15 +1,8 @@
-"""Named recipes: the settings that reproduce the paper's probe and its two baselines (section 3.2).
+"""Named recipes: the settings of the paper's probe and its two baselines (section 3.2).
 
-- `paper`: beam search with Appendix B.1's settings (batch 4, w = 12, d1 = 4, d2 = 6, θ_pot = 0.6,
-  θ_inc = 0.8, k = 3) and the Appendix E perturbation from an incorrect option.
-- `np` (No Perturbation): the translated pairs only, scored once (depth 0).
-- `dp` (Direct Perturbation): one rewrite by Appendix E's direct-perturbation template, no search
-  (depth 1, one child per pair).
-
-A pair qualifies in every recipe by the same rule: V > θ_inc and the constraints hold (crossknow's
-reading of the baselines' "perform well in English but fail in target languages"), so conversion rates
-are comparable. Every recipe scores the unperturbed pairs (depth 0), so `paper`'s and `dp`'s conversion
-includes what `np` finds; `account.json` reports depth 0 and beyond it apart (`probe.py`).
+`paper`: beam search with Appendix B.1's settings and Appendix E's perturbation from an incorrect option; `np`:
+the translated pairs only (depth 0); `dp`: one direct perturbation per pair. A pair qualifies in every recipe by
+one rule, V > θ_inc and the constraints (crossknow's reading of the baselines), so conversion rates compare.
 """
 
 from __future__ import annotations

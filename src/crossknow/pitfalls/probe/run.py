@@ -1,17 +1,9 @@
 """`crossknow pitfalls probe` as a library call: sources drawn and prefiltered, then `run_probe`, from one config.
 
-`probe_from_config(config, out)` reads the source files, draws `n` questions equally over them with the
-seed, keeps those every simulator answers right in English (crossknow's prefilter, not the paper's:
-`sources.py`; recorded in `sources.json` with what it spent, which a resumed run reuses when the draw's
-settings are unchanged, so the prefilter is not asked again), then runs the recipe with `run_probe`
-(resumable: see `probe.py`). The account counts the prefilter's spend, in the cost per found pair too.
-Every request of the invocation is recorded in the run's spend ledger (`crossknow.store.spend_ledger`),
-so that the account and sources.json report what the whole run spent. The proxy, the simulators and the
-judge are built from model specs by one `crossknow.generation.clients.ClientPool` (an openai: spec names its
-server, `openai:MODEL@URL`, or takes --base-url; the judge's, --judge-base-url); callers that hold models
-already (the demo) pass them in instead.
-The semantic checks are an LLM's, as the paper's (section 4): the proxy judges unless `judge` names another
-model (`build_judge`); `similarity='e5'` is the judge-free option.
+`probe_from_config(config, out)` draws `n` questions equally over the source files, keeps those every simulator
+answers right in English (crossknow's prefilter, `sources.py`, recorded in `sources.json` and reused on resume)
+and runs the recipe. Models come from one `ClientPool` unless the caller passes them (the demo); the semantic
+check is the proxy's unless `judge` names another model (`build_judge`), or e5's with `similarity='e5'`.
 """
 
 from __future__ import annotations

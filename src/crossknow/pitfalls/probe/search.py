@@ -1,24 +1,9 @@
 """Beam search over perturbed pairs (section 2.4), with the paper's settings as defaults (Appendix B.1).
 
-One batch of original pairs (4) is searched together, with one beam for the batch (crossknow's reading
-of "an initial batch of 4 bilingual pairs"). At each level:
-
-1. pairs from a question that already has k pairs in the candidate list are dropped (redundancy
-   control; the list counts across resumes);
-2. the semantic constraints run, then the simulators score the pairs (V), then the English-accuracy
-   constraint; an unscored pair (an invalid simulation after re-simulation) is counted and left out;
-3. every pair with V > θ_inc enters the candidate list at once, highest V first, while its question
-   has room, and leaves the search (section 2.4: included "if its simulation score exceeds" the inclusion
-   threshold; with K = 5 and γ = 2, V = 0.8 exactly does not);
-4. when the highest V scored at this level is >= θ_pot, the depth limit becomes d2 for the rest of the
-   batch (early stopping's extension, equation 9's "≥ θ_pot"; "max over the beam" read as over the pairs
-   scored at the level);
-5. the beam keeps the w highest-V remaining pairs (ties: the order they were made in), and, below the
-   depth limit, the transformation makes their children, which form the next level; a child whose
-   (English, target) text repeats a pair seen in this batch is dropped as a duplicate.
-
-The unperturbed pairs (depth 0) are scored too: one that qualifies already enters the list, as in NP (the
-probe's account counts such pairs apart from those found beyond depth 0).
+One batch of original pairs is searched with one beam (crossknow's reading of "an initial batch of 4 bilingual
+pairs"). At each level the pairs are checked and scored; a pair with V > θ_inc enters the candidate list and
+leaves the search; a level whose highest V is >= θ_pot extends the depth limit to d2; the w best remaining pairs
+make the next level's children (`BeamSearch.run_batch`). Unperturbed pairs (depth 0) are scored too, as in NP.
 """
 
 from __future__ import annotations
@@ -112,7 +97,15 @@ class BeamSearch:
         self.stats = SearchStats()
 
     def run_batch(self, roots: Sequence[PairNode]) -> list[Level]:
-        """Search from `roots` (at most `initial_batch` original pairs); the levels it went through."""
+        """Search from `roots` (at most `initial_batch` original pairs); the levels it went through.
+
+        At each level: pairs of a question that already has k pairs are dropped; the semantic constraints run, the
+        simulators score V, then the English-accuracy constraint (an unscored pair is counted and left out); a pair with
+        V > θ_inc (section 2.4's "exceeds") enters the candidate list, highest V first, and leaves the search; a highest
+        V >= θ_pot at the level (equation 9; "max over the beam" read as over the pairs scored at the level) sets the
+        depth limit to d2; the beam keeps the w highest-V remaining pairs (ties in the order made) and, below the limit,
+        their children form the next level, a child that repeats a pair of this batch being dropped.
+        """
         s = self.settings
         if len(roots) > s.initial_batch:
             raise CrossknowError(f"a batch holds at most {s.initial_batch} pairs, got {len(roots)}")

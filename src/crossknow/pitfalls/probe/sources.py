@@ -1,27 +1,9 @@
-"""The probe's starting points: English multiple-choice questions, sampled equally over source files and
-kept only when every simulator answers them right in English.
+"""The probe's starting points: English multiple-choice questions sampled equally over source files (section 2.1,
+Appendix B.1), kept only when every simulator answers them right in English (crossknow's prefilter, not the paper's).
 
-The sampling is the paper's: section 2.1 "first sample[s] a set of English questions and translate[s] them
-into bilingual pairs", and Appendix B.1 samples them "equally across all five datasets". The English
-prefilter is crossknow's choice, not the paper's: the paper describes no filter of its sources. It applies
-before the search what the paper asks of every pair (the definition of a cross-lingual weakness in section
-1: right in English; the English-accuracy constraint of equation 4), and more strictly than that constraint
-(every simulator right, not a mean accuracy of at least 1 − ε), so that the search spends nothing on
-questions the simulators do not know in English; the authors' released run.py filters its sources the same
-way. `--no-prefilter` turns it off.
-
-A source file is either a released `source/*.json` file of Cross-Lingual Pitfalls (a JSON list of
-`{question, choices, answer}` with the answer given as the text of one choice) or any crossknow item file
-(`crossknow.data.formats.load_item_set`: our JSONL or Parquet, AdaXEval, the Pitfalls pair files), of
-which the English question items are used (AdaXEval cloze items are sentence completions, not questions).
-A record of the wrong shape is an InputError naming the file, the 1-based position and the field; a
-well-shaped question that cannot be asked (its answer is not among its choices, an empty choice) is an
-InvalidRecord: reported in the sample, never drawn.
-
-Sampling: n questions split equally over the files (n // F each, one more for the first n % F files in
-the order given); a file with fewer questions than its share gives all it has and the shortfall is shared
-likewise over the files that have more. Within a file the questions are drawn with
-`random.Random(f"{seed}:{file name}").sample`, so each file's draw depends only on the seed and its name.
+A source is a released `source/*.json` file or any crossknow item file (its English question items). `n` is split
+equally over the files, a short file's shortfall shared by the others, each file drawn with a seed of (seed, file
+name). A malformed record is an InputError; a question that cannot be asked is reported, never drawn.
 """
 
 from __future__ import annotations
@@ -123,7 +105,9 @@ def read_source_files(paths: Sequence[str | Path]) -> list[SourceFile]:
 
 
 def shares(sizes: Sequence[int], n: int) -> list[int]:
-    """How many questions to draw from each file (see the module docstring); their sum is min(n, total)."""
+    """How many questions to draw from each file: n // F each, one more for the first n % F files in the order
+    given, a file with fewer than its share giving all it has and the shortfall shared likewise over the files
+    that have more; their sum is min(n, total)."""
     counts = [0] * len(sizes)
     left = min(n, sum(sizes))
     while left:

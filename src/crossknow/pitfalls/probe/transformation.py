@@ -1,27 +1,9 @@
 """Transformations: how the probe makes perturbed pairs from a pair, through a proxy LLM.
 
-- `ProxyPerturbation` (the paper's φ, section 2.2): for each incorrect option α^E of a parent pair,
-  the proxy writes a distraction δq^E with Appendix E's "Template for Generating Perturbation" at
-  temperature 0.7, given the parent's whole English question. q^E' = ⊕(q^E, δq^E): section 2.2 calls ⊕
-  "a context-sensitive insertion" that "during implementation ... is a concatenation", and neither it
-  nor the Appendix E template says on which side. The release has both: of its 6,713 pairs, 5,528 hold
-  text before the original question (`prequestion`) and 5,706 text after it (`sufquestion`), 4,521 both
-  (the code released with it picks the side by the parity of the distraction's length). crossknow's
-  choice (`placement`): a fair coin seeded by the parent's id and the option puts δq^E before or after
-  the parent's question, outside any text already there; only δq^E is translated (temperature 0.001), and
-  δq^T goes on the same side of q^T. One child per incorrect option (crossknow's choice: a batch of 4
-  pairs with 3-4 incorrect options each fills the beam's w = 12).
-- `DirectPerturbation` (the DP baseline): one rewrite per pair with Appendix E's "Template for Adding
-  Direct Perturbation"; the original question must appear verbatim in the rewrite (its rule 4): the
-  text before and after it is the inserted text, translated as above. A rewrite that does not keep
-  the question verbatim is rejected with that reason. A base model (completion form) is asked instead for
-  the two inserted texts, one line each (crossknow's `direct_completion`: background before, an application
-  after), and the question stays verbatim by construction.
-
-Both go through the one client (`generation/structured.py`) and its request cache; each prompt's seed
-is derived from the parent's id and the option, so a resumed search replays the same perturbations
-from the cache. An output still unparseable after the client's retries rejects that child (reason
-kept); it is never dropped silently.
+`ProxyPerturbation` (the paper's φ, section 2.2): per incorrect option, a distraction by Appendix E's template
+(temperature 0.7), put before or after the question by a seeded coin (`placement`: crossknow's choice, the paper
+leaves the side open), and only the distraction translated. `DirectPerturbation` (DP): Appendix E's template, the
+question kept verbatim. Seeds come from the parent's id and the option, so a resumed search replays the cache.
 """
 
 from __future__ import annotations
@@ -90,8 +72,8 @@ def prompt_seed(*parts: str) -> int:
 
 def placement(parent_id: str, option: int) -> Placement:
     """Where the distraction written from incorrect option `option` of pair `parent_id` goes: 'before' or
-    'after' the question, by a fair coin seeded by both (crossknow's choice; the paper does not say, see the
-    module docstring). The same on every run and resume, since a node's id is derived from its lineage."""
+    'after' the question, by a fair coin seeded by both (crossknow's choice; the paper does not say: see
+    docs/pitfalls.md). The same on every run and resume, since a node's id is derived from its lineage."""
     return PLACEMENTS[prompt_seed(parent_id, str(option), "placement") % 2]
 
 
