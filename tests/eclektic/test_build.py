@@ -624,7 +624,7 @@ def test_a_q_id_that_read_eclektic_refuses_is_refused_before_writing(tmp_path):
 
 class FirstQuestionScripted:
     """The real server for every request but the generation from the Forth Bridge article, which is
-    answered as a capable model would: Gemma 3 270M, a base model, only repeats the generation prompt,
+    answered as a capable model would, from the article's first two sentences (the build's context): Gemma 3 270M, a base model, only repeats the generation prompt,
     so without it no translation would ever reach the server."""
 
     def __init__(self, real):
@@ -643,7 +643,7 @@ class FirstQuestionScripted:
         answers = iter(self.real.generate(real) if real else [])
         self.sent += len(real)
         self.scripted += len(requests) - len(real)
-        return [GenerateResult("Question: Who designed the Forth Bridge? Answer: John Fowler and Benjamin Baker",
+        return [GenerateResult("Question: When was the Forth Bridge opened? Answer: 1890",
                                self.name, self.model_id) if scripted(r) else next(answers) for r in requests]
 
 
@@ -675,7 +675,7 @@ def test_a_real_build_against_the_llama_server(llama_chat_server, tmp_path):
     assert summary.questions == 2 - summary.invalid["generate"]
     assert ("ja1" in {q.q_id for q in result.questions}) != ("generate" in {r.field for r in result.invalid})
     english = next(q for q in result.questions if q.q_id == "en1")
-    assert english.source.answer == "John Fowler and Benjamin Baker" and set(english.translations) == {"ja"}
+    assert english.source.answer == "1890" and set(english.translations) == {"ja"}
     into_ja = english.translations["ja"]
     for field in ("question", "answer", "context"):  # a translation by the real model, or recorded invalid
         text = getattr(into_ja.texts, field)
