@@ -623,9 +623,9 @@ def test_a_q_id_that_read_eclektic_refuses_is_refused_before_writing(tmp_path):
 
 
 class FirstQuestionScripted:
-    """The real server for every request but the generation from the Forth Bridge article, which is
-    answered as a capable model would, from the article's first two sentences (the build's context): Gemma 3 270M, a base model, only repeats the generation prompt,
-    so without it no translation would ever reach the server."""
+    """The real server for every request but the generation from the Forth Bridge article, which is answered as
+    a capable model would, from the article's first two sentences (the build's context): Gemma 3 270M, a base
+    model, only repeats the generation prompt, so without it no translation would ever reach the server."""
 
     def __init__(self, real):
         self.real, self.name, self.model_id = real, real.name, real.model_id
