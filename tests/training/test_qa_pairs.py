@@ -226,7 +226,8 @@ def test_a_base_model_is_asked_one_field_per_call_and_code_makes_the_pairs() -> 
                                    "ledger begun?\nQuestion:")
 
 
-@pytest.mark.slow
+@pytest.mark.nightly  # the fields form's logic: the test above; the embedded base model's completion form in CI:
+# tests/perturb/test_rewrite_completion.py and tests/pitfalls/test_completion_translation.py
 def test_the_embedded_base_model_is_asked_field_by_field(embedded_generator) -> None:  # type: ignore[no-untyped-def]
     """The embedded Gemma 3 270M (a base model: its prompt format is completion) on one English and one Japanese demo
     abstract, two rounds: every pair kept passes the rules, every other output is recorded with its rule, and the

@@ -46,7 +46,7 @@ def tiny_config(corpus: Path, **changes: Any):
     """The tiny run's TrainConfig on `corpus`, with `changes` applied."""
     from crossknow.training.records import TrainConfig
 
-    return TrainConfig(model="default", corpus=str(corpus), langs=["en"], **{**TINY_SETTINGS, **changes})
+    return TrainConfig(**{"model": "default", "corpus": str(corpus), "langs": ["en"], **TINY_SETTINGS, **changes})
 
 
 def tiny_cli_args(corpus: Path, out: Path) -> list[str]:
