@@ -32,16 +32,16 @@ def _target_accuracy(directory) -> dict[str, bool]:
 
 def test_sft_run_reports_table_2_from_the_two_evaluations_and_resumes(tmp_path):
     out = tmp_path / "sft"
-    config = PitfallsFinetuneConfig(train_pairs=str(RELEASE / "Japanese.json"), limit=8,
-                                    eval_pairs=[str(RELEASE / "French.json")], eval_limit=2, **TINY)
+    config = PitfallsFinetuneConfig(train_pairs=str(RELEASE / "Japanese.json"), limit=5, validation_fraction=0.2,
+                                    eval_pairs=[str(RELEASE / "French.json")], eval_limit=1, **TINY)
     metrics = run_pitfalls_finetune(config, out)
 
     checkpoint = out / metrics.training.checkpoint
     assert (checkpoint / "config.json").exists() and (checkpoint / "model.safetensors").exists()
     assert not (checkpoint / "optimizer.pt").exists()  # a finished run keeps no resume state
     examples = [json.loads(line) for line in (out / "train" / "examples.jsonl").read_text().splitlines()]
-    assert [e["split"] for e in examples].count("validation") == 1 and len(examples) == 8  # 10% of 8, rounded
-    assert (metrics.training.train_examples, metrics.training.validation_examples, metrics.training.steps) == (7, 1, 1)
+    assert [e["split"] for e in examples].count("validation") == 1 and len(examples) == 5  # 20% of 5
+    assert (metrics.training.train_examples, metrics.training.validation_examples, metrics.training.steps) == (4, 1, 1)
     raw = json.loads((RELEASE / "Japanese.json").read_text(encoding="utf-8"))
     assert examples[0]["target"] == " " + raw[0]["transanswer"]  # the correct answer, as the lm-eval continuation
 
@@ -56,7 +56,7 @@ def test_sft_run_reports_table_2_from_the_two_evaluations_and_resumes(tmp_path):
         enhanced = sum(after[i] for i in ids) / len(ids)
         assert (row.original, row.enhanced) == pytest.approx((original, enhanced))
         assert row.diff == pytest.approx(enhanced - original)
-    assert metrics.rows[0].n_pairs == 8 and metrics.rows[2].n_pairs == 2
+    assert metrics.rows[0].n_pairs == 5 and metrics.rows[2].n_pairs == 1
 
     page = write_finetune_report(out).read_text(encoding="utf-8")
     assert 'id="table-finetune"' in page and 'id="fig-pitfalls_finetune_diff"' in page
