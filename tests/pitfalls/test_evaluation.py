@@ -165,7 +165,8 @@ def test_loss_run_writes_pairs_and_resumes(tmp_path, embedded_scorer):
 
 
 @needs_release
-@pytest.mark.slow
+@pytest.mark.nightly  # the same run on a scripted model: the test below; invalid answers: tests/pitfalls/test_simulate.py;
+# the server generator against the real chat server: tests/eclektic/test_run.py
 def test_generative_run_records_invalid_answers_and_never_counts_them_wrong(tmp_path, llama_chat_server):
     config = PitfallsEvalConfig(pairs=str(RELEASE / "French.json"), models=["openai:gemma"], answering="generative",
                                 limit=2, max_tokens=48, max_attempts=2, base_url=llama_chat_server,
