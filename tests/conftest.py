@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 pytest_plugins = ("tests.tiers", "pytester")
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-"""The project's real data files (../shared/data beside the checkout); tests read them in place."""
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+"""The developers' shared folder beside the checkout: the papers and the real data files."""
+
+SHARED_DATA = Path(os.environ.get("CROSSKNOW_SHARED_DATA") or SHARED / "data")
+"""The project's real data files (../shared/data beside the checkout, or $CROSSKNOW_SHARED_DATA); tests read
+them in place."""
+
+SHARED_PAPERS = SHARED / "papers"
+"""The full texts of the three papers."""
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,12 @@
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from crossknow.data.adaxeval import detect_lang, read_adaxeval, source_documents
 from crossknow.errors import InputError
 
-SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+from ..conftest import SHARED_DATA as SHARED
+
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")
 EXAMPLES = SHARED / "adaxeval-paper-examples.jsonl"
 

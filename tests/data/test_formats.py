@@ -1,6 +1,4 @@
 import json
-import os
-from pathlib import Path
 
 import pytest
 
@@ -10,7 +8,8 @@ from crossknow.data.parquet import write_parquet
 from crossknow.data.schemas import MCItem, QAItem
 from crossknow.errors import InputError
 
-SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+from ..conftest import SHARED_DATA as SHARED
+
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")
 RELEASE = SHARED / "cross-lingual-pitfalls"
 

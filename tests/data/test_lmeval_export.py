@@ -1,5 +1,4 @@
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ from crossknow.data.lmeval_export import delimiter_name, export_lm_eval
 from crossknow.data.pitfalls import read_pitfalls
 from crossknow.data.schemas import MCItem, QAItem
 
-SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+from ..conftest import SHARED_DATA as SHARED
+
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")
 
 EDGE_ITEMS = [

@@ -1,5 +1,3 @@
-import os
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,7 +8,8 @@ from crossknow.data.pitfalls import read_pitfalls
 from crossknow.data.schemas import MCItem, QAItem
 from crossknow.errors import InputError
 
-SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+from ..conftest import SHARED_DATA as SHARED
+
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")
 
 MC_ITEMS = [

@@ -1,14 +1,13 @@
 import json
-import os
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from crossknow.data.pitfalls import LANGUAGE_CODES, read_pitfalls
 from crossknow.errors import InputError
 
-SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+from ..conftest import SHARED_DATA as SHARED
+
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"{SHARED} is not present")
 RELEASE = SHARED / "cross-lingual-pitfalls"
 

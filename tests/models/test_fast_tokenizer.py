@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from transformers import AutoTokenizer
@@ -22,7 +21,7 @@ from crossknow.models.fast_tokenizer import (
     record_verdict,
 )
 
-SHARED = Path("/work/shared/data")
+from ..conftest import SHARED_DATA as SHARED
 
 
 def real_texts() -> list[str]:

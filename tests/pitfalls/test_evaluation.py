@@ -165,8 +165,9 @@ def test_loss_run_writes_pairs_and_resumes(tmp_path, embedded_scorer):
 
 
 @needs_release
-@pytest.mark.nightly  # the same run on a scripted model: the test below; invalid answers: tests/pitfalls/test_simulate.py;
-# the server generator against the real chat server: tests/eclektic/test_run.py
+# nightly: the same run on a scripted model is the test below, invalid answers are checked in
+# tests/pitfalls/test_simulate.py, and the server generator against the real chat server in tests/eclektic/test_run.py
+@pytest.mark.nightly
 def test_generative_run_records_invalid_answers_and_never_counts_them_wrong(tmp_path, llama_chat_server):
     config = PitfallsEvalConfig(pairs=str(RELEASE / "French.json"), models=["openai:gemma"], answering="generative",
                                 limit=2, max_tokens=48, max_attempts=2, base_url=llama_chat_server,

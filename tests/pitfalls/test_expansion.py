@@ -19,7 +19,9 @@ from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.store.request_cache import RequestCache
 from crossknow.store.run_dir import ShardedTable
 
-DATA = Path("/work/shared/data/cross-lingual-pitfalls")
+from ..conftest import SHARED_DATA
+
+DATA = SHARED_DATA / "cross-lingual-pitfalls"
 FRENCH, GERMAN = DATA / "French.json", DATA / "German.json"
 NAMES = {"French": "FR", "German": "DE"}
 APPENDIX_E = {"en français": "FR", "ins Deutsche": "DE"}

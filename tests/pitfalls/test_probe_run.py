@@ -25,10 +25,11 @@ from crossknow.pitfalls.simulate import (
 from crossknow.report.pitfalls_probe_report import probe_lead
 from crossknow.store.request_cache import RequestCache
 
+from ..conftest import SHARED_PAPERS
 from ..processes import run_until_then_kill
 from .scripted_server import SIMULATORS, ScriptedGenerator, ScriptedServer, reply, write_sources
 
-PAPER = Path("/work/shared/papers/cross-lingual-pitfalls.txt")
+PAPER = SHARED_PAPERS / "cross-lingual-pitfalls.txt"
 PRICES = {"proxy": {"prompt": 1.0, "completion": 2.0}, "sim-a": {"prompt": 0.5, "completion": 4.0},
           "sim-b": {"prompt": 3.0, "completion": 1.0}}
 """USD per million tokens of the scripted models, so that every part of a run costs something."""

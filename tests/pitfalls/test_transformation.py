@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +24,10 @@ from crossknow.pitfalls.prompts import DIRECT_PERTURBATION_TEMPLATE, PERTURBATIO
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.request_cache import RequestCache
 
+from ..conftest import SHARED_PAPERS
 from .scripted import root
 
-PAPER = Path("/work/shared/papers/cross-lingual-pitfalls.txt")
+PAPER = SHARED_PAPERS / "cross-lingual-pitfalls.txt"
 
 
 class ScriptedProxy:

@@ -9,7 +9,6 @@ texts are read from that JSON file here, independently of crossknow's readers.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ from crossknow.training.recipes import build_parts
 from crossknow.training.records import TrainConfig
 from crossknow.training.templates import TemplateTable
 
-SHARED = Path(os.environ.get("CROSSKNOW_SHARED_DATA", "/work/shared/data"))
+from ..conftest import SHARED_DATA as SHARED
+
 PITFALLS_JA = SHARED / "cross-lingual-pitfalls" / "Japanese.json"
 pytestmark = pytest.mark.skipif(not PITFALLS_JA.exists(), reason=f"{PITFALLS_JA} is not present")
 
