@@ -70,18 +70,31 @@ def test_differences_finds_a_tokenizer_that_is_not_the_same(tokenizers, embedded
     assert differences(fast, other, ["日本の首都は東京です。", "Paris"]) == ["ids of '日本の首都は東京です。'"]
 
 
-def test_fast_load_only_under_a_current_verdict(embedded_checkpoint_dir, tmp_path):
+def test_fast_load_only_under_a_current_verdict(tokenizers, embedded_checkpoint_dir, tmp_path, monkeypatch):
+    """The verdict is made for real (AutoTokenizer against the fast load); which load `load_tokenizer` then picks is
+    seen through a stand-in for AutoTokenizer's, which costs seconds per load of the 262k-word vocabulary."""
+    fast, auto = tokenizers
+    assert type(fast) is not type(auto)  # the two loads are told apart by their classes
     checkpoint = tmp_path / "checkpoint"
     checkpoint.mkdir()
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(embedded_checkpoint_dir / name, checkpoint / name)
+    auto_loads: list[str] = []
+    real_auto_load = AutoTokenizer.from_pretrained
+
+    def auto_load(path, revision=None):
+        auto_loads.append(str(path))
+        return "AutoTokenizer's load"
+
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", auto_load)
     assert not has_current_verdict(checkpoint)
-    auto_class = type(load_tokenizer(str(checkpoint), None))
+    assert load_tokenizer(str(checkpoint), None) == "AutoTokenizer's load"
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", real_auto_load)
     assert record_verdict(checkpoint) is True
     assert has_current_verdict(checkpoint)
-    assert type(load_tokenizer(str(checkpoint), None)) is type(load_fast_tokenizer(checkpoint))
-    assert type(load_tokenizer(str(checkpoint), None)) is not auto_class
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", auto_load)
+    assert type(load_tokenizer(str(checkpoint), None)) is type(fast) and auto_loads == [str(checkpoint)]
     verdict = json.loads((checkpoint / VERDICT_FILE).read_text())
     (checkpoint / VERDICT_FILE).write_text(json.dumps({**verdict, "transformers": "0.0.0"}))  # made by another version
     assert not has_current_verdict(checkpoint)
-    assert type(load_tokenizer(str(checkpoint), None)) is auto_class
+    assert load_tokenizer(str(checkpoint), None) == "AutoTokenizer's load" and len(auto_loads) == 2
