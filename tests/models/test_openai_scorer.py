@@ -136,7 +136,7 @@ def test_greedy_flag(llama_server):
     context = "one, two, three, four,"
     response = httpx.post(
         f"{llama_server}/completions",
-        json={"model": MODEL, "prompt": context, "max_tokens": 3, "temperature": 0},
+        json={"model": MODEL, "prompt": context, "max_tokens": 1, "temperature": 0},
         timeout=60,
     )
     response.raise_for_status()
@@ -175,7 +175,7 @@ def test_ranks_simple_facts(llama_server):
 def test_token_across_the_boundary_is_unscorable(llama_server):
     """The same rule as the local backends (models/boundary.py), on the same real Japanese merge."""
     scorer = OpenAIScorer(MODEL, llama_server)
-    requests = [ScoreRequest("Water boils at", " 100"), ScoreRequest("インスリンは血糖値", "を下げる")]
+    requests = [ScoreRequest("a", " b"), ScoreRequest("インスリンは血糖値", "を下げる")]  # an echoed token: ~0.7 s
     with pytest.raises(UnscorableRequest, match="merges the end of the context.*'値を'") as error:
         scorer.score(requests)
     assert error.value.index == 1
@@ -189,7 +189,7 @@ def test_empty_context_is_never_scored_short(llama_server, embedded_scorer):
     HF scorer scores it."""
     scorer = OpenAIScorer(MODEL, llama_server, concurrency=1)
     with pytest.raises(UnscorableRequest, match="no log-probability for a prompt's first token") as error:
-        scorer.score([ScoreRequest("Water boils at", " 100"), ScoreRequest("", "Paris is a big city")])
+        scorer.score([ScoreRequest("a", " b"), ScoreRequest("", "Paris is a big city")])
     assert error.value.index == 1
     (ours,) = scorer.score([ScoreRequest("Paris", " is a big city")], keep_token_logprobs=True)
     (local,) = embedded_scorer.score([ScoreRequest("Paris", " is a big city")], keep_token_logprobs=True)
@@ -203,7 +203,7 @@ def test_empty_context_is_never_scored_short(llama_server, embedded_scorer):
 @pytest.mark.slow
 def test_score_from_a_running_loop_and_a_thread(llama_server):
     scorer = OpenAIScorer(MODEL, llama_server)
-    request = [ScoreRequest("Water boils at", " 100")]
+    request = [ScoreRequest("Water", " 100")]
 
     async def inside_a_loop() -> list[ScoreResult]:
         return scorer.score(request)
