@@ -23,7 +23,6 @@ from crossknow.adaxeval.ner import NER_TASKS, NerBackend, check_ner_spec, make_n
 from crossknow.adaxeval.prompts import TASKS, PromptTable
 from crossknow.adaxeval.queries import cloze_rows, paraphrase_rows
 from crossknow.adaxeval.records import (
-    VOLATILE,
     ClozeRecord,
     DistractorRecord,
     EntityRecord,
@@ -48,6 +47,7 @@ from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import load_generator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -195,7 +195,7 @@ def _open_run(
     clients = Clients(config, out, cache_path, make_generator)
     backends = _local_ner_backends(resolved, clients, prompts)
     run_dir = RunDir(out)
-    run_dir.open(resolved, {str(corpus_path): file_sha256(corpus_path)}, volatile=VOLATILE)
+    run_dir.open(resolved, {str(corpus_path): file_sha256(corpus_path)}, volatile=volatile_keys(type(config)))
     position = {doc.id: k for k, doc in enumerate(documents)}
     return _Run(config, out, resolved, prompts, pairs, position, clients, backends, run_dir, on_progress)
 

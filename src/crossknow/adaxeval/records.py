@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.store.config_keys import VOLATILE
 
 Status = Literal["kept", "dropped", "invalid"]
 """What a stage did with one input: passed it on, filtered it out, or could not get a valid LLM answer."""
@@ -99,26 +100,36 @@ class GenerateConfig(Record):
         "llama-cpp-python server (asked at /v1/models), 'yes' always, 'no' never.",
     )
     prompts: str | None = Field(default=None, description="Directory of extra or replacing prompt files (LANG.yaml).")
-    base_url: str | None = Field(default=None, description="Server of the openai: specs that name none "
-                                 "(openai:MODEL@URL).")
-    api_key_env: str = Field(
+    base_url: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="Server of the openai: specs that name none "
+        "(openai:MODEL@URL)."
+    )
+    api_key_env: Annotated[str, VOLATILE] = Field(
         default="OPENAI_API_KEY", description="Environment variable that holds the API key of the servers, named in "
         "a spec or by --base-url."
     )
-    server_api_key_env: str | None = Field(
+    server_api_key_env: Annotated[str | None, VOLATILE] = Field(
         default=None,
         description="Deprecated: the key variable of the servers named in specs (now --api-key-env, for every "
         "server).",
     )
-    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
-    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
-    batch_size: int = Field(default=16, ge=1, description="Inputs per committed shard; does not change the output.")
-    concurrency: int = Field(
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache (unset: the user's cache directory)."
+    )
+    prices: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="YAML/JSON file of model prices (USD per 1M tokens)."
+    )
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=16, ge=1, description="Inputs per committed shard; does not change the output."
+    )
+    concurrency: Annotated[int, VOLATILE] = Field(
         default=8, ge=1,
         description="Requests in flight per server (1 for a llama.cpp server, which answers one at a time); does not "
         "change the output.",
     )
-    timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
+    timeout_s: Annotated[float, VOLATILE] = Field(
+        default=300.0, gt=0, description="Seconds before one server request is retried."
+    )
 
     def deprecations(self) -> list[str]:
         """What this config sets through options that are no longer the way, each with the new way."""
@@ -134,12 +145,6 @@ class GenerateConfig(Record):
         if len(set(langs)) != len(langs) or any(not lang.strip() for lang in langs):
             raise ValueError(f"two distinct languages are needed, got {langs}")
         return langs
-
-
-VOLATILE = (
-    "batch_size", "concurrency", "timeout_s", "base_url", "api_key_env", "server_api_key_env", "cache", "prices"
-)
-"""Config keys that may change when a run resumes: they cannot change what is generated."""
 
 
 class CallInfo(Record):

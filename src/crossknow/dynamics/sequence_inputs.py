@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -18,6 +18,7 @@ from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.schemas import Record
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
 from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.store.config_keys import VOLATILE
 
 
 class SequenceLossConfig(Record):
@@ -37,8 +38,10 @@ class SequenceLossConfig(Record):
         description="Also keep each token's loss, with its id, text and character span (token_loss.parquet; local "
         "models only).",
     )
-    batch_size: int = Field(default=8, ge=1, description="Sequences per forward pass; does not change the numbers.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=8, ge=1, description="Sequences per forward pass; does not change the numbers."
+    )
+    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )

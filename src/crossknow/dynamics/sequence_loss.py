@@ -29,6 +29,7 @@ from crossknow.models.registry import ScorerOptions
 from crossknow.scoring.normalise import Normalisation, option_loss
 from crossknow.scoring.stage import CHUNK_BATCHES, ModelPoint, score_isolating
 from crossknow.store.atomic import atomic_write
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir, ShardedTable
 
@@ -178,7 +179,7 @@ def run_sequence_loss(
     sequences = read_sequences(config.variants)
     with RunDir(out) as run:
         run.open(config.model_dump(), {config.variants: file_sha256(Path(config.variants))},
-                 volatile=("batch_size", "device"), paths=("variants",))
+                 volatile=volatile_keys(type(config)), paths=("variants",))
         stage = SequenceStage(run, config.batch_size, config.per_token)
         options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, sequences, sequence_key, stage.done_keys(), options, stage.run,

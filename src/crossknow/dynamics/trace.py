@@ -30,6 +30,7 @@ from crossknow.models.scoring_check import ensure_scoring_path
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.stage import ScoringStage, ScoringTask, task_key
 from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -157,7 +158,7 @@ def run_trace(
     with RunDir(out) as run:
         inputs = {str(s.path): file_sha256(s.path) for s in sets}
         inputs |= {str(s.pairing): file_sha256(s.pairing) for s in sets if s.pairing is not None}
-        run.open(config.model_dump(), inputs, volatile=("batch_size", "device"))
+        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)))
         stage = ScoringStage(run, config.rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, s.name, condition)
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]

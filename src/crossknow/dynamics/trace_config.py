@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.store.config_keys import VOLATILE
 
 
 class TraceConfig(Record):
@@ -33,8 +34,10 @@ class TraceConfig(Record):
         default="adaxeval", description="Scoring rule: 'adaxeval' (the paper's) or 'lm-eval' (lm-evaluation-harness's)."
     )
     boundary: Boundary = Field(default="moved", description=BOUNDARY_HELP)
-    batch_size: int = Field(default=8, ge=1, description="Items per forward pass; does not change the numbers.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=8, ge=1, description="Items per forward pass; does not change the numbers."
+    )
+    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Compute dtype of local models; results are always float32."
     )

@@ -46,6 +46,7 @@ from crossknow.generation.structured import (
     TextParser,
 )
 from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -101,7 +102,8 @@ def build_set(
     it was written (move it away first: a build never overwrites a reviewer's work)."""
     documents = read_documents(config.documents)
     with RunDir(Path(out)) as run:
-        run.open(config.model_dump(), {config.documents: file_sha256(config.documents)}, volatile=("batch_size",),
+        run.open(config.model_dump(), {config.documents: file_sha256(config.documents)},
+                 volatile=volatile_keys(type(config)),
                  has_results=(run.path / SUMMARY_FILE).exists(), paths=("documents",))
         selected, counts, outside = select_documents(
             documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,
@@ -121,7 +123,6 @@ def build_set(
         )
         _write(run.path, questions, steps.invalid, summary)
     return BuildResult(questions=questions, invalid=steps.invalid, summary=summary, out=run.path)
-
 
 
 class _Steps:

@@ -4,11 +4,14 @@ questions.jsonl (one BuiltQuestion) and build.json (BuildSummary). The review sh
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crossknow.data.eclektic import LANGUAGES
 from crossknow.eclektic.build_documents import FilterCounts, Selection
 from crossknow.eclektic.build_pivot import PivotCheck, Texts
+from crossknow.store.config_keys import VOLATILE
 
 
 class BuildConfig(BaseModel):
@@ -40,7 +43,9 @@ class BuildConfig(BaseModel):
                               "(each with the next seed: at temperature 0 a deterministic server answers the same).")
     max_tokens: int = Field(default=1024, ge=1, description="Most tokens per output (room for a 10-sentence context).")
     temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature of every call (0 = greedy).")
-    batch_size: int = Field(default=64, ge=1, description="Prompts per client call; progress is reported after each.")
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=64, ge=1, description="Prompts per client call; progress is reported after each."
+    )
 
     @field_validator("languages")
     @classmethod

@@ -25,7 +25,7 @@ from crossknow.eclektic.examples import EclekticSet, load_eclektic_set
 from crossknow.eclektic.judge import JUDGEMENT_SCHEMA, judge_answers, majority_vote, unasked_judgement
 from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, judge_by_gold_loss, judge_by_recall
 from crossknow.eclektic.metrics import EclekticMetrics, eclektic_metrics, read_judgement_file
-from crossknow.eclektic.run_config import VOLATILE, EclekticConfig, ScoreConfig
+from crossknow.eclektic.run_config import EclekticConfig, ScoreConfig
 from crossknow.eclektic.run_models import RunModels, check_specs
 from crossknow.eclektic.run_outputs import (
     ANSWERS_FILE,
@@ -39,6 +39,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.clients import MakeGenerator, MakeScorer
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.models.registry import load_generator, load_scorer
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import CONFIG_FILE, RunDir
 from crossknow.store.spend_ledger import SpendLedger, SpendTotal
@@ -183,8 +184,8 @@ def open_run(config: EclekticConfig, out: Path) -> tuple[RunDir, EclekticSet]:
         reasons = "".join(f"\n  line {r.line}, field {r.field}: {r.reason}" for r in eclektic_set.invalid[:5])
         raise CrossknowError(f"{data}: no usable question ({len(eclektic_set.invalid)} invalid records){reasons}")
     run = RunDir(out)
-    run.open(config.model_dump(), {str(data): file_sha256(data)}, volatile=VOLATILE, paths=("data", "cache",
-                                                                                             "prices"))
+    run.open(config.model_dump(), {str(data): file_sha256(data)},
+             volatile=volatile_keys(type(config)), paths=("data", "cache", "prices"))
     write_invalid(Path(out) / INVALID_FILE, eclektic_set.invalid)
     return run, eclektic_set
 
@@ -233,7 +234,6 @@ def run_eclektic(
     examples = sum(len(langs) for langs in eclektic_set.targets.values()) * config.samples
     return RunOutcome(metrics, examples, len(state.pending), models.meter(), ledger.total(),
                       time.monotonic() - started)
-
 
 
 def rescore_run(run_dir: Path, config: ScoreConfig) -> EclekticMetrics:

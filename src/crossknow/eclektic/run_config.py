@@ -2,13 +2,13 @@
 
 One config covers the three stages, so that `answer`, `judge` and `run` on one run directory are the same
 run taken to different ends. The scoring fields and the list of judges may change between invocations
-(VOLATILE): scores are recomputed from the judgements every time, metrics.json records how, and judgements
+(typed VOLATILE): scores are recomputed from the judgements every time, metrics.json records how, and judgements
 are kept per judge, so a judge added later only judges what it has not.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,29 +20,31 @@ from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, RECALL_
 from crossknow.eclektic.metrics import Interval, SourceRows
 from crossknow.eclektic.prompts import Setting
 from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.store.config_keys import VOLATILE
 
 JUDGE_FREE = (RECALL_JUDGE, GOLD_LOSS_JUDGE)
 """The judge-free judges (crossknow's own, `crossknow.eclektic.judge_free`)."""
-
-VOLATILE = (
-    "judges", "judge_free", "source_rows", "ci", "confidence", "n_boot", "boot_seed", "params", "batch_size",
-    "concurrency", "timeout_s", "base_url", "api_key_env", "judge_base_url", "judge_api_key_env", "device", "cache",
-    "prices",
-)
-"""Config keys that may change when a run resumes: they cannot change an answer or a judgement already made."""
 
 
 class ScoreConfig(Record):
     """How verdicts become scores (`crossknow eclektic score`; part of every run's config)."""
 
-    source_rows: SourceRows = Field(default="exclude", description="Which rows are examples: 'exclude' (translated "
-                                    "rows only; reproduces Table 2 from Figure 5's cells), 'include' or 'helm' "
-                                    "(crossknow.eclektic.metrics).")
-    ci: Interval = Field(default="normal", description="Interval method: 'normal' approximation or 'bootstrap' "
-                         "over questions.")
-    confidence: float = Field(default=0.95, gt=0, lt=1, description="Confidence level of the intervals.")
-    n_boot: int = Field(default=2000, ge=1, description="Bootstrap resamples (with --ci bootstrap).")
-    boot_seed: int = Field(default=0, description="Seed of the bootstrap (with --ci bootstrap).")
+    source_rows: Annotated[SourceRows, VOLATILE] = Field(
+        default="exclude", description="Which rows are examples: 'exclude' (translated "
+        "rows only; reproduces Table 2 from Figure 5's cells), 'include' or 'helm' "
+        "(crossknow.eclektic.metrics)."
+    )
+    ci: Annotated[Interval, VOLATILE] = Field(
+        default="normal", description="Interval method: 'normal' approximation or 'bootstrap' "
+        "over questions."
+    )
+    confidence: Annotated[float, VOLATILE] = Field(
+        default=0.95, gt=0, lt=1, description="Confidence level of the intervals."
+    )
+    n_boot: Annotated[int, VOLATILE] = Field(
+        default=2000, ge=1, description="Bootstrap resamples (with --ci bootstrap)."
+    )
+    boot_seed: Annotated[int, VOLATILE] = Field(default=0, description="Seed of the bootstrap (with --ci bootstrap).")
 
 
 class EclekticConfig(ScoreConfig):
@@ -61,36 +63,60 @@ class EclekticConfig(ScoreConfig):
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the model under test.")
     seed: int = Field(default=0, description="Base seed of the answers' sampling.")
     max_tokens: int = Field(default=ANSWER_MAX_TOKENS, ge=1, description="Most tokens of one answer.")
-    judges: list[str] = Field(default_factory=list, description="Generator spec of an LLM judge (the paper's "
-                              "prompt, Appendix A.2), e.g. openai:gpt-4o@https://api.openai.com/v1, or "
-                              "openai:gpt-4o with --judge-base-url.")
-    judge_free: list[str] = Field(default_factory=list, description="A judge-free judge, crossknow's own: 'recall' "
-                                  "(gold-answer word recall) or 'gold-loss' (greedy check of the gold answer's "
-                                  "tokens through the engine; a model that can score).")
+    judges: Annotated[list[str], VOLATILE] = Field(
+        default_factory=list, description="Generator spec of an LLM judge (the paper's "
+        "prompt, Appendix A.2), e.g. openai:gpt-4o@https://api.openai.com/v1, or "
+        "openai:gpt-4o with --judge-base-url."
+    )
+    judge_free: Annotated[list[str], VOLATILE] = Field(
+        default_factory=list, description="A judge-free judge, crossknow's own: 'recall' "
+        "(gold-answer word recall) or 'gold-loss' (greedy check of the gold answer's "
+        "tokens through the engine; a model that can score)."
+    )
     recall_threshold: float = Field(default=RECALL_THRESHOLD, gt=0, le=1,
                                     description="Recall at or above which the 'recall' judge says correct.")
     judge_max_tokens: int = Field(default=JUDGE_MAX_TOKENS, ge=1, description="Most tokens of one LLM verdict.")
     max_attempts: int = Field(default=3, ge=1, description="Calls per prompt before its output counts as invalid.")
-    params: float | None = Field(default=None, gt=0, description="Parameter count of the model under test, for "
-                                 "the leaderboard's size plot (e.g. 7.6e9).")
-    base_url: str | None = Field(default=None, description="Server of an openai: --model that names none "
-                                 "(openai:MODEL@URL).")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of "
-                             "the --model's server.")
-    judge_base_url: str | None = Field(default=None, description="Server of the openai: judges that name none "
-                                       "(openai:MODEL@URL).")
-    judge_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key "
-                                   "of the judges' servers.")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server; does not change the "
-                             "output.")
-    timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
+    params: Annotated[float | None, VOLATILE] = Field(
+        default=None, gt=0, description="Parameter count of the model under test, for "
+        "the leaderboard's size plot (e.g. 7.6e9)."
+    )
+    base_url: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="Server of an openai: --model that names none "
+        "(openai:MODEL@URL)."
+    )
+    api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the key of "
+        "the --model's server."
+    )
+    judge_base_url: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="Server of the openai: judges that name none "
+        "(openai:MODEL@URL)."
+    )
+    judge_api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the key "
+        "of the judges' servers."
+    )
+    concurrency: Annotated[int, VOLATILE] = Field(
+        default=8, ge=1, description="Requests in flight per server; does not change the "
+        "output."
+    )
+    timeout_s: Annotated[float, VOLATILE] = Field(
+        default=300.0, gt=0, description="Seconds before one server request is retried."
+    )
+    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
                                                               "local models.")
-    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
-    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
-    batch_size: int = Field(default=16, ge=1, description="Questions per committed shard; does not change the "
-                            "output.")
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache (unset: the user's cache directory)."
+    )
+    prices: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="YAML/JSON file of model prices (USD per 1M tokens)."
+    )
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=16, ge=1, description="Questions per committed shard; does not change the "
+        "output."
+    )
 
     @field_validator("judge_free")
     @classmethod

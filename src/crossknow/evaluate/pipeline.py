@@ -31,6 +31,7 @@ from crossknow.scoring.refine import LOW_PRECISION
 from crossknow.scoring.rules import Rule, check_boundary
 from crossknow.scoring.stage import SCORES_SCHEMA, ModelPoint, ScoringStage, ScoringTask, task_key
 from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -89,7 +90,7 @@ def run_evaluate(
     check_boundary(rule, config.boundary)
     resolved = config.model_dump() | {"format": item_set.format, "rule": rule, "data_path": str(data_path)}
     with RunDir(out) as run:
-        run.open(resolved, {str(data_path): file_sha256(data_path)}, volatile=("batch_size", "data"),
+        run.open(resolved, {str(data_path): file_sha256(data_path)}, volatile=volatile_keys(EvaluateConfig),
                  paths=("data_path",), growable=("limit",))
 
         stage = ScoringStage(run, rule, config.batch_size, config.boundary)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.store.config_keys import VOLATILE
 
 
 class EvaluateConfig(Record):
@@ -18,7 +19,7 @@ class EvaluateConfig(Record):
         default="default",
         description="Model spec: default (the embedded Gemma 3 270M), hf:PATH_OR_ID[@REV], gguf:FILE or openai:MODEL.",
     )
-    data: str = Field(
+    data: Annotated[str, VOLATILE] = Field(
         description="Data file (AdaXEval, Pitfalls, ECLEKTIC or crossknow JSONL), or 'sample' for the sample shipped "
         "with crossknow."
     )
@@ -33,7 +34,7 @@ class EvaluateConfig(Record):
     limit: int | None = Field(
         default=None, ge=1, description="Score only the first N usable items (pairs for Pitfalls)."
     )
-    batch_size: int = Field(
+    batch_size: Annotated[int, VOLATILE] = Field(
         default=8, ge=1,
         description="Items per forward pass (halved on CUDA out-of-memory); does not change the numbers.",
     )
@@ -47,7 +48,9 @@ class EvaluateConfig(Record):
         "low precision could change (crossknow's choice; see docs/speed.md). Off: plain low precision.",
     )
     base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: model specs.")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable that holds the API key.")
+    api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable that holds the API key."
+    )
 
     @model_validator(mode="after")
     def _literal_needs_a_local_model(self) -> EvaluateConfig:

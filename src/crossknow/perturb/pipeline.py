@@ -43,13 +43,12 @@ from crossknow.perturb.synonyms import read_stop_words
 from crossknow.perturb.token_level import TokenSettings, original_variant, token_variants
 from crossknow.perturb.tokenizers import ModelTokens, Vocabulary, check_tokenizer_spec, load_spec_tokenizer
 from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int], None]
 """on_progress(stage, done, total): stage 'rewrites' or 'variants'."""
-VOLATILE = ("batch_size", "concurrency", "timeout_s", "api_key_env", "cache")
-"""Settings that change no variant: they may differ when a run resumes."""
 PATHS = ("corpus", "synonyms", "stop_words", "cache")
 """Settings that hold a path."""
 METHOD_RANK = {m: k for k, m in enumerate(METHOD_ORDER)}
@@ -196,7 +195,7 @@ def run_perturb(
                       Path(config.cache) if config.cache else None, make_generator=make_generator)
     generator = _rewrite_generator(config, pool) if styles else None
     with RunDir(out) as run:
-        run.open(config.model_dump(), inputs, volatile=VOLATILE, paths=PATHS)
+        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), paths=PATHS)
         results: dict[tuple[str, int, str], RewriteResult] = {}
         meter = CostMeter()
         if generator is not None:

@@ -7,12 +7,13 @@ smaller distance; variants.jsonl holds `crossknow.data.sequence_variants.Sequenc
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import LanguageTag, Record
 from crossknow.data.sequence_variants import PARTIAL_SEGMENTS, REWRITE_METHODS, Method
+from crossknow.store.config_keys import VOLATILE
 
 SYNONYM_METHODS: tuple[str, ...] = ("monosyn", "mltsyn")
 """Token-level perturbations that need a synonym dictionary."""
@@ -119,15 +120,25 @@ class PerturbConfig(Record):
     base_url: str | None = Field(
         default=None, description="Server of an openai: generator that names none (openai:MODEL@URL)."
     )
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight at once to a server generator.")
-    timeout_s: float = Field(default=300.0, gt=0, description="Seconds before one server request is retried.")
+    api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
+    )
+    concurrency: Annotated[int, VOLATILE] = Field(
+        default=8, ge=1, description="Requests in flight at once to a server generator."
+    )
+    timeout_s: Annotated[float, VOLATILE] = Field(
+        default=300.0, gt=0, description="Seconds before one server request is retried."
+    )
     max_tokens: int = Field(default=512, ge=16, description="Most tokens of one rewrite.")
     max_attempts: int = Field(default=3, ge=1, description="Generator calls per sentence before it counts as invalid.")
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the rewrites.")
-    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache (unset: the user's cache directory)."
+    )
     seed: int = Field(default=0, description="Seed of the sample and of every perturbation.")
-    batch_size: int = Field(default=32, ge=1, description="Rewrite requests per committed shard; changes no output.")
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=32, ge=1, description="Rewrite requests per committed shard; changes no output."
+    )
 
     @field_validator("methods")
     @classmethod

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pyarrow as pa
 from pydantic import Field
@@ -12,14 +12,12 @@ from crossknow.data.schemas import Record
 from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
+from crossknow.store.config_keys import VOLATILE
 
 Answering = Literal["loss", "generative"]
 CELLS = ("right_wrong", "right_right", "wrong_right", "wrong_wrong")
 """The pair-level 2x2 cells, English first: right_wrong = right in English, wrong in the target language
 (the cross-lingual weakness the paper looks for)."""
-
-VOLATILE = ("batch_size", "concurrency", "timeout_s", "device", "cache", "prices", "base_url", "api_key_env")
-"""Config keys that may change on resume: they cannot change an answer already recorded."""
 
 
 class PitfallsEvalConfig(Record):
@@ -41,17 +39,29 @@ class PitfallsEvalConfig(Record):
                                "answering (the paper's 0.001).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per question before its answer counts as invalid.")
     seed: int = Field(default=0, description="Base seed of generative answering.")
-    base_url: str | None = Field(default=None, description="Server of the openai: models that name none.")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
+    base_url: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="Server of the openai: models that name none."
+    )
+    api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
+    )
+    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
                                                              "local models.")
-    batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk (and per scorer batch); does "
-                            "not change the numbers.")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
-    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
-    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=16, ge=1, description="Pairs per committed chunk (and per scorer batch); does "
+        "not change the numbers."
+    )
+    concurrency: Annotated[int, VOLATILE] = Field(default=8, ge=1, description="Requests in flight per server.")
+    timeout_s: Annotated[float, VOLATILE] = Field(
+        default=120.0, gt=0, description="Seconds before one server request is retried."
+    )
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache (unset: the user's cache directory)."
+    )
+    prices: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="YAML/JSON file of model prices (USD per 1M tokens)."
+    )
 
 
 class PairRow(Record):

@@ -23,7 +23,6 @@ from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, Struct
 from crossknow.pitfalls.eval_records import (
     CELLS,
     PAIRS_SCHEMA,
-    VOLATILE,
     CapViolations,
     ModelLanguageScores,
     PairRow,
@@ -33,6 +32,7 @@ from crossknow.pitfalls.eval_records import (
 from crossknow.pitfalls.flaws import BilingualPair, PairFile, read_pair_file
 from crossknow.pitfalls.simulate import GenerativeSimulator, LossSimulator, SimAnswer, Simulator, template_language
 from crossknow.store.atomic import atomic_write, atomic_write_json
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 from crossknow.store.spend_ledger import SpendLedger, SpendTotal
@@ -153,7 +153,7 @@ def run_pitfalls_eval(
 
     try:
         with RunDir(out) as run:
-            run.open(config.model_dump(), {str(path): file_sha256(path)}, volatile=VOLATILE,
+            run.open(config.model_dump(), {str(path): file_sha256(path)}, volatile=volatile_keys(type(config)),
                      paths=("pairs", "cache", "prices"), growable=("limit",))
             write_invalid(out / "invalid.jsonl", pair_file.invalid)
             ledger = SpendLedger(out)

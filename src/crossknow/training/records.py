@@ -3,7 +3,7 @@ pairs it asked for, and its summary."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -11,6 +11,7 @@ from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.models.registry import check_spec
+from crossknow.store.config_keys import VOLATILE
 from crossknow.training.layers import check_layer_spec
 
 KnowledgeRecipe = Literal["documents", "instruction"]
@@ -64,18 +65,20 @@ class TrainConfig(Record):
         description="Most tokens of one question-answer output: the JSON object (chat), or one question or answer "
         "(fields; at most 128 there).",
     )
-    qa_base_url: str | None = Field(
+    qa_base_url: Annotated[str | None, VOLATILE] = Field(
         default=None, description="Server of an openai: question-answer generator spec that names none."
     )
-    qa_api_key_env: str = Field(
+    qa_api_key_env: Annotated[str, VOLATILE] = Field(
         default="OPENAI_API_KEY", description="Environment variable that holds the API key of --qa-base-url."
     )
-    qa_cache: str | None = Field(
+    qa_cache: Annotated[str | None, VOLATILE] = Field(
         default=None,
         description="SQLite request cache of the question-answer calls (unset: the user's cache directory).",
     )
-    qa_concurrency: int = Field(default=8, ge=1, description="Question-answer requests in flight at once (servers).")
-    qa_timeout_s: float = Field(
+    qa_concurrency: Annotated[int, VOLATILE] = Field(
+        default=8, ge=1, description="Question-answer requests in flight at once (servers)."
+    )
+    qa_timeout_s: Annotated[float, VOLATILE] = Field(
         default=300.0, gt=0, description="Seconds before one question-answer server request is retried."
     )
     transfer_corpus: str | None = Field(
@@ -148,7 +151,7 @@ class TrainConfig(Record):
         description="Seed of the token budgets' samples, template draws, the mix's order, shuffling and "
         "initialisation.",
     )
-    device: TrainDevice = Field(default="auto", description=TRAIN_DEVICE_HELP)
+    device: Annotated[TrainDevice, VOLATILE] = Field(default="auto", description=TRAIN_DEVICE_HELP)
     dtype: Literal["float32", "bfloat16"] = Field(
         default="float32",
         description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster).",
@@ -188,10 +191,6 @@ class TrainConfig(Record):
     def asks_qa_pairs(self) -> bool:
         """True when the C_K recipe includes LLM-written question-answer pairs."""
         return self.recipe == "instruction" and self.qa_pairs > 0
-
-
-VOLATILE = ("device", "qa_base_url", "qa_api_key_env", "qa_cache", "qa_concurrency", "qa_timeout_s")
-"""Config keys that may change when a run resumes: where the model runs and how the generator is reached."""
 
 
 class TrainingExample(Record):

@@ -26,6 +26,7 @@ from crossknow.models.device import resolve_device
 from crossknow.models.registry import resolve_local
 from crossknow.models.scoring_check import ensure_scoring_path
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 from crossknow.training.budget import TokenisedText, budgeted_mix
@@ -36,7 +37,6 @@ from crossknow.training.packing import check_document_masking, sequences
 from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, qa_pool, summarise
 from crossknow.training.recipes import build_parts
 from crossknow.training.records import (
-    VOLATILE,
     Part,
     PartTokens,
     QARecord,
@@ -250,7 +250,7 @@ def _open_run_dir(config: TrainConfig, out: Path, inputs: _Inputs, has_results: 
     run, else None."""
     if _is_main_process():
         with RunDir(out) as run:  # checked and recorded; the Trainer's own files are its resume state
-            run.open(config.model_dump(), inputs.hashes, volatile=VOLATILE, has_results=has_results)
+            run.open(config.model_dump(), inputs.hashes, volatile=volatile_keys(type(config)), has_results=has_results)
             if inputs.exclusion is not None:
                 atomic_write_json(out / EXCLUDED_FILE, inputs.exclusion.model_dump())
     if (out / SUMMARY_FILE).exists():

@@ -23,7 +23,6 @@ from crossknow.generation.clients import ClientPool, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.pitfalls.affinity.expansion_records import (
-    EXPAND_VOLATILE,
     EXPANDED_SCHEMA,
     ExpandConfig,
     ExpandedRow,
@@ -35,6 +34,7 @@ from crossknow.pitfalls.pairs import Perturbation
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import MCQuestion
 from crossknow.store.atomic import atomic_write_json
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
 
@@ -116,7 +116,8 @@ def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: l
             on_progress: Progress | None, started: float) -> ExpandMetrics:
     seeds = [seed for lang in languages for seed in sampled[lang]]
     with RunDir(out) as run:
-        run.open(config.model_dump(), {str(f.path): file_sha256(f.path) for f in files}, volatile=EXPAND_VOLATILE,
+        run.open(config.model_dump(), {str(f.path): file_sha256(f.path) for f in files},
+                 volatile=volatile_keys(type(config)),
                  paths=("seeds", "cache", "prices"))
         write_invalid(out / "invalid.jsonl", [record for f in files for record in f.invalid])
         stage, pending, total = run.stage("expanded"), 0, len(seeds) * len(languages)

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
 from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.store.config_keys import VOLATILE
 
 ExpandFrom = Literal["seed", "english"]
-
-EXPAND_VOLATILE = ("batch_size", "concurrency", "timeout_s", "device", "cache", "prices", "base_url", "api_key_env")
-"""Config keys that may change on resume: they cannot change a translation already recorded."""
 
 
 class ExpandConfig(Record):
@@ -33,17 +31,29 @@ class ExpandConfig(Record):
                                     "choices; crossknow's option, no pivot through the seed language).")
     max_tokens: int = Field(default=1024, ge=1, description="Most tokens of one translation (the paper's 1,024).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per translation before it is dropped.")
-    base_url: str | None = Field(default=None, description="Server of an openai: proxy that names none "
-                                 "(openai:MODEL@URL).")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
+    base_url: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="Server of an openai: proxy that names none "
+        "(openai:MODEL@URL)."
+    )
+    api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
+    )
+    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
                                                              "local proxy.")
-    batch_size: int = Field(default=16, ge=1, description="Seed pairs per committed chunk; does not change results.")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
-    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
-    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=16, ge=1, description="Seed pairs per committed chunk; does not change results."
+    )
+    concurrency: Annotated[int, VOLATILE] = Field(default=8, ge=1, description="Requests in flight per server.")
+    timeout_s: Annotated[float, VOLATILE] = Field(
+        default=120.0, gt=0, description="Seconds before one server request is retried."
+    )
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache (unset: the user's cache directory)."
+    )
+    prices: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="YAML/JSON file of model prices (USD per 1M tokens)."
+    )
 
 
 class ExpandedRow(Record):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -37,11 +37,9 @@ from crossknow.pitfalls.categories import (
     reference_label,
 )
 from crossknow.store.atomic import atomic_write_json
+from crossknow.store.config_keys import VOLATILE, volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
-
-VOLATILE = ("batch_size", "concurrency", "timeout_s", "device", "cache", "prices", "base_url", "api_key_env")
-"""Config keys that may change on resume: they cannot change a classification already recorded."""
 
 Progress = Callable[[str, int, int, CostMeter], None]
 """on_progress(stage label, pairs done, pairs in all, what the classifier spent so far)."""
@@ -61,17 +59,29 @@ class CategorizeConfig(Record):
     temperature: float = Field(default=0.0, ge=0, description="Classifier temperature (crossknow's choice: greedy).")
     seed: int = Field(default=0, description="Seed of the classifier's requests (attempt k uses seed + k).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per pair before its answer counts as invalid.")
-    base_url: str | None = Field(default=None, description="Server of an openai: classifier that names none "
-                                 "(openai:MODEL@URL).")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the server's key.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
+    base_url: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="Server of an openai: classifier that names none "
+        "(openai:MODEL@URL)."
+    )
+    api_key_env: Annotated[str, VOLATILE] = Field(
+        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
+    )
+    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
     dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
                                                              "local classifier.")
-    batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk; does not change results.")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
-    cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
-    prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
+    batch_size: Annotated[int, VOLATILE] = Field(
+        default=16, ge=1, description="Pairs per committed chunk; does not change results."
+    )
+    concurrency: Annotated[int, VOLATILE] = Field(default=8, ge=1, description="Requests in flight per server.")
+    timeout_s: Annotated[float, VOLATILE] = Field(
+        default=120.0, gt=0, description="Seconds before one server request is retried."
+    )
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache (unset: the user's cache directory)."
+    )
+    prices: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="YAML/JSON file of model prices (USD per 1M tokens)."
+    )
 
 
 class CategorizeMetrics(Record):
@@ -225,7 +235,8 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     try:
         with RunDir(out) as run:
             log_path = out / CATEGORIES_FILE
-            run.open(config.model_dump(), {str(p): file_sha256(p) for p in config.pairs}, volatile=VOLATILE,
+            run.open(config.model_dump(), {str(p): file_sha256(p) for p in config.pairs},
+                     volatile=volatile_keys(type(config)),
                      has_results=log_path.exists() and log_path.stat().st_size > 0,
                      paths=("pairs", "cache", "prices"), growable=("limit",))
             write_invalid(out / "invalid.jsonl", invalid)

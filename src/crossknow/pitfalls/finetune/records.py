@@ -8,7 +8,7 @@ per-device evaluation batch of 1.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -18,6 +18,7 @@ from crossknow.pitfalls.eval_records import Answering
 from crossknow.pitfalls.finetune.examples import PreferenceCounts
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
+from crossknow.store.config_keys import VOLATILE
 from crossknow.training.layers import check_layer_spec
 
 Method = Literal["sft", "dpo"]
@@ -69,13 +70,17 @@ class PitfallsFinetuneConfig(Record):
     temperature: float = Field(default=SIMULATION_TEMPERATURE, ge=0, description="Temperature of generative "
                                "answering (the paper's 0.001).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per question before its answer counts as invalid.")
-    device: TrainDevice = Field(default="auto", description=TRAIN_DEVICE_HELP)
+    device: Annotated[TrainDevice, VOLATILE] = Field(default="auto", description=TRAIN_DEVICE_HELP)
     dtype: Literal["float32", "bfloat16"] = Field(default="float32", description="Training precision (bfloat16: "
                                                   "mixed precision) and the evaluations' compute dtype.")
-    eval_batch_size: int = Field(default=16, ge=1, description="Pairs per committed chunk of the evaluations; does "
-                                 "not change the numbers.")
-    cache: str | None = Field(default=None, description="SQLite request cache of generative answering (unset: the "
-                              "user's cache directory).")
+    eval_batch_size: Annotated[int, VOLATILE] = Field(
+        default=16, ge=1, description="Pairs per committed chunk of the evaluations; does "
+        "not change the numbers."
+    )
+    cache: Annotated[str | None, VOLATILE] = Field(
+        default=None, description="SQLite request cache of generative answering (unset: the "
+        "user's cache directory)."
+    )
 
     @field_validator("train_layers")
     @classmethod
@@ -91,10 +96,6 @@ class PitfallsFinetuneConfig(Record):
             raise ValueError(f"--batch-size {self.batch_size} is not a multiple of --micro-batch-size "
                              f"{self.micro_batch_size}")
         return self
-
-
-VOLATILE = ("device", "eval_batch_size", "cache")
-"""Config keys that may change on resume: they cannot change a result already recorded."""
 
 
 class FinetuneSummary(Record):

@@ -28,7 +28,6 @@ from crossknow.pitfalls.finetune.examples import (
     sft_examples,
 )
 from crossknow.pitfalls.finetune.records import (
-    VOLATILE,
     FinetuneSummary,
     LanguageRow,
     PitfallsFinetuneConfig,
@@ -36,6 +35,7 @@ from crossknow.pitfalls.finetune.records import (
 )
 from crossknow.pitfalls.flaws import BilingualPair, PairFile, read_pair_file
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
+from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir, absolute_path
 
@@ -162,7 +162,8 @@ def run_pitfalls_finetune(config: PitfallsFinetuneConfig, out: Path,
 
     try:
         with RunDir(out) as run:
-            run.open(config.model_dump(), {str(path): file_sha256(path) for _, path in files}, volatile=VOLATILE,
+            run.open(config.model_dump(), {str(path): file_sha256(path) for _, path in files},
+                     volatile=volatile_keys(type(config)),
                      has_results=(out / "eval").is_dir() or (out / "train").is_dir(),
                      paths=("train_pairs", "eval_pairs", "cache"))
             for key, path in files:
