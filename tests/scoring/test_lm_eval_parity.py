@@ -17,9 +17,9 @@ def test_summed_logprobs_equal_lm_eval_within_1e3(embedded_scorer, embedded_chec
     from lm_eval.api.instance import Instance
 
     items = load_item_set(EXAMPLES).items
-    english = [item for item in items if item.lang == "en"][:12]
-    japanese = [item for item in items if item.lang == "ja"][:12]
-    assert {item.kind for item in english} == {"cloze", "question"} and len(japanese) == 12
+    english = [item for item in items if item.lang == "en"][:6]
+    japanese = [item for item in items if item.lang == "ja"][:6]
+    assert {item.kind for item in english} == {"cloze", "question"} and len(japanese) == 6
     requests = [option.request for item in english + japanese for option in option_requests(item, "lm-eval")]
 
     lm = huggingface.HFLM(pretrained=str(embedded_checkpoint_dir), dtype="float32", device="cpu", batch_size=8)
