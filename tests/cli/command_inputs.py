@@ -121,9 +121,9 @@ def close_models(monkeypatch: pytest.MonkeyPatch, reached: Callable[..., object]
     the registry's local weights (every local scorer, generator and tokenizer spec) and the trace and train
     pipelines' scoring-path check."""
     from crossknow.dynamics import trace
-    from crossknow.models import registry
+    from crossknow.models import specs
     from crossknow.training import trainer
 
-    monkeypatch.setattr(registry, "resolve_local", reached)
+    monkeypatch.setattr(specs, "resolve_local", reached)
     monkeypatch.setattr(trace, "ensure_scoring_path", reached)
     monkeypatch.setattr(trainer, "ensure_scoring_path", reached)

@@ -8,14 +8,13 @@ import pytest
 from crossknow.errors import CrossknowError, ModelSpecError
 from crossknow.generation.clients import Role
 from crossknow.models.registry import (
-    GENERATOR_SPEC_FORMS,
-    SPEC_FORMS,
     GeneratorOptions,
     ModelSpec,
     check_spec,
     load_generator,
     load_scorer,
     parse_spec,
+    spec_forms,
 )
 
 
@@ -32,10 +31,10 @@ def test_unknown_specs_list_the_valid_forms_of_their_role(spec):
     with pytest.raises(ModelSpecError) as scorer_error:
         check_spec(spec, None)
     assert f"unknown model spec {spec!r}" in str(scorer_error.value)
-    assert all(form in str(scorer_error.value) for form in SPEC_FORMS)
+    assert all(form in str(scorer_error.value) for form in spec_forms("model"))
     with pytest.raises(ModelSpecError) as generator_error:
         check_spec(spec, None, "generator")
-    assert all(form in str(generator_error.value) for form in GENERATOR_SPEC_FORMS)
+    assert all(form in str(generator_error.value) for form in spec_forms("generator"))
 
 
 def test_the_loaders_and_the_role_clients_share_the_check():

@@ -171,7 +171,8 @@ def test_a_missing_file_is_named():
 
 @pytest.mark.model  # the embedded checkpoint: its tokenizer or its weights
 def test_the_spec_is_a_generator_and_scores_as_the_dequantised_gguf():
-    from crossknow.models.registry import parse_spec, resolve_local
+    from crossknow.models.registry import parse_spec
+    from crossknow.models.specs import resolve_local
 
     parsed = parse_spec("llamacpp:default#chat", form="generator")
     assert (parsed.backend, parsed.model, parsed.prompt_format) == ("llamacpp", "llamacpp:default", "chat")

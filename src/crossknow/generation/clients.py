@@ -89,7 +89,7 @@ ServerKey = tuple[str, str | None, str | None]
 
 
 def _server_key(parsed: ModelSpec, role: Role) -> ServerKey:
-    if parsed.backend == "openai":
+    if parsed.base_url is not None:  # a server's model
         return parsed.bare, parsed.base_url, role.api_key_env
     return parsed.bare, None, None
 
@@ -175,7 +175,7 @@ class ClientPool:
         key = _server_key(parsed, role)
         if key not in self._scorers:
             loaded = [g for (bare, *_), g in self._generators.items() if split_prompt_format(bare)[0] == parsed.model]
-            shared = getattr(loaded[0], "scorer", None) if loaded and parsed.backend != "openai" else None
+            shared = getattr(loaded[0], "scorer", None) if loaded and parsed.base_url is None else None
             if callable(shared):
                 self._scorers[key] = shared()
             else:

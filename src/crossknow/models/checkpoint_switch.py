@@ -18,7 +18,7 @@ from crossknow.models.weights import weight_files
 
 def local_weights_dir(spec: str) -> Path | None:
     """The directory holding a local spec's weights (default, hf:DIR, gguf:FILE's cached checkpoint), else None."""
-    from crossknow.models.registry import resolve_local
+    from crossknow.models.specs import resolve_local
 
     if spec.startswith("openai:"):
         return None

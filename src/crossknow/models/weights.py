@@ -60,7 +60,7 @@ def weights_hash(spec: str) -> str:
     """Identity of the weights a model spec loads: the weight files' hashes for a local directory
     (the `default` model's cached checkpoint included), else the spec itself (a hub revision, a server
     model: their weights are not on this machine)."""
-    from crossknow.models.registry import resolve_local
+    from crossknow.models.specs import resolve_local
 
     kind, _, rest = spec.partition(":")
     if kind == "openai":

@@ -29,7 +29,7 @@ def load_spec_tokenizer(spec: str) -> tuple[Any, str]:
     """(tokenizer, its name as recorded) of a model spec, loaded once per process (the perturbations only read
     it); CrossknowError for a spec with no local tokenizer."""
     from crossknow.models.fast_tokenizer import load_tokenizer
-    from crossknow.models.registry import resolve_local
+    from crossknow.models.specs import resolve_local
 
     check_tokenizer_spec(spec)
     kind, _, rest = spec.partition(":")

@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 from crossknow.data.corpus import Document, read_corpus
 from crossknow.errors import CrossknowError
 from crossknow.models.device import resolve_device
-from crossknow.models.registry import resolve_local
 from crossknow.models.scoring_check import ensure_scoring_path
+from crossknow.models.specs import resolve_local
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256

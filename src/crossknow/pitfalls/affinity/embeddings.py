@@ -20,7 +20,7 @@ def load_embedder(spec: str, device: str = "auto", dtype: str = "float32") -> tu
     spec for any other (a server gives no hidden states)."""
     from crossknow.models.device import resolve_device
     from crossknow.models.hf_loading import load_causal_lm
-    from crossknow.models.registry import resolve_local
+    from crossknow.models.specs import resolve_local
 
     local = resolve_local(spec)
     if local is None:
