@@ -9,6 +9,7 @@ asked in (else local models by their chat template, servers chat). Scorer specs 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from typing import Literal
@@ -28,12 +29,18 @@ from crossknow.models.specs import (
 )
 
 
-def backends() -> dict[str, Backend]:
-    """Every registered backend by kind, the modules of crossknow.models.backends imported first."""
+@functools.cache
+def _import_backend_modules() -> None:
+    """Import every module of crossknow.models.backends once: each registers its kinds on import."""
     import crossknow.models.backends as package
 
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def backends() -> dict[str, Backend]:
+    """Every registered backend by kind, in the order of the lists of forms."""
+    _import_backend_modules()
     return dict(sorted(registered_backends().items(), key=lambda item: (item[1].rank, item[0])))
 
 
