@@ -31,26 +31,12 @@ def local_generator(parsed: ModelSpec, options: GeneratorOptions) -> Generator:
                        device=options.device, dtype=options.dtype, prompt_format=parsed.prompt_format)
 
 
-@register_backend("default", rank=0, bare=True, form="the embedded Gemma 3 270M (works offline)")
-class Embedded:
-    """`default`: the embedded Gemma 3 270M."""
-
-    scorer = staticmethod(local_scorer)
-    generator = staticmethod(local_generator)
-
-
-@register_backend("hf", rank=1, usage="hf:PATH_OR_ID[@REVISION]", form="a transformers model directory or hub id")
-class HuggingFace:
-    """`hf:PATH_OR_ID[@REVISION]`: transformers weights."""
-
-    scorer = staticmethod(local_scorer)
-    generator = staticmethod(local_generator)
-
-
 @register_backend("gguf", rank=2, usage="gguf:FILE",
                   form="a GGUF file, dequantised into a cached transformers checkpoint")
-class Gguf:
-    """`gguf:FILE`: a GGUF file's weights, dequantised once."""
+@register_backend("hf", rank=1, usage="hf:PATH_OR_ID[@REVISION]", form="a transformers model directory or hub id")
+@register_backend("default", rank=0, bare=True, form="the embedded Gemma 3 270M (works offline)")
+class LocalWeights:
+    """`default`, `hf:PATH_OR_ID[@REVISION]` and `gguf:FILE`: transformers weights, found by `specs.resolve_local`."""
 
     scorer = staticmethod(local_scorer)
     generator = staticmethod(local_generator)
