@@ -113,6 +113,23 @@ def tiny_train_run(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def random_train_run(tmp_path_factory: pytest.TempPathFactory):
+    """The tiny run's settings on a random Gemma 3 (tests/gpu/tiny_hf_model.py, widened so that a checkpoint takes
+    about half a second to save): the machinery of training, resuming and sweeping checkpoints, in seconds."""
+    from crossknow.training.trainer import run_train
+
+    from .gpu.tiny_hf_model import write_tiny_model
+    from .training.tiny_run import TinyTrainRun, tiny_config, write_tiny_corpus
+
+    root = tmp_path_factory.mktemp("random_train")
+    model = write_tiny_model(root / "model", hidden_size=384, vocab_rows=131072)
+    corpus = write_tiny_corpus(root / "corpus.jsonl")
+    config = tiny_config(corpus, model=f"hf:{model}")
+    summary = run_train(config, root / "run")
+    return TinyTrainRun(out=root / "run", corpus=corpus, config=config, summary=summary)
+
+
+@pytest.fixture(scope="session")
 def tiny_trace_run(tiny_train_run, tmp_path_factory: pytest.TempPathFactory):
     """`run_trace` over the tiny training run (steps 0, 2 and 4) on the first 8 demo items, batch size 4."""
     from crossknow.dynamics.trace import run_trace

@@ -2,7 +2,7 @@
 
 Tiers:
 - every test is marked from the fixtures it uses: `model` (the embedded model, its checkpoint or its GGUF),
-  `server` (a llama.cpp server), `training` (the shared tiny training run). A test that loads the model
+  `server` (a llama.cpp server), `training` (the shared tiny training runs). A test that loads the model
   another way carries the marker itself.
 - `nightly` marks the end-to-end demos and the long server runs; `make test` (CI) runs everything else,
   `make test-fast` only what needs none of the three, `make test-nightly` the nightly tests.
@@ -28,7 +28,7 @@ TIER_FIXTURES = {
     "model": {"embedded_scorer", "embedded_generator", "embedded_checkpoint_dir", "gemma_gguf", "model_tokens",
               "perturb_run_dir"},
     "server": {"llama_server_process", "llama_chat_server_process"},
-    "training": {"tiny_train_run"},
+    "training": {"tiny_train_run", "random_train_run"},
 }
 """Which fixtures put a test in which tier (fixtures that build on these are followed: pytest's closure)."""
 

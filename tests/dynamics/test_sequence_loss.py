@@ -165,14 +165,15 @@ def keyed(rows: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
 
 @pytest.mark.slow
 def test_an_interrupted_or_killed_run_resumes_to_the_same_table(
-    tiny_train_run: TinyTrainRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    random_train_run: TinyTrainRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The first sentence of each of the six training documents, read as originals from a corpus file; batch size
-    # 1 makes chunks of 4 sequences: two shards per checkpoint.
-    documents = [json.loads(line) for line in tiny_train_run.corpus.read_text(encoding="utf-8").splitlines()]
+    # The checkpoints of the random Gemma 3's run (resuming is machinery: any model shows it). The first sentence
+    # of each of the six training documents, read as originals from a corpus file; batch size 1 makes chunks of 4
+    # sequences: two shards per checkpoint.
+    documents = [json.loads(line) for line in random_train_run.corpus.read_text(encoding="utf-8").splitlines()]
     corpus = write_lines(tmp_path / "corpus.jsonl", [{"id": d["id"], "lang": d["lang"],
                                                       "text": d["text"].split(". ")[0] + "."} for d in documents])
-    config = SequenceLossConfig(checkpoints=two_checkpoints(tiny_train_run), variants=str(corpus), batch_size=1,
+    config = SequenceLossConfig(checkpoints=two_checkpoints(random_train_run), variants=str(corpus), batch_size=1,
                                 device="cpu")
     whole = run_sequence_loss(config, tmp_path / "whole").to_pylist()
     assert len(keyed(whole)) == 12 and len(manifest(tmp_path / "whole")) == 4

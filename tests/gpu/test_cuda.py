@@ -103,8 +103,7 @@ def train(model: Path, corpus: Path, root: Path, device: str, dtype: str = "floa
     into root/run."""
     root.mkdir()
     # the options given last win over tiny_cli_args' own --device
-    crossknow(*tiny_cli_args(corpus, root / "run"), "--model", f"hf:{model}", "--device", device, "--dtype", dtype,
-              cwd=root)
+    crossknow(*tiny_cli_args(corpus, root / "run", f"hf:{model}"), "--device", device, "--dtype", dtype, cwd=root)
     return pd.read_parquet(root / "run" / "train_log.parquet")
 
 

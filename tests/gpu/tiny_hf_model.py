@@ -28,8 +28,13 @@ def demo_texts() -> list[str]:
     return texts
 
 
-def write_tiny_model(path: Path, seed: int = 0) -> Path:
-    """Save the tokenizer and the random model into `path` (created) and return it."""
+def write_tiny_model(path: Path, seed: int = 0, *, positions: int = 512, hidden_size: int = 64,
+                     vocab_rows: int | None = None) -> Path:
+    """Save the tokenizer and the random model into `path` (created) and return it.
+
+    `positions` bounds the sequences it scores (512: longer requests are unscorable); `hidden_size` and
+    `vocab_rows` (embedding rows beyond the tokenizer's, never looked up) make a larger model where a test needs
+    one that takes time to save."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
@@ -45,9 +50,9 @@ def write_tiny_model(path: Path, seed: int = 0) -> Path:
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<pad>", eos_token="<eos>",
                                         bos_token="<bos>", unk_token="<unk>")
     config = Gemma3TextConfig(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+        vocab_size=vocab_rows or len(tokenizer), hidden_size=hidden_size, intermediate_size=128, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=1, head_dim=16, sliding_window=8,
-        layer_types=["sliding_attention"] * 3 + ["full_attention"], max_position_embeddings=512,
+        layer_types=["sliding_attention"] * 3 + ["full_attention"], max_position_embeddings=positions,
         initializer_range=0.2, pad_token_id=0, eos_token_id=1, bos_token_id=2,
     )
     torch.manual_seed(seed)

@@ -49,9 +49,9 @@ def tiny_config(corpus: Path, **changes: Any):
     return TrainConfig(**{"model": "default", "corpus": str(corpus), "langs": ["en"], **TINY_SETTINGS, **changes})
 
 
-def tiny_cli_args(corpus: Path, out: Path) -> list[str]:
-    """`crossknow train` arguments equivalent to tiny_config(corpus) writing into `out`."""
-    args = ["train", "--corpus", str(corpus), "--out", str(out), "--langs", "en"]
+def tiny_cli_args(corpus: Path, out: Path, model: str = "default") -> list[str]:
+    """`crossknow train` arguments equivalent to tiny_config(corpus, model=model) writing into `out`."""
+    args = ["train", "--model", model, "--corpus", str(corpus), "--out", str(out), "--langs", "en"]
     for name, value in TINY_SETTINGS.items():
         args += [f"--{name.replace('_', '-')}", str(value)]
     return args
