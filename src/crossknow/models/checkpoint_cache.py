@@ -8,6 +8,7 @@ seconds. The embedded default model (google/gemma-3-270m, Q4_K_M, from the PyPI 
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import sys
@@ -123,33 +124,45 @@ def _convert(gguf_file: Path, out_dir: Path) -> None:
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    plain = type(loaded)(config)
-    plain.load_state_dict(loaded.state_dict())
+    with torch.device("meta"):  # no random initialisation of weights about to be replaced
+        plain = type(loaded)(config)
+    plain.load_state_dict(loaded.state_dict(), assign=True)
+    plain.tie_weights()
     plain.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
 
 
 @contextmanager
 def _one_gguf_read() -> Iterator[None]:
-    """Read each GGUF file once while it converts: transformers reads the file three times (config, weights,
-    tokenizer), and gguf-py's reader walks a 262k-word vocabulary element by element (about 15 s a read on 2
-    cores). Should transformers stop calling `gguf.GGUFReader`, this changes nothing but the speed."""
+    """Read and parse each GGUF file once while it converts. transformers reads the file three times (config,
+    weights, tokenizer) and parses its metadata each time, and gguf-py's reader walks a 262k-word vocabulary
+    element by element (about 15 s a read on 2 cores). Should transformers stop calling `gguf.GGUFReader` or
+    `load_gguf_checkpoint`, this changes nothing but the speed."""
     import gguf
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
-    original = gguf.GGUFReader
     readers: dict[str, object] = {}
+    metadata: dict[str, object] = {}
+    original_reader, original_load = gguf.GGUFReader, gguf_utils.load_gguf_checkpoint
 
     def read_once(path, *args, **kwargs):
         key = repr((str(path), args, sorted(kwargs.items())))
         if key not in readers:
-            readers[key] = original(path, *args, **kwargs)
+            readers[key] = original_reader(path, *args, **kwargs)
         return readers[key]
 
-    gguf.GGUFReader = read_once
+    def metadata_once(path, *args, **kwargs):
+        if args or set(kwargs) != {"return_tensors"} or kwargs["return_tensors"]:
+            return original_load(path, *args, **kwargs)
+        if str(path) not in metadata:
+            metadata[str(path)] = original_load(path, return_tensors=False)
+        return copy.deepcopy(metadata[str(path)])
+
+    gguf.GGUFReader, gguf_utils.load_gguf_checkpoint = read_once, metadata_once
     try:
         yield
     finally:
-        gguf.GGUFReader = original
+        gguf.GGUFReader, gguf_utils.load_gguf_checkpoint = original_reader, original_load
 
 
 def _has_current_verdict(checkpoint: Path) -> bool:
