@@ -183,7 +183,8 @@ def test_a_completion_run_counts_its_rejections_by_reason(run_fake, tmp_path):
     assert facts and all(row["status"] == "kept" for row in facts)
     votes = [vote for row in facts for vote in json.loads(row["record"])["votes"]]
     assert all(v["triple"] and v["confidence"] == 1.0 and v["reasoning"].startswith("not asked") for v in votes)
-    assert json.loads((tmp_path / "run/models.json").read_text())["hf:w"] == "fake:fake-1#completion"
+    assert json.loads((tmp_path / "run/models.json").read_text())["hf:w"] == {"model": "fake:fake-1",
+                                                                              "prompt_format": "completion"}
     table = {row.stage: row for row in summary.counts}
     # one question for every fact: only the first fact of each language keeps it, and every option is an echo
     assert table["paraphrase"].counts == {"en": 1, "ja": 1}

@@ -233,9 +233,11 @@ def test_every_server_takes_the_key_of_api_key_env_unless_the_deprecated_option_
         assert seen == {"openai:qwen": ("http://gpu1:8000/v1", server_key or "RUN_KEY"),
                         "openai:gpt-4.1": ("https://api.openai.com/v1", "RUN_KEY")}
         assert len(config.deprecations()) == deprecations
-    # each model is recorded with the prompt format its stages asked it in (the fake names none: chat)
+    # each model is recorded under its spec with its server, with the prompt format its stages asked it in (the fake
+    # names none: chat)
     assert json.loads((tmp_path / "models.json").read_text()) == {
-        "openai:qwen@http://gpu1:8000/v1": "fake:fake-1#chat", "openai:gpt-4.1": "fake:fake-1#chat"}
+        "openai:qwen@http://gpu1:8000/v1": {"model": "fake:fake-1", "prompt_format": "chat"},
+        "openai:gpt-4.1@https://api.openai.com/v1": {"model": "fake:fake-1", "prompt_format": "chat"}}
 
 
 def test_llm_ner_backend_and_its_failures_stop_before_sampling(run_fake, tmp_path):

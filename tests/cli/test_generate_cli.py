@@ -128,7 +128,9 @@ def test_generate_end_to_end_on_llama_cpp(reference_run):
         for lang in ("en", "ja"):
             given = table[before]["counts"][lang]
             assert table[after]["counts"][lang] + table[after]["invalid"].get(lang, 0) <= given
-    assert summary["calls_this_run"] >= 2 and summary["models"] == {"openai:gemma": "openai:gemma#chat"}
+    assert summary["calls_this_run"] >= 2
+    assert summary["models"] == {f"openai:gemma@{reference_run['url']}": {"model": "openai:gemma",
+                                                                          "prompt_format": "chat"}}
     from crossknow.data.formats import load_item_set
 
     written = 0

@@ -35,11 +35,11 @@ from crossknow.eclektic.judge import judge_answers
 from crossknow.eclektic.metrics import eclektic_metrics
 from crossknow.eclektic.run import run_eclektic
 from crossknow.eclektic.run_config import EclekticConfig
-from crossknow.eclektic.run_models import MODELS_FILE
 from crossknow.eclektic.shots import INVENTED
 from crossknow.generation.structured import CompletionPrompt, StructuredClient
 from crossknow.models.generator import AnswerContinuation
 from crossknow.report.eclektic_report import BASE_MODEL_NOTE, eclektic_report
+from crossknow.store.models_file import MODELS_FILE
 
 from .scripted import QUESTIONS, Scripted, two_question_set
 from .test_build import build_with, collection, write_jsonl

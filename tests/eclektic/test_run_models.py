@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from crossknow.eclektic.run_config import EclekticConfig
-from crossknow.eclektic.run_models import MODELS_FILE, RunModels
+from crossknow.eclektic.run_models import RunModels
+from crossknow.store.models_file import MODELS_FILE
 
 from .scripted import Scripted
 
@@ -32,12 +33,13 @@ def test_a_self_judge_keeps_its_own_settings_server_and_key(tmp_path):
     assert (judge.temperature, judge.seed, judge.max_tokens) == (0.0, 0, 16)
     assert models.judge("openai:gemini-2.0-flash") is judge and len(made) == 2  # kept, not rebuilt
     recorded = json.loads((tmp_path / MODELS_FILE).read_text(encoding="utf-8"))
-    # each model's entry names the form it was asked in too (chat or completion): a scripted generator without a
-    # prompt_format is asked as a chat model
+    # each model is recorded under its spec written with its server (one name, two servers: two models), with the
+    # form it was asked in (a scripted generator without a prompt_format is asked as a chat model)
     assert recorded == {
-        "openai:gemini-2.0-flash": {"model": "scripted:gemini@http://127.0.0.1:8001/v1", "prompt_format": "chat"},
-        "openai:gemini-2.0-flash (judge)": {"model": "scripted:gemini@http://127.0.0.1:8002/v1",
-                                            "prompt_format": "chat"}}
+        "openai:gemini-2.0-flash@http://127.0.0.1:8001/v1": {"model": "scripted:gemini@http://127.0.0.1:8001/v1",
+                                                              "prompt_format": "chat"},
+        "openai:gemini-2.0-flash@http://127.0.0.1:8002/v1": {"model": "scripted:gemini@http://127.0.0.1:8002/v1",
+                                                              "prompt_format": "chat"}}
     models.close()
 
 

@@ -3,6 +3,7 @@ server and key variable, and the role's own sampling settings."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -124,3 +125,36 @@ def test_a_pool_over_the_callers_cache_shares_it_and_leaves_it_open(tmp_path):
     uncached = ClientPool.over(None)
     uncached.adopt("scripted", held)
     assert uncached.client("scripted", Role()).cache is None and uncached.request_cache() is None
+
+
+def test_a_generator_that_does_not_share_its_weights_leaves_the_scorer_its_own_load(tmp_path):
+    made = Made()
+    pool = ClientPool(cache_path=tmp_path / "requests.sqlite", make_scorer=made.scorer,
+                      make_generator=lambda spec, options: SimpleNamespace(name="llamacpp", model_id=spec))
+    pool.client("default", Role())
+    assert pool.scorer("default", Role()).name == "own" and made.scorers == [("default", None, "OPENAI_API_KEY")]
+    pool.close()
+
+
+def test_a_pool_with_a_run_directory_records_each_model_once_under_its_spec_with_its_server(tmp_path):
+    made = Made()
+    pool = ClientPool(cache_path=tmp_path / "requests.sqlite", run_dir=tmp_path, make_generator=made.generator,
+                      make_scorer=made.scorer)
+    role = Role(base_url="http://127.0.0.1:9/v1")
+    pool.client("openai:m", role)
+    pool.client("openai:m", replace(role, temperature=0.5))  # another client of the same model: no second entry
+    pool.client("openai:m@http://127.0.0.1:8/v1", role)
+    pool.client("default", Role())
+    pool.scorer("default", Role())
+    pool.scorer("hf:org/m", Role())
+    pool.adopt("proxy", SimpleNamespace(name="kept", model_id="p", prompt_format="completion"))
+    pool.client("proxy", role)
+    pool.close()
+    assert json.loads((tmp_path / "models.json").read_text(encoding="utf-8")) == {
+        "openai:m@http://127.0.0.1:9/v1": {"model": "made:openai:m", "prompt_format": "chat"},
+        "openai:m@http://127.0.0.1:8/v1": {"model": "made:openai:m", "prompt_format": "chat"},
+        "default": {"model": "made:default", "prompt_format": "chat"},
+        "default (scorer)": {"model": "shared:default"},
+        "hf:org/m (scorer)": {"model": "own:hf:org/m"},
+        "proxy": {"model": "kept:p", "prompt_format": "completion"},
+    }

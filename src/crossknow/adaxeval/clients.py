@@ -1,4 +1,5 @@
-"""The generators a generation run talks to, built lazily by one `crossknow.generation.clients.ClientPool`.
+"""The generators a generation run talks to, built lazily by one `crossknow.generation.clients.ClientPool`, which
+records them in the run's models.json.
 
 A spec is any generator spec; `openai:MODEL@URL` names its own server, else --base-url's. Keys come from
 environment variables (--api-key-env), never from a spec. --fold-system decides per server whether system
@@ -7,7 +8,6 @@ messages are folded into the first user message (see `crossknow.models.openai_ge
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,10 +15,9 @@ from crossknow.adaxeval.records import GenerateConfig
 from crossknow.generation.clients import ClientPool, MakeGenerator, ModelSettings, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
-from crossknow.store.atomic import atomic_write_json
+from crossknow.store.models_file import ModelEntry, read_models
 from crossknow.store.spend_ledger import SpendLedger
 
-MODELS_FILE = "models.json"
 FOLD_SYSTEM = {"auto": "auto", "yes": True, "no": False}
 """--fold-system -> the openai: generator's fold_system."""
 
@@ -35,7 +34,7 @@ def generator_role(config: GenerateConfig, spec: str) -> Role:
 
 
 class Clients:
-    """One StructuredClient per distinct generator spec, built on first use and recorded in models.json."""
+    """One StructuredClient per distinct generator spec, built on first use."""
 
     def __init__(self, config: GenerateConfig, run_dir: Path, cache_path: Path, make_generator: MakeGenerator):
         self.config = config
@@ -43,25 +42,16 @@ class Clients:
         settings = ModelSettings(concurrency=config.concurrency, timeout_s=config.timeout_s,
                                  json_mode=config.json_mode, fold_system=FOLD_SYSTEM[config.fold_system])
         self.pool = ClientPool(settings, cache_path, PriceTable.load(config.prices) if config.prices else None,
-                               make_generator=make_generator)
+                               run_dir=run_dir, make_generator=make_generator)
         self.pool.record_spend(SpendLedger(run_dir))  # the whole run's spend, over its invocations
-        self._recorded: set[str] = set()
 
     def get(self, spec: str) -> StructuredClient:
         """The client of `spec`, building its generator the first time."""
-        client = self.pool.client(spec, generator_role(self.config, spec))
-        if spec not in self._recorded:
-            self._recorded.add(spec)
-            models = self.models()
-            models[spec] = f"{client.generator.name}:{client.generator.model_id}#{client.prompt_format}"
-            atomic_write_json(self.run_dir / MODELS_FILE, models)
-        return client
+        return self.pool.client(spec, generator_role(self.config, spec))
 
-    def models(self) -> dict[str, str]:
-        """Spec -> 'backend:model id#prompt format' (chat or completion: how its stages asked it) of every generator
-        this run directory has used."""
-        path = self.run_dir / MODELS_FILE
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    def models(self) -> dict[str, ModelEntry]:
+        """Every generator this run directory has used, as models.json records it."""
+        return read_models(self.run_dir)
 
     def meters(self) -> list[CostMeter]:
         """The meters of the clients built so far (what this invocation sent)."""

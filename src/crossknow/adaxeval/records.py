@@ -447,9 +447,9 @@ class GenerateSummary(Record):
         description="Stage -> rejection code (records.RejectCode, or a dropped option's reason) -> outputs of the "
         "writer rejected, every round counted; 'invalid_output' counts inputs whose last output was malformed.",
     )
-    models: dict[str, str] = Field(
-        description="Generator spec -> 'backend:model id#prompt format' (chat or completion), for the models this run "
-        "used."
+    models: dict[str, dict[str, str]] = Field(
+        description="Generator spec -> {'model': 'backend:model id', 'prompt_format': 'chat' | 'completion'}, for the "
+        "models this run used (its models.json)."
     )
     seconds: float = Field(description="Wall-clock seconds of this invocation.")
     crossknow_version: str = Field(description="crossknow's version.")

@@ -3,12 +3,11 @@
 The model under test answers through one StructuredClient; each LLM judge has its own, by role and spec, so that a
 judge with the model's own spec (Table 2's Gemini 2.0 Flash) still samples greedily, with the verdict budget, its own
 server and key. The 'gold-loss' judge scores through a Scorer of the model under test (its loaded weights where
-there are some). models.json records each spec's backend, model id and, for a generator, its `prompt_format`.
+there are some). The pool records each in the run's models.json.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from crossknow.eclektic.run_config import EclekticConfig
@@ -17,11 +16,6 @@ from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import load_generator, load_scorer
-from crossknow.store.atomic import atomic_write_json
-
-MODELS_FILE = "models.json"
-"""Spec -> {"model": 'backend:model id', "prompt_format": 'chat' | 'completion' (generators only)} of every model
-a run directory has used."""
 
 
 def model_role(config: EclekticConfig) -> Role:
@@ -54,24 +48,21 @@ class RunModels:
         settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
                                  timeout_s=config.timeout_s)
         self.pool = ClientPool(settings, Path(config.cache) if config.cache else None,
-                               PriceTable.load(config.prices) if config.prices else None,
+                               PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir,
                                make_generator=make_generator, make_scorer=make_scorer)
-        self._recorded: set[str] = set()
 
     def answerer(self) -> StructuredClient:
         """The client of the model under test (its temperature, seed and answer budget)."""
-        return self._client(self.config.model, model_role(self.config), self.config.model)
+        return self.pool.client(self.config.model, model_role(self.config))
 
     def judge(self, spec: str) -> StructuredClient:
         """The client of LLM judge `spec` (greedy, the verdict budget)."""
-        return self._client(spec, judge_role(self.config), f"{spec} (judge)" if spec == self.config.model else spec)
+        return self.pool.client(spec, judge_role(self.config))
 
     def scorer(self) -> Scorer:
         """A Scorer of the model under test, for the 'gold-loss' judge (the generator's weights where it is a
         local model already loaded)."""
-        scorer = self.pool.scorer(self.config.model, model_role(self.config))
-        self._record(self.config.model + " (scorer)", scorer.name, scorer.model_id)
-        return scorer
+        return self.pool.scorer(self.config.model, model_role(self.config))
 
     def meter(self) -> CostMeter:
         """What this invocation has sent so far, all clients together."""
@@ -80,17 +71,3 @@ class RunModels:
     def close(self) -> None:
         """Close the request cache."""
         self.pool.close()
-
-    def _client(self, spec: str, role: Role, label: str) -> StructuredClient:
-        client = self.pool.client(spec, role)
-        self._record(label, client.generator.name, client.generator.model_id, client.prompt_format)
-        return client
-
-    def _record(self, label: str, backend: str, model_id: str, prompt_format: str | None = None) -> None:
-        if label in self._recorded:
-            return
-        self._recorded.add(label)
-        path = self.run_dir / MODELS_FILE
-        models = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        models[label] = {"model": f"{backend}:{model_id}"} | ({"prompt_format": prompt_format} if prompt_format else {})
-        atomic_write_json(path, models)

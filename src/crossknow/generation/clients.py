@@ -3,7 +3,9 @@ constructs a `StructuredClient`.
 
 A `Role` is what one kind of model shares: its `openai:` specs' default server, key variable and sampling settings.
 A pool keeps one generator per (spec, server, key variable), one client per generator and sampling settings, one
-scorer per spec (a loaded local generator's weights where there are some) and one request cache (docs/architecture.md).
+scorer per spec (a loaded local generator's weights where it shares them) and one request cache
+(docs/architecture.md). A pool given a run directory records there, in models.json, what each spec resolved to,
+under the spec written with its server (`ModelSpec.written`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Literal
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
 from crossknow.models.checkpoint_cache import cache_dir
-from crossknow.models.generator import Generator
+from crossknow.models.generator import Generator, SharesWeights
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import (
     GeneratorOptions,
@@ -27,6 +29,7 @@ from crossknow.models.registry import (
     parse_spec,
     split_prompt_format,
 )
+from crossknow.store.models_file import record_model, scorer_label
 from crossknow.store.request_cache import RequestCache
 from crossknow.store.spend_ledger import SpendLedger
 
@@ -100,10 +103,11 @@ class ClientPool:
 
     def __init__(
         self, settings: ModelSettings = ModelSettings(), cache_path: Path | None = None,
-        prices: PriceTable | None = None, *, make_generator: MakeGenerator = load_generator,
-        make_scorer: MakeScorer = load_scorer,
+        prices: PriceTable | None = None, *, run_dir: Path | None = None,
+        make_generator: MakeGenerator = load_generator, make_scorer: MakeScorer = load_scorer,
     ):
         self.settings = settings
+        self.run_dir = run_dir
         self.cache_path = cache_path
         self.prices = prices or PriceTable()
         self.make_generator = make_generator
@@ -159,6 +163,8 @@ class ClientPool:
                 generator, self.request_cache(), max_attempts=role.max_attempts, prices=self.prices,
                 max_tokens=role.max_tokens, temperature=role.temperature, seed=role.seed)
             self._clients[key].record_spend(self._ledger)
+            label = spec if spec in self._adopted else role.parse(spec).written
+            self._record(label, generator.name, generator.model_id, self._clients[key].prompt_format)
         return self._clients[key]
 
     def record_spend(self, ledger: SpendLedger | None) -> None:
@@ -170,20 +176,25 @@ class ClientPool:
 
     def scorer(self, spec: str, role: Role) -> Scorer:
         """The Scorer of `spec` on its server: the loaded weights of a local generator of the same model where
-        the pool holds one, else a scorer of its own."""
+        the pool holds one that shares them (`SharesWeights`), else a scorer of its own."""
         parsed = role.parse(spec, "model")
         key = _server_key(parsed, role)
         if key not in self._scorers:
             loaded = [g for (bare, *_), g in self._generators.items() if split_prompt_format(bare)[0] == parsed.model]
-            shared = getattr(loaded[0], "scorer", None) if loaded and parsed.base_url is None else None
-            if callable(shared):
-                self._scorers[key] = shared()
+            if loaded and parsed.base_url is None and isinstance(loaded[0], SharesWeights):
+                self._scorers[key] = loaded[0].scorer()
             else:
                 options = ScorerOptions(device=self.settings.device, dtype=self.settings.dtype,
                                         batch_size=self.settings.batch_size, base_url=parsed.base_url,
                                         api_key_env=role.api_key_env, concurrency=self.settings.concurrency)
                 self._scorers[key] = self.make_scorer(parsed.model, options)
+            self._record(scorer_label(parsed.written), self._scorers[key].name, self._scorers[key].model_id)
         return self._scorers[key]
+
+    def _record(self, label: str, backend: str, model_id: str, prompt_format: str | None = None) -> None:
+        """Write `label`'s entry to the run directory's models.json (a pool without one records nothing)."""
+        if self.run_dir is not None:
+            record_model(self.run_dir, label, backend, model_id, prompt_format)
 
     def request_cache(self) -> RequestCache | None:
         """The request cache every client of the pool shares, opened on first use (a pool made by `over`: the

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from crossknow.errors import CrossknowError
+from crossknow.models.protocol import Scorer
 
 PromptFormat = Literal["chat", "completion"]
 """How a generator is best asked: chat messages (a model with a chat template) or a plain completion
@@ -160,4 +161,14 @@ class AnswerScorer(Protocol):
 
     def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
         """Summed natural-log probability of each request's continuation; in request order."""
+        ...
+
+
+@runtime_checkable
+class SharesWeights(Protocol):
+    """A local generator whose loaded weights also score: a pool asked for the same model's Scorer takes
+    `scorer()` instead of loading a second copy."""
+
+    def scorer(self) -> Scorer:
+        """A Scorer over this generator's loaded model (built once)."""
         ...

@@ -192,7 +192,7 @@ def run_perturb(
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
     pool = ClientPool(ModelSettings(concurrency=config.concurrency, timeout_s=config.timeout_s),
-                      Path(config.cache) if config.cache else None, make_generator=make_generator)
+                      Path(config.cache) if config.cache else None, run_dir=Path(out), make_generator=make_generator)
     generator = _rewrite_generator(config, pool) if styles else None
     with RunDir(out) as run:
         run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), paths=PATHS)

@@ -48,21 +48,22 @@ def simulator_role(config: PitfallsEvalConfig) -> Role:
                 seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
-def simulator_pool(config: PitfallsEvalConfig) -> ClientPool:
-    """A pool of the models of `config`: its device, dtype, batch size, concurrency, timeout, cache and prices."""
+def simulator_pool(config: PitfallsEvalConfig, run_dir: Path | None = None) -> ClientPool:
+    """A pool of the models of `config`: its device, dtype, batch size, concurrency, timeout, cache and prices;
+    it records them in `run_dir`."""
     settings = ModelSettings(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                              concurrency=config.concurrency, timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
-                      PriceTable.load(config.prices) if config.prices else None)
+                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
 
 class SimulatorFactory:
     """Builds each model's simulator on first use, from `pool` (a pool of its own, closed with the factory, when
-    none is given)."""
+    none is given, recording the models in `run_dir`)."""
 
-    def __init__(self, config: PitfallsEvalConfig, pool: ClientPool | None = None):
+    def __init__(self, config: PitfallsEvalConfig, pool: ClientPool | None = None, run_dir: Path | None = None):
         self.config = config
-        self.pool = pool or simulator_pool(config)
+        self.pool = pool or simulator_pool(config, run_dir)
         self._own_pool = pool is None
 
     def __call__(self, spec: str, config: PitfallsEvalConfig) -> Simulator:
@@ -139,7 +140,7 @@ def run_pitfalls_eval(
         reasons = "".join(f"\n  line {r.line}, pair {r.item_id}: {r.reason}" for r in pair_file.invalid[:5])
         raise CrossknowError(f"{path}: no usable pair among {pair_file.n_read} ({len(pair_file.invalid)} "
                              f"invalid){reasons}")
-    factory = SimulatorFactory(config)
+    factory = SimulatorFactory(config, run_dir=Path(out))
     build = make_simulator or factory
     simulators: list[Simulator] = []
     pending: list[PairRow] = []

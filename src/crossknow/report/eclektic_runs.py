@@ -11,12 +11,12 @@ from typing import Any
 from crossknow.eclektic.metrics import EclekticMetrics, format_estimate
 from crossknow.eclektic.run import Progress, RunOutcome, run_eclektic
 from crossknow.eclektic.run_config import EclekticConfig
-from crossknow.eclektic.run_models import MODELS_FILE
 from crossknow.eclektic.run_outputs import JUDGES_FILE, METRICS_FILE, JudgesSummary, unreliable_judges
 from crossknow.errors import CrossknowError
 from crossknow.report import html
 from crossknow.report.eclektic_report import ModelResult, eclektic_report, leaderboard_report
 from crossknow.report.run_report import run_meta
+from crossknow.store.models_file import read_models
 
 
 def _read_json(path: Path) -> Any:
@@ -70,9 +70,8 @@ def rebuild_eclektic_report(run: Path, out: Path | None = None) -> Path:
     run = Path(run)
     metrics = read_metrics(run)
     meta = run_meta(run)
-    models_path = run / MODELS_FILE
-    if models_path.is_file():
-        meta["models"] = _read_json(models_path)
+    if models := read_models(run):
+        meta["models"] = models
     judges = read_judges(run)
     extra = [judges_section(judges)] if judges is not None and len(judges.judges) > 1 else []
     warnings = unreliable_judges(judges) if judges is not None else []

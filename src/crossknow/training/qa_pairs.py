@@ -232,11 +232,11 @@ def qa_spec(config: TrainConfig) -> str:
     return f"{spec}{FORMAT_SEPARATOR}{form}"
 
 
-def qa_pool(config: TrainConfig) -> ClientPool:
+def qa_pool(config: TrainConfig, run_dir: Path | None = None) -> ClientPool:
     """The pool the question-answer generator comes from: --device, --qa-concurrency, --qa-timeout and the request
-    cache (`config.qa_cache`, else the user's cache directory)."""
+    cache (`config.qa_cache`, else the user's cache directory); it records the generator in `run_dir`."""
     settings = ModelSettings(device=config.device, concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
-    return ClientPool(settings, Path(config.qa_cache) if config.qa_cache else None)
+    return ClientPool(settings, Path(config.qa_cache) if config.qa_cache else None, run_dir=run_dir)
 
 
 def qa_client(config: TrainConfig, pool: ClientPool) -> StructuredClient:

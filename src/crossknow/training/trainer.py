@@ -129,7 +129,7 @@ def resume_point(checkpoints: dict[int, Path]) -> Path | None:
 
 
 def _question_answer_pairs(
-    config: TrainConfig, knowledge: list[Any], args: Any
+    config: TrainConfig, knowledge: list[Any], args: Any, out: Path
 ) -> tuple[list[QARecord], QASummary | None]:
     """The instruction recipe's question-answer pairs of the C_K documents in `config.langs`, in corpus order.
 
@@ -139,7 +139,7 @@ def _question_answer_pairs(
         return [], None
     docs = [doc for doc in knowledge if doc.lang in config.langs]
     with args.main_process_first(desc="question-answer pairs"):
-        pool = qa_pool(config)
+        pool = qa_pool(config, out)
         try:
             client = qa_client(config, pool)
             records = ask_qa_pairs(client, docs, config.qa_pairs)
@@ -193,7 +193,7 @@ def run_train(
         return finished
 
     args = hf_training_arguments(config, out)
-    qa, qa_summary = _question_answer_pairs(config, inputs.knowledge, args)
+    qa, qa_summary = _question_answer_pairs(config, inputs.knowledge, args, out)
     inputs.parts["knowledge"] += qa_examples(qa)
     path, revision = model_source(config.model)
     torch.manual_seed(config.seed)

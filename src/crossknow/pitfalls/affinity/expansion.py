@@ -82,12 +82,13 @@ def proxy_role(config: ExpandConfig) -> Role:
                 max_attempts=config.max_attempts)
 
 
-def expand_pool(config: ExpandConfig) -> ClientPool:
-    """The pool the translator comes from: the config's device, dtype, concurrency, timeout, cache and prices."""
+def expand_pool(config: ExpandConfig, run_dir: Path | None = None) -> ClientPool:
+    """The pool the translator comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
+    records the translator in `run_dir`."""
     settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
                              timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
-                      PriceTable.load(config.prices) if config.prices else None)
+                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
 
 def run_expand(
@@ -104,7 +105,7 @@ def run_expand(
     if proxy is None:
         proxy_role(config).parse(config.proxy)
     built: list[ProxyLLM] = [proxy] if proxy is not None else []
-    pool = expand_pool(config)
+    pool = expand_pool(config, out)
     try:
         return _expand(config, out, files, languages, sampled, built, pool, on_progress, started)
     finally:

@@ -200,12 +200,13 @@ def classifier_role(config: CategorizeConfig) -> Role:
                 seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
-def classifier_pool(config: CategorizeConfig) -> ClientPool:
-    """The pool the classifier comes from: the config's device, dtype, concurrency, timeout, cache and prices."""
+def classifier_pool(config: CategorizeConfig, run_dir: Path | None = None) -> ClientPool:
+    """The pool the classifier comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
+    records the classifier in `run_dir`."""
     settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
                              timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
-                      PriceTable.load(config.prices) if config.prices else None)
+                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
 
 def classifier_client(config: CategorizeConfig, pool: ClientPool) -> StructuredClient:
@@ -222,7 +223,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     if client is None:
         classifier_role(config).parse(config.classifier)
     built: list[StructuredClient] = [client] if client is not None else []
-    pool = classifier_pool(config)
+    pool = classifier_pool(config, out)
 
     def get_client() -> StructuredClient:
         if not built:

@@ -183,12 +183,13 @@ Progress = Callable[[str, int, int, CostMeter], None]
 the spend sums the proxy's and the generative simulators' meters (loss answering is local and free)."""
 
 
-def probe_pool(config: PitfallsProbeConfig) -> ClientPool:
-    """The pool the probe's proxy, simulators and judge come from, over one request cache."""
+def probe_pool(config: PitfallsProbeConfig, run_dir: Path | None = None) -> ClientPool:
+    """The pool the probe's proxy, simulators and judge come from, over one request cache; it records them in
+    `run_dir`."""
     settings = ModelSettings(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                              concurrency=config.concurrency, timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
-                      PriceTable.load(config.prices) if config.prices else None)
+                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
 
 def check_models(config: PitfallsProbeConfig, proxy: bool = True, simulators: bool = True) -> None:
@@ -266,7 +267,7 @@ def probe_from_config(
     out = Path(out)
     files = read_source_files(config.sources)  # a bad file fails before any model loads
     check_models(config, proxy=proxy is None, simulators=simulators is None)
-    pool = probe_pool(config)
+    pool = probe_pool(config, out)
     try:
         if simulators is None:
             simulators = build_simulators(config, pool)
