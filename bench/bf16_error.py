@@ -63,13 +63,13 @@ def main() -> None:
     parser.add_argument("--model", default="default", help="model spec (a local model)")
     parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "results" / "bf16_error.json")
     args = parser.parse_args()
-    from crossknow.models.registry import ScorerOptions, load_scorer
+    from crossknow.models.registry import ModelOptions, load_scorer
     from crossknow.scoring.normalise import Normalisation, OptionScore, predict
     from crossknow.scoring.refine import BF16_ERROR, needs_float32
 
     chosen = items_and_rules(args.pairs, args.items, args.rule)
-    full = score_all(load_scorer(args.model, ScorerOptions(device="cpu", dtype="float32")), chosen)
-    half = score_all(load_scorer(args.model, ScorerOptions(device="cpu", dtype="bfloat16")), chosen)
+    full = score_all(load_scorer(args.model, ModelOptions(device="cpu", dtype="float32")), chosen)
+    half = score_all(load_scorer(args.model, ModelOptions(device="cpu", dtype="bfloat16")), chosen)
     pairs = [(f, h) for fi, hi in zip(full, half, strict=True) for f, h in zip(fi, hi, strict=True)]
     per_token = sorted(abs(h[0] - f[0]) / f[1] for f, h in pairs)
     differing, flagged, missed = 0, 0, 0

@@ -19,7 +19,7 @@ import time
 
 from crossknow.models.chat_format import gemma_prompt
 from crossknow.models.generator import ChatMessage, GenerateRequest
-from crossknow.models.registry import GeneratorOptions, load_generator
+from crossknow.models.registry import ModelOptions, load_generator
 
 PROMPTS = (
     "The capital of Japan is",
@@ -77,9 +77,9 @@ def main() -> None:
     from crossknow.models.checkpoint_cache import embedded_gguf
 
     threads = len(os.sched_getaffinity(0))
-    paths = {"crossknow float32": load_generator("default", GeneratorOptions(device="cpu", dtype="float32"))}
+    paths = {"crossknow float32": load_generator("default", ModelOptions(device="cpu", dtype="float32"))}
     if args.bf16:
-        paths["crossknow bfloat16"] = load_generator("default", GeneratorOptions(device="cpu", dtype="bfloat16"))
+        paths["crossknow bfloat16"] = load_generator("default", ModelOptions(device="cpu", dtype="bfloat16"))
     paths["crossknow llamacpp:default"] = load_generator("llamacpp:default")
     peer = llama_cpp.Llama(str(embedded_gguf()), n_ctx=2048, n_threads=threads, verbose=False)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(args.prompts)]

@@ -23,9 +23,9 @@ SHARED_PAPERS = SHARED / "papers"
 @pytest.fixture(scope="session")
 def embedded_scorer():
     """The `default` scorer (embedded Gemma 3 270M, float32, CPU), loaded once."""
-    from crossknow.models.registry import ScorerOptions, load_scorer
+    from crossknow.models.registry import ModelOptions, load_scorer
 
-    return load_scorer("default", ScorerOptions(device="cpu", batch_size=4))
+    return load_scorer("default", ModelOptions(device="cpu", batch_size=4))
 
 
 @pytest.fixture(scope="session")
@@ -90,9 +90,9 @@ def llama_chat_server(llama_chat_server_process) -> str:
 @pytest.fixture(scope="session")
 def embedded_generator():
     """The `default` generator (embedded Gemma 3 270M, float32, CPU), loaded once."""
-    from crossknow.models.registry import GeneratorOptions, load_generator
+    from crossknow.models.registry import ModelOptions, load_generator
 
-    return load_generator("default", GeneratorOptions(device="cpu"))
+    return load_generator("default", ModelOptions(device="cpu"))
 
 
 # ---- a tiny `crossknow train` run and its trace, shared by training/, dynamics/ and cli/ tests ----------------

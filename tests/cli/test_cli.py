@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crossknow.errors import MissingDependencyError
-from crossknow.models.registry import ScorerOptions, load_scorer
+from crossknow.models.registry import ModelOptions, load_scorer
 from tests.cli.in_process import user_error
 
 SAMPLE = Path(str(resources.files("crossknow") / "samples" / "sample.jsonl"))
@@ -119,7 +119,7 @@ def test_missing_optional_dependency_gives_the_install_hint(monkeypatch):
     """The openai backend imports httpx only when built: without it, the error says what to install."""
     monkeypatch.setitem(sys.modules, "httpx", None)  # `import httpx` now raises ImportError
     with pytest.raises(MissingDependencyError) as error:
-        load_scorer("openai:m", ScorerOptions(base_url="http://127.0.0.1:9"))
+        load_scorer("openai:m", ModelOptions(base_url="http://127.0.0.1:9"))
     assert "pip install 'crossknow[openai]'" in str(error.value)
     assert "httpx" in str(error.value)
 

@@ -111,14 +111,14 @@ def write_released_file(path) -> None:
 @pytest.mark.nightly
 def test_answer_and_judge_end_to_end_on_the_llama_server(llama_chat_server, tmp_path):
     from crossknow.eclektic.judge import judge_answers
-    from crossknow.models.registry import GeneratorOptions, load_generator
+    from crossknow.models.registry import ModelOptions, load_generator
 
     data = tmp_path / "eclektic_constructed.jsonl"
     write_released_file(data)
     eclektic_set: EclekticSet = load_eclektic_set(data, variant="popular")
     assert eclektic_set.examples() == [("11", "ja", "ja"), ("11", "ja", "en"), ("12", "en", "en"), ("12", "en", "ja")]
 
-    options = GeneratorOptions(base_url=llama_chat_server, concurrency=2)
+    options = ModelOptions(base_url=llama_chat_server, concurrency=2)
     cache_path = tmp_path / "requests.sqlite"
 
     def run() -> tuple[dict[str, pa.Table], pa.Table, list[StructuredClient]]:

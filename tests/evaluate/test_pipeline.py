@@ -444,7 +444,7 @@ def test_bfloat16_with_float32_decisions_predicts_as_float32(clean_run, embedded
 
 def test_float32_decisions_apply_to_low_precision_only():
     from crossknow.evaluate.pipeline import float32_scorer
-    from crossknow.models.registry import ScorerOptions
+    from crossknow.models.registry import ModelOptions
 
     class Dtype:
         def __init__(self, dtype):
@@ -452,8 +452,8 @@ def test_float32_decisions_apply_to_low_precision_only():
 
     built = []
     make = lambda spec, options: built.append(options.dtype) or Dtype(options.dtype)  # noqa: E731
-    assert float32_scorer(_config(), ScorerOptions(), Dtype("float32"), make) is None
-    assert float32_scorer(_config(float32_decisions=False), ScorerOptions(), Dtype("bfloat16"), make) is None
-    assert float32_scorer(_config(), ScorerOptions(), Dtype("server"), make) is None
-    factory = float32_scorer(_config(), ScorerOptions(dtype="bfloat16"), Dtype("bfloat16"), make)
+    assert float32_scorer(_config(), ModelOptions(), Dtype("float32"), make) is None
+    assert float32_scorer(_config(float32_decisions=False), ModelOptions(), Dtype("bfloat16"), make) is None
+    assert float32_scorer(_config(), ModelOptions(), Dtype("server"), make) is None
+    factory = float32_scorer(_config(), ModelOptions(dtype="bfloat16"), Dtype("bfloat16"), make)
     assert factory() is factory() and built == ["float32"]  # built on first use, once

@@ -15,7 +15,7 @@ from crossknow.adaxeval.records import GenerateConfig
 from crossknow.generation.structured import ChatPrompt, StructuredClient, request_identity
 from crossknow.models.generator import ChatMessage, GenerateRequest, GenerationFailed
 from crossknow.models.openai_generator import OpenAIGenerator
-from crossknow.models.registry import GeneratorOptions, load_generator
+from crossknow.models.registry import ModelOptions, load_generator
 from crossknow.store.request_cache import RequestCache, cache_key
 
 from ..fault_proxy import FaultProxy
@@ -80,7 +80,7 @@ def test_detectors_of_one_model_on_three_servers_are_three_voters(tmp_path):
 def test_auto_asks_the_server_once_and_keeps_system_messages_off_llama_cpp_python():
     script = [("status", 200, MODELS_OF["vllm"]), ("status", 200, CHAT), ("status", 200, CHAT)]
     with FaultProxy(upstream_port=9, script=script) as proxy:
-        generator = load_generator(f"openai:{MODEL}", GeneratorOptions(base_url=proxy.base_url, concurrency=1))
+        generator = load_generator(f"openai:{MODEL}", ModelOptions(base_url=proxy.base_url, concurrency=1))
         assert generator.fold_system is None  # auto is the registry's default; undecided before the first call
         generator.generate([REQUEST])
         generator.generate([REQUEST])
@@ -112,7 +112,7 @@ def test_llama_cpp_python_drops_system_messages_unless_auto_folds_them(llama_cha
     user = ChatMessage("user", "Is insulin a hormone?")
     asked = GenerateRequest(messages=(ChatMessage("system", system), user), max_tokens=1, seed=0)
     bare = GenerateRequest(messages=(user,), max_tokens=1, seed=0)
-    auto = load_generator(f"openai:{MODEL}", GeneratorOptions(base_url=llama_chat_server, concurrency=1))
+    auto = load_generator(f"openai:{MODEL}", ModelOptions(base_url=llama_chat_server, concurrency=1))
     never = OpenAIGenerator(MODEL, llama_chat_server, concurrency=1, fold_system=False)
     [folded] = auto.generate([asked])
     dropped, alone = never.generate([asked, bare])

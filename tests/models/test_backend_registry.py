@@ -16,7 +16,7 @@ from crossknow.evaluate.records import EvaluateConfig
 from crossknow.models.generator import ChatMessage, GenerateRequest, GenerateResult
 from crossknow.models.protocol import ScoreRequest, ScoreResult
 from crossknow.models.registry import backends, load_generator, load_scorer, parse_spec, spec_forms
-from crossknow.models.specs import GeneratorOptions, ModelSpec, ScorerOptions, register_backend, unregister_backend
+from crossknow.models.specs import ModelOptions, ModelSpec, register_backend, unregister_backend
 
 DEMO_ITEMS = Path(str(resources.files("crossknow") / "samples" / "demo" / "items.jsonl"))
 
@@ -54,11 +54,11 @@ def toy_backend():
     @register_backend("toy", usage="toy:NAME", form="a toy model that prefers short options")
     class Toy:
         @staticmethod
-        def scorer(parsed: ModelSpec, options: ScorerOptions) -> ShortestFirst:
+        def scorer(parsed: ModelSpec, options: ModelOptions) -> ShortestFirst:
             return ShortestFirst(parsed.model.partition(":")[2])
 
         @staticmethod
-        def generator(parsed: ModelSpec, options: GeneratorOptions) -> Echo:
+        def generator(parsed: ModelSpec, options: ModelOptions) -> Echo:
             return Echo(parsed.model.partition(":")[2])
 
     yield Toy

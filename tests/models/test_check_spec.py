@@ -8,7 +8,7 @@ import pytest
 from crossknow.errors import CrossknowError, ModelSpecError
 from crossknow.generation.clients import Role
 from crossknow.models.registry import (
-    GeneratorOptions,
+    ModelOptions,
     ModelSpec,
     check_spec,
     load_generator,
@@ -84,6 +84,6 @@ def test_openai_without_a_server_says_both_ways_to_give_one():
 
 def test_the_loaders_take_the_server_of_the_spec():
     generator = load_generator("openai:m@http://127.0.0.1:9/v1#completion",
-                               GeneratorOptions(base_url="http://127.0.0.1:8/v1"))
+                               ModelOptions(base_url="http://127.0.0.1:8/v1"))
     assert (generator.base_url, generator.model_id, generator.prompt_format) == ("http://127.0.0.1:9/v1", "m",
                                                                                 "completion")

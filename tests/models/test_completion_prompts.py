@@ -12,7 +12,7 @@ from crossknow.errors import CrossknowError, ModelSpecError
 from crossknow.generation.structured import CompletionPrompt, StructuredClient, TextOutput
 from crossknow.models.generator import ChatMessage, GenerateRequest
 from crossknow.models.protocol import ScoreRequest
-from crossknow.models.registry import GeneratorOptions, check_spec, load_generator, split_prompt_format
+from crossknow.models.registry import ModelOptions, check_spec, load_generator, split_prompt_format
 from crossknow.store.request_cache import RequestCache
 
 FEW_SHOT = "English: water\nFrench: eau\n\nEnglish: bread\nFrench: pain\n\nEnglish: the red house\nFrench:"
@@ -40,7 +40,7 @@ def test_the_spec_suffix_names_the_format():
 
 
 def test_a_server_model_is_chat_unless_its_spec_says_completion():
-    options = GeneratorOptions(base_url="http://127.0.0.1:9/v1")
+    options = ModelOptions(base_url="http://127.0.0.1:9/v1")
     assert load_generator("openai:m", options).prompt_format == "chat"
     assert load_generator("openai:m#completion", options).prompt_format == "completion"
 
@@ -98,7 +98,7 @@ def test_completion_requests_go_to_the_servers_completions_endpoint(llama_chat_s
     fewer than the chat endpoint counts for the same text as a user message (its turn markup), and one line of
     output. (Not the same text word for word: the server reuses its KV cache across requests, and a greedy pick
     between two near-tied tokens then differs, as seen once: ' le red-hous' against ' le red house'.)"""
-    generator = load_generator("openai:gemma#completion", GeneratorOptions(base_url=llama_chat_server))
+    generator = load_generator("openai:gemma#completion", ModelOptions(base_url=llama_chat_server))
     client = StructuredClient(generator, max_tokens=12)
     outcome = client.call_many([CompletionPrompt(FEW_SHOT)], TextOutput(lambda t: (t.strip() or None, "empty")))[0]
     direct = httpx.post(f"{llama_chat_server}/completions", json={

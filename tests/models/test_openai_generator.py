@@ -23,7 +23,7 @@ from crossknow.models.generator import (
     Usage,
 )
 from crossknow.models.openai_generator import OpenAIGenerator
-from crossknow.models.registry import GeneratorOptions, load_generator
+from crossknow.models.registry import ModelOptions, load_generator
 
 from ..fault_proxy import FaultProxy
 
@@ -147,7 +147,7 @@ def test_api_key_is_sent_but_never_shown(monkeypatch, caplog):
 def test_registry_builds_generators(tmp_path):
     generator = load_generator(
         "openai:gpt-4.1-mini",
-        GeneratorOptions(base_url="http://127.0.0.1:9/v1", concurrency=3, json_mode="json_object", fold_system=True),
+        ModelOptions(base_url="http://127.0.0.1:9/v1", concurrency=3, json_mode="json_object", fold_system=True),
     )
     assert isinstance(generator, OpenAIGenerator)
     assert (generator.name, generator.model_id, generator.json_mode, generator.fold_system) == (

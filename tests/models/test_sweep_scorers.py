@@ -17,7 +17,7 @@ from crossknow.data.formats import load_item_set
 from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.dynamics.trace import run_trace
 from crossknow.models.checkpoint_switch import local_weights_dir, unchanged_blocks
-from crossknow.models.registry import ScorerOptions, load_scorer
+from crossknow.models.registry import ModelOptions, load_scorer
 from crossknow.models.sweep_scorers import SweepScorers
 from crossknow.scoring.rules import option_requests
 
@@ -47,7 +47,7 @@ def test_a_sweep_loads_once_replays_frozen_blocks_and_matches_fresh_loads(tiny_t
     demo_items = Path(str(resources.files("crossknow") / "samples" / "demo" / "items.jsonl"))
     requests = [option.request for item in load_item_set(demo_items).items[:6]
                 for option in option_requests(item, "adaxeval")]
-    options = ScorerOptions(device="cpu", batch_size=4)
+    options = ModelOptions(device="cpu", batch_size=4)
     sweep = SweepScorers([c.spec for c in checkpoints], options)
     swept = []
     for checkpoint in checkpoints:

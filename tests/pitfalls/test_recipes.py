@@ -131,10 +131,10 @@ def released_sources(count: int) -> list[SourceQuestion]:
 # the real server and scorer with a rewrite more
 @pytest.mark.parametrize("recipe", [pytest.param("np", marks=pytest.mark.nightly), "dp"])
 def test_a_real_run_of_the_baselines_accounts_for_what_it_spent(recipe, llama_chat_server, embedded_scorer, tmp_path):
-    from crossknow.models.registry import GeneratorOptions, load_generator
+    from crossknow.models.registry import ModelOptions, load_generator
     from crossknow.pitfalls.simulate import LossSimulator
 
-    options = GeneratorOptions(base_url=llama_chat_server, concurrency=2, timeout_s=300)
+    options = ModelOptions(base_url=llama_chat_server, concurrency=2, timeout_s=300)
     generator = load_generator("openai:gemma-3-270m", options)
     cache = RequestCache(tmp_path / "requests.sqlite")
     proxy = ProxyLLM.from_generator(generator, cache, max_tokens=96, max_attempts=1)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from crossknow.errors import CrossknowError
 from crossknow.models.protocol import ScoreRequest
-from crossknow.models.registry import ScorerOptions, load_scorer
+from crossknow.models.registry import ModelOptions, load_scorer
 from crossknow.training.callbacks import RESUME_FILES, complete_checkpoints
 from crossknow.training.records import PartTokens, TrainConfig, TrainSummary
 from crossknow.training.trainer import (
@@ -142,7 +142,7 @@ def test_a_checkpoint_loads_in_crossknows_scorer_and_learned_the_documents(
     # The first sentence of each training text: well inside the 48 tokens the run trained on.
     requests = [ScoreRequest("", d["text"].split(". ")[0] + ".") for d in documents(tiny_train_run.corpus)]
     trained = load_scorer(f"hf:{tiny_train_run.out / 'checkpoints' / 'checkpoint-4'}",
-                          ScorerOptions(device="cpu", batch_size=6))
+                          ModelOptions(device="cpu", batch_size=6))
     after, before = trained.score(requests), embedded_scorer.score(requests)
     assert [r.n_tokens for r in after] == [r.n_tokens for r in before]  # the same tokenizer was saved
     mean_loss = [sum(-r.logprob_sum / r.n_tokens for r in results) / len(results) for results in (before, after)]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from crossknow.adaxeval.records import GenerateConfig
-from crossknow.generation.clients import ClientPool, MakeGenerator, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, MakeGenerator, ModelOptions, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.store.models_file import ModelEntry, read_models
@@ -39,7 +39,7 @@ class Clients:
     def __init__(self, config: GenerateConfig, run_dir: Path, cache_path: Path, make_generator: MakeGenerator):
         self.config = config
         self.run_dir = run_dir
-        settings = ModelSettings(concurrency=config.concurrency, timeout_s=config.timeout_s,
+        settings = ModelOptions(concurrency=config.concurrency, timeout_s=config.timeout_s,
                                  json_mode=config.json_mode, fold_system=FOLD_SYSTEM[config.fold_system])
         self.pool = ClientPool(settings, cache_path, PriceTable.load(config.prices) if config.prices else None,
                                run_dir=run_dir, make_generator=make_generator)

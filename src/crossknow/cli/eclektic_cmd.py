@@ -143,12 +143,12 @@ def build(
 ) -> None:
     """Build an ECLEKTIC-style set from single-language articles; export review.csv for human review."""
     from crossknow.eclektic.build import build_role, build_set
-    from crossknow.generation.clients import ClientPool, ModelSettings
+    from crossknow.generation.clients import ClientPool, ModelOptions
     from crossknow.generation.pricing import PriceTable
 
     role = build_role(config, base_url, api_key_env)
     role.parse(model)
-    pool = ClientPool(ModelSettings(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None)
+    pool = ClientPool(ModelOptions(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None)
     try:
         with stage_bars(errors) as update:
             result = build_set(config, lambda: pool.client(model, role), out, on_progress=update)

@@ -55,12 +55,12 @@ def demo(
 ) -> None:
     """Probe short English questions with the embedded model as proxy and as two loss simulators: np, dp and a
     reduced beam, with their conversion rates and spend."""
-    from crossknow.generation.clients import ClientPool, ModelSettings
+    from crossknow.generation.clients import ClientPool, ModelOptions
     from crossknow.pitfalls.probe.run import build_proxy
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    pool = ClientPool(ModelSettings(device="cpu"), out / "requests.sqlite")
+    pool = ClientPool(ModelOptions(device="cpu"), out / "requests.sqlite")
     try:
         simulators = load_the_model(pool)
         loaded = time.monotonic() - started

@@ -15,7 +15,7 @@ from typing import TypeVar
 from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash
 from crossknow.errors import CrossknowError, PrefixCacheMiss
 from crossknow.models.protocol import Scorer
-from crossknow.models.registry import ScorerOptions
+from crossknow.models.registry import ModelOptions
 from crossknow.models.sweep_scorers import SweepScorers
 from crossknow.scoring.stage import ModelPoint
 from crossknow.store.atomic import atomic_write_json
@@ -44,7 +44,7 @@ def sweep_checkpoints(
     work: Sequence[W],
     key: Callable[[ModelPoint, W], str],
     done: set[str],
-    options: ScorerOptions,
+    options: ModelOptions,
     score: Callable[[Scorer, list[W], ModelPoint, Callable[[int], None]], None],
     *,
     reuse_frozen: bool = True,

@@ -25,7 +25,7 @@ from crossknow.dynamics.sequence_inputs import SequenceLossConfig, TracedSequenc
 from crossknow.dynamics.token_spans import token_spans
 from crossknow.errors import CrossknowError
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
-from crossknow.models.registry import ScorerOptions
+from crossknow.models.registry import ModelOptions
 from crossknow.scoring.normalise import Normalisation, option_loss
 from crossknow.scoring.stage import CHUNK_BATCHES, ModelPoint, score_isolating
 from crossknow.store.atomic import atomic_write
@@ -181,7 +181,7 @@ def run_sequence_loss(
         run.open(config.model_dump(), {config.variants: file_sha256(Path(config.variants))},
                  volatile=volatile_keys(type(config)), paths=("variants",))
         stage = SequenceStage(run, config.batch_size, config.per_token)
-        options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
+        options = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, sequences, sequence_key, stage.done_keys(), options, stage.run,
                           reuse_frozen=reuse_frozen, on_progress=on_progress)
         return _write_tables(out, stage, sequences, config)

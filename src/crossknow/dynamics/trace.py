@@ -25,7 +25,7 @@ from crossknow.dynamics.checkpoint_sweep import sweep_checkpoints
 from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
-from crossknow.models.registry import ScorerOptions
+from crossknow.models.registry import ModelOptions
 from crossknow.models.scoring_check import ensure_scoring_path
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.stage import ScoringStage, ScoringTask, task_key
@@ -162,7 +162,7 @@ def run_trace(
         stage = ScoringStage(run, config.rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, s.name, condition)
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]
-        options = ScorerOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
+        options = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, tasks, task_key, stage.done_keys(), options, stage.run,
                           reuse_frozen=reuse_frozen, on_progress=on_progress)
         excluded = {(row["set"], row["item_id"]) for row in stage.read_unscorable()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crossknow.eclektic.run_config import EclekticConfig
-from crossknow.generation.clients import ClientPool, MakeGenerator, MakeScorer, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, MakeGenerator, MakeScorer, ModelOptions, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.protocol import Scorer
@@ -45,7 +45,7 @@ class RunModels:
                  make_scorer: MakeScorer = load_scorer):
         self.config = config
         self.run_dir = run_dir
-        settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
+        settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
                                  timeout_s=config.timeout_s)
         self.pool = ClientPool(settings, Path(config.cache) if config.cache else None,
                                PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir,

@@ -24,7 +24,7 @@ from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
 from crossknow.evaluate.records import EvaluateConfig, EvaluateMetrics, ModelInfo
 from crossknow.models.protocol import Scorer
-from crossknow.models.registry import ScorerOptions, load_scorer
+from crossknow.models.registry import ModelOptions, load_scorer
 from crossknow.models.weights import weights_hash
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.refine import LOW_PRECISION
@@ -56,8 +56,8 @@ def resolve_data(data: str) -> Path:
 
 
 def float32_scorer(
-    config: EvaluateConfig, options: ScorerOptions, scorer: Scorer,
-    make_scorer: Callable[[str, ScorerOptions], Scorer],
+    config: EvaluateConfig, options: ModelOptions, scorer: Scorer,
+    make_scorer: Callable[[str, ModelOptions], Scorer],
 ) -> Callable[[], Scorer] | None:
     """What builds the float32 scorer that decides the items `scorer`'s low precision leaves open (loaded on
     first use, once); None when `scorer` computes in float32 or `config.float32_decisions` is off."""
@@ -70,7 +70,7 @@ def run_evaluate(
     config: EvaluateConfig,
     out: Path,
     on_progress: Callable[[int, int], None] | None = None,
-    make_scorer: Callable[[str, ScorerOptions], Scorer] = load_scorer,
+    make_scorer: Callable[[str, ModelOptions], Scorer] = load_scorer,
 ) -> EvaluateMetrics:
     """Score `config.data` with `config.model` into the run directory `out`; return the metrics.
 
@@ -102,7 +102,7 @@ def run_evaluate(
         if on_progress:
             on_progress(finished, len(items))
         if todo:
-            options = ScorerOptions(
+            options = ModelOptions(
                 device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                 base_url=config.base_url, api_key_env=config.api_key_env,
             )

@@ -11,7 +11,7 @@ under the spec written with its server (`ModelSpec.written`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -21,9 +21,8 @@ from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.generator import Generator, SharesWeights
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import (
-    GeneratorOptions,
+    ModelOptions,
     ModelSpec,
-    ScorerOptions,
     load_generator,
     load_scorer,
     parse_spec,
@@ -33,10 +32,10 @@ from crossknow.store.models_file import record_model, scorer_label
 from crossknow.store.request_cache import RequestCache
 from crossknow.store.spend_ledger import SpendLedger
 
-MakeGenerator = Callable[[str, GeneratorOptions], Generator]
+MakeGenerator = Callable[[str, ModelOptions], Generator]
 """Builds a generator from (spec without its server, options with the server); `load_generator` unless a test
 passes its own."""
-MakeScorer = Callable[[str, ScorerOptions], Scorer]
+MakeScorer = Callable[[str, ModelOptions], Scorer]
 """Builds a scorer from (spec without its server, options with the server); `load_scorer` unless a test passes
 its own."""
 
@@ -66,27 +65,6 @@ class Role:
         return parse_spec(spec, self.base_url, form, self.server_flag)
 
 
-@dataclass(frozen=True)
-class ModelSettings:
-    """How a command's backends are built, whatever the role: the settings a pool shares."""
-
-    device: str = "auto"
-    """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
-    dtype: str = "float32"
-    """Compute dtype of local models."""
-    batch_size: int = 8
-    """Items per forward pass of local scorers."""
-    concurrency: int = 8
-    """Requests in flight at once per server."""
-    timeout_s: float = 120.0
-    """Seconds before one server request times out (and is retried)."""
-    json_mode: str = "auto"
-    """How server generators ask for JSON (see crossknow.models.openai_generator)."""
-    fold_system: bool | Literal["auto"] = "auto"
-    """Whether server generators fold system messages into the first user message (see
-    crossknow.models.openai_generator)."""
-
-
 ServerKey = tuple[str, str | None, str | None]
 """(spec without its server, server, key variable); server and key None for a local model."""
 
@@ -102,7 +80,7 @@ class ClientPool:
     docstring)."""
 
     def __init__(
-        self, settings: ModelSettings = ModelSettings(), cache_path: Path | None = None,
+        self, settings: ModelOptions = ModelOptions(), cache_path: Path | None = None,
         prices: PriceTable | None = None, *, run_dir: Path | None = None,
         make_generator: MakeGenerator = load_generator, make_scorer: MakeScorer = load_scorer,
     ):
@@ -146,11 +124,7 @@ class ClientPool:
         parsed = role.parse(spec)
         key = _server_key(parsed, role)
         if key not in self._generators:
-            options = GeneratorOptions(
-                device=self.settings.device, dtype=self.settings.dtype, base_url=parsed.base_url,
-                api_key_env=role.api_key_env, concurrency=self.settings.concurrency, timeout_s=self.settings.timeout_s,
-                json_mode=self.settings.json_mode, fold_system=self.settings.fold_system)
-            self._generators[key] = self.make_generator(parsed.bare, options)
+            self._generators[key] = self.make_generator(parsed.bare, self._options(parsed, role))
         return self._generators[key]
 
     def client(self, spec: str, role: Role) -> StructuredClient:
@@ -184,12 +158,13 @@ class ClientPool:
             if loaded and parsed.base_url is None and isinstance(loaded[0], SharesWeights):
                 self._scorers[key] = loaded[0].scorer()
             else:
-                options = ScorerOptions(device=self.settings.device, dtype=self.settings.dtype,
-                                        batch_size=self.settings.batch_size, base_url=parsed.base_url,
-                                        api_key_env=role.api_key_env, concurrency=self.settings.concurrency)
-                self._scorers[key] = self.make_scorer(parsed.model, options)
+                self._scorers[key] = self.make_scorer(parsed.model, self._options(parsed, role))
             self._record(scorer_label(parsed.written), self._scorers[key].name, self._scorers[key].model_id)
         return self._scorers[key]
+
+    def _options(self, parsed: ModelSpec, role: Role) -> ModelOptions:
+        """The pool's options with the spec's server (its own @URL, else the role's) and the role's key variable."""
+        return replace(self.settings, base_url=parsed.base_url, api_key_env=role.api_key_env)
 
     def _record(self, label: str, backend: str, model_id: str, prompt_format: str | None = None) -> None:
         """Write `label`'s entry to the run directory's models.json (a pool without one records nothing)."""

@@ -21,9 +21,8 @@ from crossknow.models.specs import (
     FORMAT_SEPARATOR,
     SERVER_SCHEMES,
     Backend,
-    GeneratorOptions,
+    ModelOptions,
     ModelSpec,
-    ScorerOptions,
     registered_backends,
     split_prompt_format,
 )
@@ -101,13 +100,13 @@ def check_spec(
     return parse_spec(spec, base_url, form, server_flag).backend
 
 
-def load_scorer(spec: str, options: ScorerOptions = ScorerOptions()) -> Scorer:
+def load_scorer(spec: str, options: ModelOptions = ModelOptions()) -> Scorer:
     """Build the Scorer that `spec` names (a server spec without @URL: on `options.base_url`)."""
     parsed = parse_spec(spec, options.base_url)
     return backends()[parsed.backend].scorer(parsed, options)
 
 
-def load_generator(spec: str, options: GeneratorOptions = GeneratorOptions()) -> Generator:
+def load_generator(spec: str, options: ModelOptions = ModelOptions()) -> Generator:
     """Build the Generator that `spec` names, asked in the form its suffix names (or its backend decides); a server
     spec without @URL on `options.base_url`."""
     parsed = parse_spec(spec, options.base_url, "generator")

@@ -31,9 +31,9 @@ class Backend:
     """Whether the spec is the kind's name alone."""
     rank: int
     """Its place in the lists of forms."""
-    scorer: Callable[[ModelSpec, ScorerOptions], Scorer]
+    scorer: Callable[[ModelSpec, ModelOptions], Scorer]
     """Builds the scorer of a parsed spec."""
-    generator: Callable[[ModelSpec, GeneratorOptions], Generator]
+    generator: Callable[[ModelSpec, ModelOptions], Generator]
     """Builds the generator of a parsed spec."""
 
 
@@ -63,24 +63,6 @@ def registered_backends() -> dict[str, Backend]:
 def unregister_backend(kind: str) -> None:
     """Forget the backend of `kind` (a test's toy backend)."""
     del _BACKENDS[kind]
-
-
-@dataclass(frozen=True)
-class ScorerOptions:
-    """Settings that apply to the backends that can use them."""
-
-    device: str = "auto"
-    """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
-    dtype: str = "float32"
-    """Compute dtype of local models; results are always float32."""
-    batch_size: int = 8
-    """Items (contexts) per forward pass for local models."""
-    base_url: str | None = None
-    """Server of an openai: spec that names none (openai:MODEL@URL wins), e.g. http://127.0.0.1:8000/v1."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Name of the environment variable holding the API key (never the key itself)."""
-    concurrency: int = 8
-    """Requests in flight at once for server backends."""
 
 
 FORMAT_SEPARATOR = "#"
@@ -169,13 +151,16 @@ def resolve_local(spec: str) -> LocalModel | None:
 
 
 @dataclass(frozen=True)
-class GeneratorOptions:
-    """Settings for generator backends; the fields shared with ScorerOptions mean the same."""
+class ModelOptions:
+    """How a backend reaches and runs a model, whether it scores or generates: one record for every backend and
+    role (each backend reads the fields it can use; a pool fills in the server and key of each spec)."""
 
     device: str = "auto"
     """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
     dtype: str = "float32"
-    """Compute dtype of local models."""
+    """Compute dtype of local models; scores are always float32."""
+    batch_size: int = 8
+    """Items (contexts) per forward pass of local scorers."""
     base_url: str | None = None
     """Server of an openai: spec that names none (openai:MODEL@URL wins), e.g. http://127.0.0.1:8000/v1."""
     api_key_env: str = "OPENAI_API_KEY"
@@ -187,7 +172,7 @@ class GeneratorOptions:
     max_retries: int = 5
     """Retries of one server request after 429, 5xx, timeouts and dropped connections."""
     json_mode: str = "auto"
-    """How server backends ask for JSON: 'auto', 'json_schema', 'json_object' or 'none'
+    """How server generators ask for JSON: 'auto', 'json_schema', 'json_object' or 'none'
     (see crossknow.models.openai_generator)."""
     fold_system: bool | Literal["auto"] = "auto"
     """Join system messages into the first user message, for servers whose chat template drops

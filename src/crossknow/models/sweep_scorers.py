@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from crossknow.models.protocol import Scorer
-from crossknow.models.registry import ScorerOptions, load_scorer
+from crossknow.models.registry import ModelOptions, load_scorer
 
 
 class SweepScorers:
     """Hands out the scorer of each checkpoint spec in turn (`scorer_for`), reusing what it can."""
 
-    def __init__(self, specs: Sequence[str], options: ScorerOptions, reuse: bool = True):
+    def __init__(self, specs: Sequence[str], options: ModelOptions, reuse: bool = True):
         self.specs = list(specs)
         self.options = options
         self.reuse = reuse

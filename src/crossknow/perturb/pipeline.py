@@ -21,7 +21,7 @@ from crossknow.data.sequence_variants import (
     variant_label,
 )
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, MakeGenerator, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, MakeGenerator, ModelOptions, Role
 from crossknow.generation.structured import CostMeter, prompt_format_of
 from crossknow.models.generator import Generator
 from crossknow.models.registry import load_generator
@@ -191,7 +191,7 @@ def run_perturb(
     sources = [Source(doc, model) for doc in sampled]
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
-    pool = ClientPool(ModelSettings(concurrency=config.concurrency, timeout_s=config.timeout_s),
+    pool = ClientPool(ModelOptions(concurrency=config.concurrency, timeout_s=config.timeout_s),
                       Path(config.cache) if config.cache else None, run_dir=Path(out), make_generator=make_generator)
     generator = _rewrite_generator(config, pool) if styles else None
     with RunDir(out) as run:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from crossknow.data.jsonl import write_invalid
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, ModelOptions, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.eval_records import (
@@ -51,7 +51,7 @@ def simulator_role(config: PitfallsEvalConfig) -> Role:
 def simulator_pool(config: PitfallsEvalConfig, run_dir: Path | None = None) -> ClientPool:
     """A pool of the models of `config`: its device, dtype, batch size, concurrency, timeout, cache and prices;
     it records them in `run_dir`."""
-    settings = ModelSettings(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+    settings = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                              concurrency=config.concurrency, timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)

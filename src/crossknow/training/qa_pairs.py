@@ -16,7 +16,7 @@ from typing import Any, get_args
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.generation.clients import ClientPool, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, ModelOptions, Role
 from crossknow.generation.structured import (
     StructuredClient,
     StructuredOutcome,
@@ -235,7 +235,7 @@ def qa_spec(config: TrainConfig) -> str:
 def qa_pool(config: TrainConfig, run_dir: Path | None = None) -> ClientPool:
     """The pool the question-answer generator comes from: --device, --qa-concurrency, --qa-timeout and the request
     cache (`config.qa_cache`, else the user's cache directory); it records the generator in `run_dir`."""
-    settings = ModelSettings(device=config.device, concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
+    settings = ModelOptions(device=config.device, concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
     return ClientPool(settings, Path(config.qa_cache) if config.qa_cache else None, run_dir=run_dir)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from crossknow.models.backends.local import local_scorer
 from crossknow.models.generator import Generator
-from crossknow.models.specs import GeneratorOptions, ModelSpec, gguf_file, register_backend
+from crossknow.models.specs import ModelOptions, ModelSpec, gguf_file, register_backend
 
 
-def llamacpp_generator(parsed: ModelSpec, options: GeneratorOptions) -> Generator:
+def llamacpp_generator(parsed: ModelSpec, options: ModelOptions) -> Generator:
     """The llama.cpp generator of a `llamacpp:FILE` spec (`default`: the embedded model's GGUF file)."""
     from crossknow.models.llamacpp_generator import LlamaCppGenerator, llamacpp_version
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from crossknow.models import specs
 from crossknow.models.generator import Generator
 from crossknow.models.protocol import Scorer
-from crossknow.models.specs import GeneratorOptions, ModelSpec, ScorerOptions, register_backend
+from crossknow.models.specs import ModelOptions, ModelSpec, register_backend
 
 
-def local_scorer(parsed: ModelSpec, options: ScorerOptions) -> Scorer:
+def local_scorer(parsed: ModelSpec, options: ModelOptions) -> Scorer:
     """The transformers scorer of a local spec, after the device is checked (before any conversion or load)."""
     from crossknow.models.device import resolve_device
     from crossknow.models.hf_scorer import HFScorer
@@ -21,7 +21,7 @@ def local_scorer(parsed: ModelSpec, options: ScorerOptions) -> Scorer:
                     device=options.device, dtype=options.dtype, batch_size=options.batch_size)
 
 
-def local_generator(parsed: ModelSpec, options: GeneratorOptions) -> Generator:
+def local_generator(parsed: ModelSpec, options: ModelOptions) -> Generator:
     """The transformers generator of a local spec."""
     from crossknow.models.hf_generator import HFGenerator
 

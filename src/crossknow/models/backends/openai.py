@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crossknow.models.generator import Generator
 from crossknow.models.protocol import Scorer
-from crossknow.models.specs import GeneratorOptions, ModelSpec, ScorerOptions, register_backend
+from crossknow.models.specs import ModelOptions, ModelSpec, register_backend
 
 
 @register_backend("openai", rank=4, server=True, usage="openai:MODEL[@URL]",
@@ -14,14 +14,15 @@ class OpenAI:
     """`openai:MODEL[@URL]`: a server's /v1/completions (scores) and /v1/chat/completions (generation)."""
 
     @staticmethod
-    def scorer(parsed: ModelSpec, options: ScorerOptions) -> Scorer:
+    def scorer(parsed: ModelSpec, options: ModelOptions) -> Scorer:
         from crossknow.models.openai_scorer import OpenAIScorer
 
         return OpenAIScorer(parsed.model.partition(":")[2], base_url=parsed.base_url,
-                            api_key_env=options.api_key_env, concurrency=options.concurrency)
+                            api_key_env=options.api_key_env, concurrency=options.concurrency,
+                            timeout_s=options.timeout_s, max_retries=options.max_retries)
 
     @staticmethod
-    def generator(parsed: ModelSpec, options: GeneratorOptions) -> Generator:
+    def generator(parsed: ModelSpec, options: ModelOptions) -> Generator:
         from crossknow.models.openai_generator import OpenAIGenerator
 
         return OpenAIGenerator(

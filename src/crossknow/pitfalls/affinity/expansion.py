@@ -19,7 +19,7 @@ from crossknow.data.jsonl import write_invalid, write_jsonl
 from crossknow.data.languages import language_name
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, ModelOptions, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.pitfalls.affinity.expansion_records import (
@@ -85,7 +85,7 @@ def proxy_role(config: ExpandConfig) -> Role:
 def expand_pool(config: ExpandConfig, run_dir: Path | None = None) -> ClientPool:
     """The pool the translator comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
     records the translator in `run_dir`."""
-    settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
+    settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
                              timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)

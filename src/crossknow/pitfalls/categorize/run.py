@@ -21,7 +21,7 @@ from crossknow.data.jsonl import iter_json_lines, require, require_strings, writ
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import CrossknowError, InputError
-from crossknow.generation.clients import ClientPool, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, ModelOptions, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.device import DEVICE_HELP, Device
@@ -203,7 +203,7 @@ def classifier_role(config: CategorizeConfig) -> Role:
 def classifier_pool(config: CategorizeConfig, run_dir: Path | None = None) -> ClientPool:
     """The pool the classifier comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
     records the classifier in `run_dir`."""
-    settings = ModelSettings(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
+    settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
                              timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)

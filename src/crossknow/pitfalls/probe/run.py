@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, ModelSettings, Role
+from crossknow.generation.clients import ClientPool, ModelOptions, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.device import DEVICE_HELP, Device
@@ -186,7 +186,7 @@ the spend sums the proxy's and the generative simulators' meters (loss answering
 def probe_pool(config: PitfallsProbeConfig, run_dir: Path | None = None) -> ClientPool:
     """The pool the probe's proxy, simulators and judge come from, over one request cache; it records them in
     `run_dir`."""
-    settings = ModelSettings(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
+    settings = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
                              concurrency=config.concurrency, timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
