@@ -153,3 +153,5 @@ def test_evaluate_sample_prints_the_table(tmp_path):
     # The printed accuracy of the rule's own normalisation (mean_token, bold) is metrics.json's.
     assert rows["all"].split("│")[3].strip() == f"{metrics['accuracy']['mean_token']['all']:.3f}"
     assert (out / "scores.parquet").exists()
+    [ran_in] = json.loads((out / "environment.json").read_text(encoding="utf-8"))  # what computed these numbers
+    assert ran_in["packages"]["torch"] and ran_in["python"] and ran_in["cpu_threads"] >= 1

@@ -13,6 +13,7 @@ import pytest
 from crossknow.pitfalls.finetune.records import PitfallsFinetuneConfig
 from crossknow.pitfalls.finetune.run import run_pitfalls_finetune
 from crossknow.report.pitfalls_finetune_report import write_finetune_report
+from crossknow.store.models_file import read_models
 
 from ..conftest import SHARED_DATA
 
@@ -81,6 +82,11 @@ def test_sft_run_reports_table_2_from_the_two_evaluations_and_resumes(base, tmp_
         assert (row.original, row.enhanced) == pytest.approx((original, enhanced))
         assert row.diff == pytest.approx(enhanced - original)
     assert metrics.rows[0].n_pairs == 5 and metrics.rows[2].n_pairs == 1
+    # each evaluation's pool records the model that scored it: the base model, then the tuned checkpoint
+    base_models, tuned_models = read_models(out / "eval/base/French"), read_models(out / "eval/tuned/French")
+    assert list(base_models) == [f"{model} (scorer)"] and base_models[f"{model} (scorer)"]["model"].startswith(
+        model.partition(":")[0] + ":")
+    assert list(tuned_models) == [f"hf:{checkpoint} (scorer)"]
 
     page = write_finetune_report(out).read_text(encoding="utf-8")
     assert 'id="table-finetune"' in page and 'id="fig-pitfalls_finetune_diff"' in page

@@ -67,7 +67,8 @@ def test_a_second_process_on_the_same_out_fails_at_once_naming_the_holder(tmp_pa
         with pytest.raises(RunDirInUse):
             RunDir(tmp_path / "." / "run").open({"model": "default"}, {})
         # Nothing was written by the refused process.
-        assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".lock", "config.yaml", "inputs.json"]
+        assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".lock", "config.yaml", "environment.json",
+                                                                    "inputs.json"]
     finally:
         holder.kill()
         holder.wait()

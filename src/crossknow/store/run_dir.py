@@ -1,4 +1,5 @@
-"""A run directory: the resolved config, the inputs' hashes, and resumable stage outputs.
+"""A run directory: the resolved config, the inputs' hashes, the environments it ran in, and resumable stage
+outputs.
 
 Stage outputs are append-only Parquet shards, each written atomically before the manifest (`store.manifest`), the only
 source of truth, names it: a run killed at any point (kill -9 included) resumes without losing or duplicating
@@ -20,6 +21,7 @@ import yaml
 
 from crossknow.errors import CrossknowError
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries
+from crossknow.store.environment import record_environment
 from crossknow.store.manifest import Manifest
 from crossknow.store.run_lock import RunLock
 
@@ -102,7 +104,7 @@ class RunDir:
         growable: Iterable[str] = (),
     ) -> None:
         """Lock the directory, then record `config` and the inputs' hashes, or check them against a run
-        already here.
+        already here, and this process's environment (`store.environment`).
 
         Another process holding the directory fails at once (`RunDirInUse`, naming its pid); the
         temporary files of a killed writer are removed. Keys in `volatile` (settings that cannot change
@@ -123,6 +125,7 @@ class RunDir:
         try:
             remove_stale_temporaries(self.path)
             self._record_or_check(config, inputs, set(volatile), has_results, set(paths), set(growable))
+            record_environment(self.path)
         except BaseException:
             self.close()
             raise
