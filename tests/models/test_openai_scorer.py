@@ -46,9 +46,9 @@ REFERENCE_PAIRS = [
     ("The capital of France is ", "Paris"),  # trailing space moves into the continuation
     ("日本の首都は", "東京です"),  # Japanese, no spaces, several tokens
     ("Water boils at", " 100 degrees"),  # multi-token continuation (digits are split)
-    ("Question: What colour is the sky?\nAnswer:", " Blue"),  # the newline stays in the context
-    ("富士山は日本で一番", "高い山です"),
+    ("Q: Sky colour?\nA:", " Blue"),  # the newline stays in the context
 ]
+"""Each echoed token costs about 0.7 s on 2 AMD cores: four short pairs, one per case."""
 
 
 def score_isolated(scorer: OpenAIScorer, pairs: Sequence[tuple[str, str]]) -> list[ScoreResult]:
