@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -144,11 +145,11 @@ def recorded(monkeypatch, tmp_path):
 
     def scorer(spec, options):
         seen["scorers"].append((spec, options.base_url, options.api_key_env))
-        return object()
+        return SimpleNamespace(name="stand-in", model_id=spec)  # replaced by FooledByHints before it scores
 
     build_simulators = probe_run.build_simulators
-    monkeypatch.setattr(probe_run, "probe_pool", lambda config: ClientPool(
-        cache_path=tmp_path / "requests.sqlite", make_generator=generator, make_scorer=scorer))
+    monkeypatch.setattr(probe_run, "probe_pool", lambda config, run_dir: ClientPool(
+        cache_path=tmp_path / "requests.sqlite", run_dir=run_dir, make_generator=generator, make_scorer=scorer))
     monkeypatch.setattr(probe_run, "build_simulators", lambda config, pool: (
         build_simulators(config, pool), [FooledByHints("sim-a"), FooledByHints("sim-b")])[1])
     return seen

@@ -1,10 +1,11 @@
-"""The GGUF conversion's one read: transformers' three metadata reads of a file become one, its weights read is
-passed through, and both library functions are restored afterwards. (The conversion itself runs in every model
-test's first use of `default`, whose numbers the suite checks against llama.cpp and lm-eval.)"""
+"""The GGUF conversion's one read: transformers' three metadata reads of a file become one, made from memory, its
+weights read is passed through, and the library functions are restored afterwards. (The conversion itself runs in
+every model test's first use of `default`, whose numbers the suite checks against llama.cpp and lm-eval.)"""
 
 from __future__ import annotations
 
 import gguf
+import numpy as np
 import pytest
 from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
@@ -29,3 +30,18 @@ def test_metadata_is_parsed_once_per_file_and_each_caller_gets_its_own_copy(monk
     assert calls == [("a.gguf", False), ("a.gguf", True), ("b.gguf", False)]
     assert second["config"]["model_type"] == "gemma3" and weights["tensors"] == {"w": 1} and other["tensors"] == {}
     assert gguf_utils.load_gguf_checkpoint is load and gguf.GGUFReader is original_reader
+
+
+def test_the_reader_reads_the_file_into_memory_and_numpy_is_its_own_again_after(tmp_path):
+    from gguf import gguf_reader
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(bytes(range(256)) * 4)
+    with _one_gguf_read():
+        read = gguf_reader.np.memmap(path, mode="r")
+        assert type(read) is np.ndarray and read.tobytes() == path.read_bytes()
+        assert gguf_reader.np.uint32 is np.uint32  # the rest is numpy's
+        writable = gguf_reader.np.memmap(path, mode="r+")
+        assert isinstance(writable, np.memmap)  # only a read-only map is read into memory
+        del writable
+    assert gguf_reader.np is np

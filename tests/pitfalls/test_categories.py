@@ -281,8 +281,8 @@ def test_the_command_prints_table4_and_writes_the_report(tmp_path, monkeypatch):
     generator = ScriptedClassifier()
     real_pool = categorize_run.classifier_pool
 
-    def scripted_pool(config):  # the command's own pool, holding the scripted classifier under its spec
-        pool = real_pool(config)
+    def scripted_pool(config, run_dir):  # the command's own pool, holding the scripted classifier under its spec
+        pool = real_pool(config, run_dir)
         pool.adopt(config.classifier, generator)
         return pool
 

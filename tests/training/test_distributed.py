@@ -127,8 +127,8 @@ def test_torchrun_on_2_processes_trains_as_one_process_with_the_global_batch(tmp
         names = {p.name for p in (out / "checkpoints" / f"checkpoint-{step}").iterdir()}
         assert names == CHECKPOINT_FILES, (step, names)
     assert {p.name for p in out.iterdir() if not p.name.startswith(".")} == {  # .lock: the run lock
-        "config.yaml", "inputs.json", "train_data.jsonl", "checkpoints", "train_log.jsonl", "train_log.parquet",
-        SUMMARY_FILE,
+        "config.yaml", "inputs.json", "environment.json", "train_data.jsonl", "checkpoints", "train_log.jsonl",
+        "train_log.parquet", SUMMARY_FILE,
     }
     summary = TrainSummary.model_validate_json((out / SUMMARY_FILE).read_text(encoding="utf-8"))
     assert summary.model_dump(exclude={"seconds"}) == reference.model_dump(exclude={"seconds"})

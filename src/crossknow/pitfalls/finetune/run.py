@@ -61,7 +61,7 @@ def evaluation_files(config: PitfallsFinetuneConfig) -> list[tuple[str, Path]]:
 
 class _Simulators(SimulatorFactory):
     """The evaluations' simulators, from one pool: a model is loaded once for all evaluations (each evaluation
-    counts only what it sent, `run_pitfalls_eval`)."""
+    counts only what it sent, `run_pitfalls_eval`), and the fine-tuning run's models.json records each."""
 
     def release(self) -> None:
         """Free the loaded models' memory (before training)."""
@@ -141,7 +141,7 @@ def run_pitfalls_finetune(config: PitfallsFinetuneConfig, out: Path,
     pair_files = [_usable_pairs(path, config.limit if index == 0 else config.eval_limit)
                   for index, (_, path) in enumerate(files)]
     pair_file = pair_files[0]
-    simulators = _Simulators(_eval_config(config, files[0][1], config.model, config.limit))
+    simulators = _Simulators(_eval_config(config, files[0][1], config.model, config.limit), run_dir=out)
     finished: list[PitfallsEvalMetrics] = []
 
     def evaluate(stage: str, spec: str, key: str, path: Path) -> PitfallsEvalMetrics:
