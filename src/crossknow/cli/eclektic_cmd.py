@@ -148,7 +148,8 @@ def build(
 
     role = build_role(config, base_url, api_key_env)
     role.parse(model)
-    pool = ClientPool(ModelOptions(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None)
+    pool = ClientPool(ModelOptions(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None,
+                      run_dir=out)
     try:
         with stage_bars(errors) as update:
             result = build_set(config, lambda: pool.client(model, role), out, on_progress=update)
