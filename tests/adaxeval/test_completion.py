@@ -213,7 +213,7 @@ def test_generate_with_the_embedded_base_model_keeps_only_grounded_items(tmp_pat
     config = GenerateConfig(corpus=str(corpus), detectors=["default"], writer="default", docs=4, threshold=0.2,
                             max_tokens=128, cache=str(tmp_path / "cache.sqlite"), quality_filter=False)
     summary = run_generate(config, tmp_path / "run")
-    assert summary.models["default"].endswith("#completion")
+    assert summary.models["default"]["prompt_format"] == "completion"
     items = [json.loads(line) for path in (tmp_path / "run/dataset").glob("*/*.jsonl")  # en/, ja/: the item sets
              for line in path.read_text(encoding="utf-8").splitlines()]
     assert {item["lang"] for item in items} == {"en", "ja"}, "the writer's stages made no item in a language"

@@ -40,7 +40,7 @@ class Clients:
         self.config = config
         self.run_dir = run_dir
         settings = ModelOptions(concurrency=config.concurrency, timeout_s=config.timeout_s,
-                                 json_mode=config.json_mode, fold_system=FOLD_SYSTEM[config.fold_system])
+                                json_mode=config.json_mode, fold_system=FOLD_SYSTEM[config.fold_system])
         self.pool = ClientPool(settings, cache_path, PriceTable.load(config.prices) if config.prices else None,
                                run_dir=run_dir, make_generator=make_generator)
         self.pool.record_spend(SpendLedger(run_dir))  # the whole run's spend, over its invocations

@@ -44,9 +44,8 @@ class RunModels:
     def __init__(self, config: EclekticConfig, run_dir: Path, make_generator: MakeGenerator = load_generator,
                  make_scorer: MakeScorer = load_scorer):
         self.config = config
-        self.run_dir = run_dir
         settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
-                                 timeout_s=config.timeout_s)
+                                timeout_s=config.timeout_s)
         self.pool = ClientPool(settings, Path(config.cache) if config.cache else None,
                                PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir,
                                make_generator=make_generator, make_scorer=make_scorer)

@@ -52,7 +52,7 @@ def simulator_pool(config: PitfallsEvalConfig, run_dir: Path | None = None) -> C
     """A pool of the models of `config`: its device, dtype, batch size, concurrency, timeout, cache and prices;
     it records them in `run_dir`."""
     settings = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                             concurrency=config.concurrency, timeout_s=config.timeout_s)
+                            concurrency=config.concurrency, timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 

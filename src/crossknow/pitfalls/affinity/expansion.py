@@ -86,7 +86,7 @@ def expand_pool(config: ExpandConfig, run_dir: Path | None = None) -> ClientPool
     """The pool the translator comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
     records the translator in `run_dir`."""
     settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
-                             timeout_s=config.timeout_s)
+                            timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 

@@ -187,7 +187,7 @@ def probe_pool(config: PitfallsProbeConfig, run_dir: Path | None = None) -> Clie
     """The pool the probe's proxy, simulators and judge come from, over one request cache; it records them in
     `run_dir`."""
     settings = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                             concurrency=config.concurrency, timeout_s=config.timeout_s)
+                            concurrency=config.concurrency, timeout_s=config.timeout_s)
     return ClientPool(settings, Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
