@@ -134,11 +134,11 @@ def _convert(gguf_file: Path, out_dir: Path) -> None:
 
 @contextmanager
 def _one_gguf_read() -> Iterator[None]:
-    """Read and parse each GGUF file once, from memory, while it converts. transformers reads the file three times
-    (config, weights, tokenizer) and parses its metadata each time, and gguf-py's reader walks a 262k-word
-    vocabulary element by element, which costs three times as much on a memory map as on an array (20 s against
-    6 s a read on 2 cores). Should transformers stop calling `gguf.GGUFReader` or `load_gguf_checkpoint`, or gguf-py
-    stop calling `np.memmap`, this changes nothing but the speed."""
+    """Read and parse each GGUF file once, from memory, while it converts: transformers reads the file three times
+    (config, weights, tokenizer) and parses its metadata each time, and gguf-py's reader walks the vocabulary
+    element by element, much slower on a memory map than on an array. Should transformers stop calling
+    `gguf.GGUFReader` or `load_gguf_checkpoint`, or gguf-py stop calling `np.memmap`, this changes nothing but the
+    speed."""
     import gguf
     from gguf import gguf_reader
     from transformers import modeling_gguf_pytorch_utils as gguf_utils

@@ -14,6 +14,7 @@ import os
 import platform
 import subprocess
 from datetime import UTC, datetime
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,10 @@ _SOURCE = Path(__file__).resolve().parents[1]
 """crossknow's package directory (src/crossknow in a checkout)."""
 
 
+@cache
 def current_environment() -> dict[str, Any]:
-    """This process's environment, as environment.json records it (without the time it was first seen)."""
+    """This process's environment, as environment.json records it (without the time it was first seen); read once
+    per process, which may open many run directories."""
     return {
         "packages": {name: _version(name) for name in PACKAGES},
         "git_commit": _git_commit(),
