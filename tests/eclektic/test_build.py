@@ -289,9 +289,9 @@ def test_popular_pages_need_views(tmp_path):
 
 
 def test_the_paper_takes_100_articles_per_language_for_the_main_set_and_200_for_popular_pages():
-    assert BuildConfig(documents="d.jsonl").per_language == 100
-    assert BuildConfig(documents="d.jsonl", selection="popular").per_language == 200
-    assert BuildConfig(documents="d.jsonl", selection="popular", per_language=3).per_language == 3
+    assert BuildConfig(model="writer", documents="d.jsonl").per_language == 100
+    assert BuildConfig(model="writer", documents="d.jsonl", selection="popular").per_language == 200
+    assert BuildConfig(model="writer", documents="d.jsonl", selection="popular", per_language=3).per_language == 3
 
 
 def test_the_context_is_the_first_ten_sentences(tmp_path):
@@ -393,8 +393,8 @@ def build_with(config: BuildConfig, generator, cache: Path, out: Path, prices: P
 
 def scripted_build(tmp_path: Path, out: str = "build", **overrides):
     docs = write_jsonl(tmp_path / "docs.jsonl", collection())
-    config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], per_language=1, seed=7, max_attempts=2,
-                         batch_size=4, **overrides)
+    config = BuildConfig(model="writer", documents=str(docs), languages=["en", "ja", "he"], per_language=1, seed=7,
+                         max_attempts=2, batch_size=4, **overrides)
     generator = Scripted(scripted_reply)
     prices = PriceTable({"m": ModelPrice(prompt=1.0, completion=10.0)})
     seen: list[str] = []
@@ -450,8 +450,8 @@ def test_a_scripted_build_records_invalid_outputs_flags_rows_and_replays_from_th
 
 def test_a_popular_pages_build_translates_only_into_the_languages_that_lack_the_article(tmp_path):
     docs = write_jsonl(tmp_path / "docs.jsonl", popular_collection())
-    config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], selection="popular", per_language=1,
-                         max_attempts=1, batch_size=4)
+    config = BuildConfig(model="writer", documents=str(docs), languages=["en", "ja", "he"], selection="popular",
+                         per_language=1, max_attempts=1, batch_size=4)
     result = build_with(config, Scripted(scripted_reply), tmp_path / "cache.sqlite", tmp_path / "b")
     # p_en1 (most viewed of en lacking a language) lacks he; p_ja1 lacks he; p_he2's generation is invalid
     assert {q.q_id: sorted(q.translations) for q in result.questions} == {"p_en1": ["he"], "p_ja1": ["he"]}
@@ -487,9 +487,9 @@ def test_a_build_keeps_an_edited_sheet_and_refuses_another_config(tmp_path):
 
 def test_the_config_refuses_languages_outside_the_format():
     with pytest.raises(ValueError, match="columns for"):
-        BuildConfig(documents="d.jsonl", languages=["en", "sw"])
+        BuildConfig(model="writer", documents="d.jsonl", languages=["en", "sw"])
     with pytest.raises(ValueError, match="at least two"):
-        BuildConfig(documents="d.jsonl", languages=["en"])
+        BuildConfig(model="writer", documents="d.jsonl", languages=["en"])
 
 
 # ---- the review sheet ------------------------------------------------------------------------------------
@@ -662,7 +662,7 @@ def test_a_real_build_against_the_llama_server(llama_chat_server, tmp_path):
                           "寺の名前は境内に湧く清水に由来する。" * 3),
     ])
     assert all(len(d.text) >= 200 for _, d in read_documents(docs))  # both pass the paper's length filter
-    config = BuildConfig(documents=str(docs), languages=["en", "ja"], per_language=1, n_sentences=2,
+    config = BuildConfig(model="writer", documents=str(docs), languages=["en", "ja"], per_language=1, n_sentences=2,
                          max_attempts=2, max_tokens=32)
     generator = FirstQuestionScripted(OpenAIGenerator("gemma-3-270m", llama_chat_server, concurrency=2))
     result = build_with(config, generator, tmp_path / "cache.sqlite", tmp_path / "build")

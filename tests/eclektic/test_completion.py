@@ -229,7 +229,8 @@ def test_a_base_model_builds_by_fields(tmp_path):
 
     generator = Scripted(reply, prompt_format="completion")
     docs = write_jsonl(tmp_path / "docs.jsonl", collection())
-    config = BuildConfig(documents=str(docs), languages=["en", "ja", "he"], per_language=1, seed=7, max_attempts=1)
+    config = BuildConfig(model="writer", documents=str(docs), languages=["en", "ja", "he"], per_language=1, seed=7,
+                         max_attempts=1)
     result = build_with(config, generator, tmp_path / "cache.sqlite", tmp_path / "build")
     assert all(r.prompt is not None and r.stop == ("\n",) for r in generator.requests)
     assert result.summary.questions == 3 and result.summary.invalid == {"generate": 0, "translate": 0,

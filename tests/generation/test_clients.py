@@ -11,6 +11,7 @@ import pytest
 
 from crossknow.errors import CrossknowError
 from crossknow.generation.clients import ClientPool, Role
+from crossknow.models.access import ModelAccess
 
 
 class Made:
@@ -40,7 +41,7 @@ def made_pool(tmp_path):
 
 def test_two_roles_with_different_temperatures_get_two_clients_over_one_generator(made_pool):
     made, pool = made_pool
-    role = Role(base_url="http://127.0.0.1:9/v1", temperature=0.7)
+    role = Role(access=ModelAccess(base_url="http://127.0.0.1:9/v1"), temperature=0.7)
     perturbing, translating = pool.client("openai:m", role), pool.client("openai:m", replace(role, temperature=0.0))
     assert perturbing is not translating and perturbing.generator is translating.generator
     assert (perturbing.temperature, translating.temperature) == (0.7, 0.0)
@@ -50,7 +51,7 @@ def test_two_roles_with_different_temperatures_get_two_clients_over_one_generato
 def test_the_same_settings_share_one_client_whichever_way_the_server_is_written(made_pool):
     made, pool = made_pool
     judge = Role(server_flag="--judge-base-url", max_tokens=16)
-    generator = Role(base_url="http://127.0.0.1:9/v1", max_tokens=16)
+    generator = Role(access=ModelAccess(base_url="http://127.0.0.1:9/v1"), max_tokens=16)
     client = pool.client("openai:m@http://127.0.0.1:9/v1", judge)
     assert pool.client("openai:m", generator) is client  # the same server, key and settings: one client
     assert pool.meter() == client.meter and len(pool.clients()) == 1
@@ -59,10 +60,11 @@ def test_the_same_settings_share_one_client_whichever_way_the_server_is_written(
 
 def test_each_setting_server_and_key_variable_parts_the_clients(made_pool):
     made, pool = made_pool
-    role = Role(base_url="http://127.0.0.1:9/v1")
+    role = Role(access=ModelAccess(base_url="http://127.0.0.1:9/v1"))
     clients = {pool.client("openai:m", variant) for variant in (
         role, replace(role, seed=1), replace(role, max_tokens=7), replace(role, max_attempts=1),
-        replace(role, api_key_env="OTHER_KEY"), replace(role, base_url="http://127.0.0.1:8/v1"))}
+        replace(role, access=ModelAccess(base_url="http://127.0.0.1:9/v1", api_key_env="OTHER_KEY")),
+        replace(role, access=ModelAccess(base_url="http://127.0.0.1:8/v1")))}
     assert len(clients) == 6
     assert [(url, key) for _, url, key in made.generators] == [
         ("http://127.0.0.1:9/v1", "OPENAI_API_KEY"), ("http://127.0.0.1:9/v1", "OTHER_KEY"),
@@ -71,12 +73,26 @@ def test_each_setting_server_and_key_variable_parts_the_clients(made_pool):
 
 def test_a_local_model_is_loaded_once_for_every_role_and_scores_with_the_same_weights(made_pool):
     made, pool = made_pool
-    answering = pool.client("default", Role(temperature=0.9, api_key_env="MODEL_KEY"))
-    judging = pool.client("default", Role(api_key_env="JUDGE_KEY", server_flag="--judge-base-url"))
+    answering = pool.client("default", Role(access=ModelAccess(api_key_env="MODEL_KEY"), temperature=0.9))
+    judging = pool.client("default", Role(access=ModelAccess(api_key_env="JUDGE_KEY"), server_flag="--judge-base-url"))
     assert answering is not judging and answering.generator is judging.generator
     assert pool.scorer("default", Role()).name == "shared" and made.scorers == []
     assert pool.scorer("hf:org/m", Role()).name == "own" and made.scorers == [("hf:org/m", None, "OPENAI_API_KEY")]
     assert made.generators == [("default", None, "MODEL_KEY")]
+
+
+def test_each_role_reaches_its_models_with_its_own_access_settings(tmp_path):
+    built = []
+    pool = ClientPool(cache_path=tmp_path / "requests.sqlite", batch_size=4,
+                      make_generator=lambda spec, options: built.append(options) or SimpleNamespace(
+                          name="made", model_id=spec))
+    on_gpu = Role(access=ModelAccess(device="cuda:1", dtype="bfloat16", timeout_s=9.0, concurrency=2))
+    pool.client("default", on_gpu)
+    pool.client("default", Role())  # another device: the model loads again
+    pool.client("default", replace(on_gpu, temperature=0.5))  # the same device: the same model
+    assert [(o.device, o.dtype, o.timeout_s, o.concurrency, o.batch_size) for o in built] == [
+        ("cuda:1", "bfloat16", 9.0, 2, 4), ("auto", "float32", 300.0, 8, 4)]
+    pool.close()
 
 
 def test_a_spec_without_a_server_fails_before_anything_is_built(made_pool):
@@ -140,7 +156,7 @@ def test_a_pool_with_a_run_directory_records_each_model_once_under_its_spec_with
     made = Made()
     pool = ClientPool(cache_path=tmp_path / "requests.sqlite", run_dir=tmp_path, make_generator=made.generator,
                       make_scorer=made.scorer)
-    role = Role(base_url="http://127.0.0.1:9/v1")
+    role = Role(access=ModelAccess(base_url="http://127.0.0.1:9/v1"))
     pool.client("openai:m", role)
     pool.client("openai:m", replace(role, temperature=0.5))  # another client of the same model: no second entry
     pool.client("openai:m@http://127.0.0.1:8/v1", role)

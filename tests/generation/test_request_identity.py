@@ -70,7 +70,7 @@ def test_detectors_of_one_model_on_three_servers_are_three_voters(tmp_path):
     config = GenerateConfig(corpus="c.jsonl", detectors=[f"openai:{MODEL}@{url}" for url in urls], writer="default",
                             fold_system="no")
     clients = Clients(config, tmp_path, tmp_path / "cache.sqlite", load_generator)
-    generators = [clients.get(spec).generator for spec in config.detectors]
+    generators = [clients.get(spec).generator for spec in config.detectors.specs]
     clients.close()
     assert [g.base_url for g in generators] == urls and {g.model_id for g in generators} == {MODEL}
     assert len({_key(g) for g in generators}) == 3

@@ -283,7 +283,7 @@ def test_the_command_prints_table4_and_writes_the_report(tmp_path, monkeypatch):
 
     def scripted_pool(config, run_dir):  # the command's own pool, holding the scripted classifier under its spec
         pool = real_pool(config, run_dir)
-        pool.adopt(config.classifier, generator)
+        pool.adopt(config.classifier.spec, generator)
         return pool
 
     monkeypatch.setattr(categorize_run, "classifier_pool", scripted_pool)
@@ -304,7 +304,7 @@ def test_the_command_prints_table4_and_writes_the_report(tmp_path, monkeypatch):
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0 and "0 calls, 0 cached" in again.output and len(generator.requests) == 8
     bad = CliRunner().invoke(app, [*args[:-2], "--classifier", "openai:y", "--out", str(out)])
-    assert bad.exit_code != 0 and "classifier: 'openai:x' -> 'openai:y'" in str(bad.exception)
+    assert bad.exit_code != 0 and "classifier.spec: 'openai:x' -> 'openai:y'" in str(bad.exception)
 
 
 # ---- real models --------------------------------------------------------------------------------------------------

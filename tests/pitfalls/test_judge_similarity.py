@@ -187,6 +187,6 @@ def test_the_probes_default_semantic_check_is_the_proxy_as_llm_judge(tmp_path):
 
 def test_a_judge_model_belongs_to_the_llm_check_only():
     base = dict(recipe="np", sources=["x.json"], n=1, proxy="default", simulators=["default"])
-    assert PitfallsProbeConfig(**base, judge="openai:judge").judge == "openai:judge"
+    assert PitfallsProbeConfig(**base, judge="openai:judge").judge.spec == "openai:judge"
     with pytest.raises(ValueError, match="--judge names the model of --similarity llm"):
         PitfallsProbeConfig(**base, similarity="e5", judge="openai:judge")

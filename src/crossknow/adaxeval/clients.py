@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from crossknow.adaxeval.records import GenerateConfig
-from crossknow.generation.clients import ClientPool, MakeGenerator, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, MakeGenerator, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.store.models_file import ModelEntry, read_models
@@ -23,13 +23,14 @@ FOLD_SYSTEM = {"auto": "auto", "yes": True, "no": False}
 
 
 def generator_role(config: GenerateConfig, spec: str) -> Role:
-    """The role of every generator of a run (detectors, writer, LLM NER): --base-url, --api-key-env and the
-    run's sampling settings; a spec that names its own server takes the deprecated --server-api-key-env's key
-    where that is given."""
-    role = Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
-                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
-    if config.server_api_key_env and role.parse(spec).base_url != config.base_url:
-        return replace(role, api_key_env=config.server_api_key_env)
+    """The role of a generator of the run: the writer's access settings (those of the detectors for a detector's
+    spec) and the run's sampling settings; a spec that names its own server takes the deprecated
+    --server-api-key-env's key where that is given."""
+    access = config.detectors if spec in config.detectors.specs and spec != config.writer.spec else config.writer
+    role = Role(access=access, temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens,
+                max_attempts=config.max_attempts)
+    if config.server_api_key_env and role.parse(spec).base_url != access.base_url:
+        return replace(role, access=access.model_copy(update={"api_key_env": config.server_api_key_env}))
     return role
 
 
@@ -39,10 +40,9 @@ class Clients:
     def __init__(self, config: GenerateConfig, run_dir: Path, cache_path: Path, make_generator: MakeGenerator):
         self.config = config
         self.run_dir = run_dir
-        settings = ModelOptions(concurrency=config.concurrency, timeout_s=config.timeout_s,
-                                json_mode=config.json_mode, fold_system=FOLD_SYSTEM[config.fold_system])
-        self.pool = ClientPool(settings, cache_path, PriceTable.load(config.prices) if config.prices else None,
-                               run_dir=run_dir, make_generator=make_generator)
+        self.pool = ClientPool(cache_path, PriceTable.load(config.prices) if config.prices else None,
+                               run_dir=run_dir, json_mode=config.json_mode,
+                               fold_system=FOLD_SYSTEM[config.fold_system], make_generator=make_generator)
         self.pool.record_spend(SpendLedger(run_dir))  # the whole run's spend, over its invocations
 
     def get(self, spec: str) -> StructuredClient:

@@ -63,7 +63,7 @@ def resolve_config(config: GenerateConfig, prompts: PromptTable) -> dict:
     unknown = sorted(set(config.ner) - set(config.langs))
     if unknown:
         raise CrossknowError(f"--ner names languages not in --langs: {', '.join(unknown)}")
-    threshold = config.threshold if config.threshold is not None else default_threshold(len(config.detectors))
+    threshold = config.threshold if config.threshold is not None else default_threshold(len(config.detectors.specs))
     return config.model_dump() | {
         "threshold": round(threshold, 6),
         "ner": {lang: config.ner.get(lang, "heuristic") for lang in config.langs},
@@ -130,7 +130,7 @@ class _Run:
 
     def writer(self) -> tuple:
         """(spec, client) of the writer, the model of every stage after 'facts'; its client is built on first use."""
-        return (self.config.writer, self.clients.get(self.config.writer))
+        return (self.config.writer.spec, self.clients.get(self.config.writer.spec))
 
     def model_stage(
         self, store: StageStore, inputs: Sequence[tuple[str, object]], process: Callable[[list], list]
@@ -195,7 +195,8 @@ def _open_run(
     clients = Clients(config, out, cache_path, make_generator)
     backends = _local_ner_backends(resolved, clients, prompts)
     run_dir = RunDir(out)
-    run_dir.open(resolved, {str(corpus_path): file_sha256(corpus_path)}, volatile=volatile_keys(type(config)))
+    run_dir.open(resolved, {str(corpus_path): file_sha256(corpus_path)}, volatile=volatile_keys(type(config)),
+                 upgrade=type(config).upgrade)
     position = {doc.id: k for k, doc in enumerate(documents)}
     return _Run(config, out, resolved, prompts, pairs, position, clients, backends, run_dir, on_progress)
 
@@ -205,7 +206,7 @@ def _check_models(config: GenerateConfig, resolved: dict, prompts: PromptTable) 
     llm_ner = [spec.removeprefix("llm:") for spec in resolved["ner"].values() if spec.startswith("llm:")]
     if llm_ner:
         prompts.check(config.langs, NER_TASKS)
-    for spec in dict.fromkeys([*config.detectors, config.writer, *llm_ner]):
+    for spec in dict.fromkeys([*config.detectors.specs, config.writer.spec, *llm_ner]):
         generator_role(config, spec).parse(spec)
 
 
@@ -281,7 +282,7 @@ def _facts(run: _Run, candidates: list[SentenceRecord]) -> StageStore:
 
     def facts_for(chunk: list[SentenceRecord]) -> list:
         nonlocal detectors
-        detectors = detectors or [(spec, run.clients.get(spec)) for spec in config.detectors]
+        detectors = detectors or [(spec, run.clients.get(spec)) for spec in config.detectors.specs]
         return fact_rows(chunk, detectors, run.prompts, rule, config.fact_order, config.calibrate_yes)
 
     facts = run.store("facts", FactRecord)

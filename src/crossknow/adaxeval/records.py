@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.models.access import ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 Status = Literal["kept", "dropped", "invalid"]
@@ -29,19 +30,21 @@ RejectCode = Literal[
 its code, 'code: why'; the summary counts rejections by code."""
 
 
-class GenerateConfig(Record):
+class GenerateConfig(RoleConfig):
     """Everything that decides a generation run's output (config.yaml holds it, resolved)."""
+
+    ROLES = (RoleKeys("detectors"), RoleKeys("writer"))
+    SHARED = ("base_url", "api_key_env", "concurrency", "timeout_s")
 
     corpus: str = Field(description="Corpus file: JSONL documents (id, lang, text, metadata.pair_id).")
     langs: list[str] = Field(
         default_factory=lambda: ["en", "ja"], min_length=2, max_length=2, description="The two languages of the pairs."
     )
-    detectors: list[str] = Field(
-        min_length=1,
+    detectors: ModelsRole = Field(
         description="Generator specs of the fact detectors (the paper: three); an openai: spec may name its own "
         "server as openai:MODEL@URL.",
     )
-    writer: str = Field(
+    writer: ModelRole = Field(
         description="Generator spec that writes clozes, paraphrases and distractors and judges quality (the paper: "
         "GPT-4.1)."
     )
@@ -100,14 +103,6 @@ class GenerateConfig(Record):
         "llama-cpp-python server (asked at /v1/models), 'yes' always, 'no' never.",
     )
     prompts: str | None = Field(default=None, description="Directory of extra or replacing prompt files (LANG.yaml).")
-    base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of the openai: specs that name none "
-        "(openai:MODEL@URL)."
-    )
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable that holds the API key of the servers, named in "
-        "a spec or by --base-url."
-    )
     server_api_key_env: Annotated[str | None, VOLATILE] = Field(
         default=None,
         description="Deprecated: the key variable of the servers named in specs (now --api-key-env, for every "
@@ -121,14 +116,6 @@ class GenerateConfig(Record):
     )
     batch_size: Annotated[int, VOLATILE] = Field(
         default=16, ge=1, description="Inputs per committed shard; does not change the output."
-    )
-    concurrency: Annotated[int, VOLATILE] = Field(
-        default=8, ge=1,
-        description="Requests in flight per server (1 for a llama.cpp server, which answers one at a time); does not "
-        "change the output.",
-    )
-    timeout_s: Annotated[float, VOLATILE] = Field(
-        default=300.0, gt=0, description="Seconds before one server request is retried."
     )
 
     def deprecations(self) -> list[str]:

@@ -82,7 +82,7 @@ def run(config: EclekticConfig, out: Path = typer.Option(..., help=OUT_HELP)) ->
     from crossknow.report.eclektic_runs import rebuild_eclektic_report
 
     outcome = execute(config, out, "scores")
-    console.print(scores_table(config.model, outcome.metrics))
+    console.print(scores_table(config.model.spec, outcome.metrics))
     console.print(f"report: {rebuild_eclektic_report(out)}", highlight=False, soft_wrap=True)
 
 
@@ -129,30 +129,24 @@ def report(
     console.print(str(path), highlight=False, soft_wrap=True)
 
 
-@config_command(eclektic_app, BuildConfig, comma_lists=("languages",))
+@config_command(eclektic_app, BuildConfig, flags={"timeout_s": "--timeout"}, comma_lists=("languages",))
 def build(
     config: BuildConfig,
-    model: str = typer.Option(..., help="Generator spec that writes, translates and back-translates (the paper: "
-                              "Gemini), e.g. openai:gpt-4o@https://api.openai.com/v1."),
     out: Path = typer.Option(..., help="Output directory; run the same command again on it to resume."),
-    base_url: str | None = typer.Option(None, help="Server of an openai: --model that names none (openai:MODEL@URL)."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Environment variable holding the key of --model's server."),
     cache: Path | None = typer.Option(None, help="SQLite request cache (unset: the user's cache directory)."),
     prices: Path | None = typer.Option(None, help="YAML/JSON file of model prices (USD per 1M tokens)."),
-    concurrency: int = typer.Option(8, help="Requests in flight per server; does not change the output."),
 ) -> None:
     """Build an ECLEKTIC-style set from single-language articles; export review.csv for human review."""
     from crossknow.eclektic.build import build_role, build_set
-    from crossknow.generation.clients import ClientPool, ModelOptions
+    from crossknow.generation.clients import ClientPool
     from crossknow.generation.pricing import PriceTable
 
-    role = build_role(config, base_url, api_key_env)
-    role.parse(model)
-    pool = ClientPool(ModelOptions(concurrency=concurrency), cache, PriceTable.load(prices) if prices else None,
-                      run_dir=out)
+    role = build_role(config)
+    role.parse(config.model.spec)
+    pool = ClientPool(cache, PriceTable.load(prices) if prices else None, run_dir=out)
     try:
         with stage_bars(errors) as update:
-            result = build_set(config, lambda: pool.client(model, role), out, on_progress=update)
+            result = build_set(config, lambda: pool.client(config.model.spec, role), out, on_progress=update)
     finally:
         pool.close()
     summary = result.summary

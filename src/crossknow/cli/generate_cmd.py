@@ -83,7 +83,7 @@ def generate(
 
         summary = run_generate(config, out, update)
     console.print(stage_table(summary))
-    if summary.binary_confidence and config.fact_rule != "votes" and len(config.detectors) > 1:
+    if summary.binary_confidence and config.fact_rule != "votes" and len(config.detectors.specs) > 1:
         console.print(
             "every detector confidence was 0 or 1 (no log-probabilities), so the sum rule kept only sentences "
             "that more than 2/3 of the detectors said yes to (with three: all three); --fact-rule votes keeps "

@@ -23,6 +23,7 @@ from pydantic_core import PydanticUndefined
 from rich.markup import escape
 
 from crossknow.errors import CrossknowError
+from crossknow.models.access import ModelAccess, ModelsRole, RoleConfig, role_type, spec_field
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -46,11 +47,11 @@ def describe_validation_error(error: ValidationError, flags: Mapping[str, str] |
         if not location:
             parts.append(entry["msg"])
             continue
-        field = str(location[0])
-        flag = (flags or {}).get(field, flag_of(field))
-        inner = "".join(f"[{part}]" for part in location[1:])
+        field, path = str(location[0]), ".".join(str(part) for part in location[:2])
+        flag = (flags or {}).get(path) or (flags or {}).get(field, flag_of(field))
+        inner = "".join(f"[{part}]" for part in location[2 if path in (flags or {}) else 1:])
         parts.append(f"{flag}{inner}: {entry['msg']}")
-    return "; ".join(parts)
+    return "; ".join(dict.fromkeys(parts))  # a shared option (--device) fails once, not once per role
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,41 @@ def _default(info: FieldInfo) -> Any:
     return ...
 
 
+def cli_fields(config_cls: type[BaseModel]) -> dict[str, FieldInfo]:
+    """The fields the command line sets, in order: the config's own, each role record (`RoleConfig`) as its flat
+    keys: the role's name for its spec (or specs), then its own access settings; the shared ones after the first
+    role."""
+    if not issubclass(config_cls, RoleConfig):
+        return dict(config_cls.model_fields)
+    roles = {keys.role: keys for keys in config_cls.ROLES}
+    fields: dict[str, FieldInfo] = {}
+    for name, info in config_cls.model_fields.items():
+        if name not in roles:
+            fields[name] = info
+            continue
+        record = role_type(info.annotation)
+        spec = record.model_fields[spec_field(record)]
+        default = info.get_default() if not info.is_required() else PydanticUndefined
+        spec_default = getattr(default, spec_field(record)) if isinstance(default, BaseModel) else default
+        if spec_default is None and issubclass(record, ModelsRole):
+            spec_default = []  # no models: the optional role is not played
+        fields[name] = FieldInfo(annotation=spec.annotation if spec_default is not None else spec.annotation | None,
+                                 default=spec_default, description=info.description)
+        for access in roles[name].own:
+            shared = ModelAccess.model_fields[access]
+            described = f"{flag_of(name)}: {shared.description}" if roles[name].prefix else shared.description
+            fields[roles[name].prefix + access] = FieldInfo.merge_field_infos(shared, description=described)
+        if name == config_cls.ROLES[0].role:
+            fields |= {access: ModelAccess.model_fields[access] for access in config_cls.SHARED}
+    return fields
+
+
 def field_option(
     config_cls: type[BaseModel], field: str, *, flag: str | None = None, comma_list: bool = False,
     escape_markup: bool = True,
 ) -> FieldOption:
-    """The command-line option of one field of `config_cls` (see the module's docstring)."""
-    info = config_cls.model_fields[field]
+    """The command-line option of one field of `config_cls` (see the module's docstring; `cli_fields`)."""
+    info = cli_fields(config_cls)[field]
     if not info.description:
         raise TypeError(f"{config_cls.__name__}.{field} has no description to show as its help")
     annotation = _without_none(info.annotation)
@@ -151,7 +181,8 @@ def config_command(
     comma-separated values when in `comma_lists`; a Literal shows its choices (in the help when they are long);
     a bool is a `--name/--no-name` flag."""
     flags = dict(flags or {})
-    unknown = (set(flags) | set(comma_lists) | set(exclude)) - set(config_cls.model_fields)
+    fields = cli_fields(config_cls)
+    unknown = (set(flags) | set(comma_lists) | set(exclude)) - set(fields)
     if unknown:
         raise TypeError(f"{config_cls.__name__} has no fields {sorted(unknown)}")
     escape_markup = app.rich_markup_mode == "rich"
@@ -164,7 +195,7 @@ def config_command(
         options = [
             field_option(config_cls, field, flag=flags.get(field), comma_list=field in comma_lists,
                          escape_markup=escape_markup)
-            for field in config_cls.model_fields if field not in exclude
+            for field in fields if field not in exclude
         ]
         clashes = {p.name for p in own} & {o.field for o in options}
         if clashes:
@@ -174,6 +205,11 @@ def config_command(
         optional = [o.parameter for o in options if o.parameter.default.default is not ...]
         parameters = [*required, *own_params, *optional]
         all_flags = {o.field: o.flag for o in options}
+        if issubclass(config_cls, RoleConfig):  # an error inside a role names the flat key that set it
+            for key, pairs in config_cls.flat_keys().items():
+                for role, access in pairs:
+                    field = access or spec_field(role_type(config_cls.model_fields[role].annotation))
+                    all_flags.setdefault(f"{role}.{field}", flags.get(key, flag_of(key)))
 
         @functools.wraps(function)
         def command(**given: Any) -> Any:

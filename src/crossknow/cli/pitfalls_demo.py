@@ -40,6 +40,8 @@ SOURCE_FILES = ("../pitfalls/science.jsonl", "../pitfalls/everyday.jsonl")
 """The demo's source files, relative to samples/demo/."""
 ANSWERING = "loss (lm-eval: sum and per_char)"
 """How the demo's simulators answer, as recorded in sources.json."""
+DEVICE = "cpu"
+"""Where the demo's one model runs: the CPU, wherever it runs."""
 BEAM = {"initial_batch": 1, "width": 3, "depth": 1, "extended_depth": 2}
 """The demo's reduced beam (the paper's: 4, 12, 4, 6)."""
 
@@ -55,12 +57,12 @@ def demo(
 ) -> None:
     """Probe short English questions with the embedded model as proxy and as two loss simulators: np, dp and a
     reduced beam, with their conversion rates and spend."""
-    from crossknow.generation.clients import ClientPool, ModelOptions
+    from crossknow.generation.clients import ClientPool
     from crossknow.pitfalls.probe.run import build_proxy
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    pool = ClientPool(ModelOptions(device="cpu"), out / "requests.sqlite")
+    pool = ClientPool(out / "requests.sqlite")
     try:
         simulators = load_the_model(pool)
         loaded = time.monotonic() - started
@@ -78,11 +80,13 @@ def load_the_model(pool: ClientPool) -> list[LossSimulator]:
     and the two loss simulators over its weights (the lm-eval rule's summed log-probability and log-probability per
     character)."""
     from crossknow.generation.clients import Role
+    from crossknow.models.access import ModelAccess
     from crossknow.pitfalls.simulate import LossSimulator
     from crossknow.scoring.normalise import Normalisation
 
-    pool.generator("default", Role())
-    scorer = pool.scorer("default", Role())  # the generator's weights, loaded once
+    on_cpu = Role(access=ModelAccess(device=DEVICE))  # the probes' proxy: the same model, loaded once
+    pool.generator("default", on_cpu)
+    scorer = pool.scorer("default", on_cpu)  # the generator's weights, loaded once
     return [LossSimulator("default/loss-sum", scorer, "lm-eval", Normalisation.SUM),
             LossSimulator("default/loss-per-char", scorer, "lm-eval", Normalisation.PER_CHAR)]
 
@@ -94,7 +98,7 @@ def three_probes(out: Path, sources: list[str], lang: str, n: int, beam_sources:
     from crossknow.pitfalls.probe.run import PitfallsProbeConfig
 
     base = dict(sources=sources, n=n, lang=lang, proxy="default", simulators=[s.name for s in simulators],
-                seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device="cpu", categorize=False,
+                seed=seed, proxy_max_tokens=proxy_max_tokens, max_attempts=2, device=DEVICE, categorize=False,
                 similarity="e5", cache=str(out / "requests.sqlite"))
     return {
         "np": PitfallsProbeConfig(recipe="np", **base),

@@ -9,23 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
 from crossknow.data.corpus import read_corpus
 from crossknow.data.jsonl import iter_json_lines
-from crossknow.data.schemas import Record
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
-from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.access import ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 
-class SequenceLossConfig(Record):
+class SequenceLossConfig(RoleConfig):
     """Everything that decides a sequence-loss trace's numbers (config.yaml of a `trace-sequences` run)."""
 
-    checkpoints: list[str] = Field(
-        min_length=1,
+    ROLES = (RoleKeys("checkpoints", own=("device", "dtype")),)
+
+    checkpoints: ModelsRole = Field(
         description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
         "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
     )
@@ -40,10 +40,6 @@ class SequenceLossConfig(Record):
     )
     batch_size: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Sequences per forward pass; does not change the numbers."
-    )
-    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        default="float32", description="Compute dtype of local models; results are always float32."
     )
 
 

@@ -25,7 +25,6 @@ from crossknow.dynamics.sequence_inputs import SequenceLossConfig, TracedSequenc
 from crossknow.dynamics.token_spans import token_spans
 from crossknow.errors import CrossknowError
 from crossknow.models.protocol import Scorer, ScoreRequest, ScoreResult
-from crossknow.models.registry import ModelOptions
 from crossknow.scoring.normalise import Normalisation, option_loss
 from crossknow.scoring.stage import CHUNK_BATCHES, ModelPoint, score_isolating
 from crossknow.store.atomic import atomic_write
@@ -175,13 +174,13 @@ def run_sequence_loss(
     `reuse_frozen=False` runs every checkpoint whole (the same numbers, slower: for checking).
     """
     out = Path(out)
-    checkpoints = discover_checkpoints(config.checkpoints)
+    checkpoints = discover_checkpoints(config.checkpoints.specs)
     sequences = read_sequences(config.variants)
     with RunDir(out) as run:
         run.open(config.model_dump(), {config.variants: file_sha256(Path(config.variants))},
-                 volatile=volatile_keys(type(config)), paths=("variants",))
+                 volatile=volatile_keys(type(config)), paths=("variants",), upgrade=type(config).upgrade)
         stage = SequenceStage(run, config.batch_size, config.per_token)
-        options = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
+        options = config.checkpoints.options(batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, sequences, sequence_key, stage.done_keys(), options, stage.run,
                           reuse_frozen=reuse_frozen, on_progress=on_progress)
         return _write_tables(out, stage, sequences, config)

@@ -25,7 +25,6 @@ from crossknow.dynamics.checkpoint_sweep import sweep_checkpoints
 from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
-from crossknow.models.registry import ModelOptions
 from crossknow.models.scoring_check import ensure_scoring_path
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.stage import ScoringStage, ScoringTask, task_key
@@ -152,17 +151,17 @@ def run_trace(
     before any model loads.
     """
     out = Path(out)
-    checkpoints = discover_checkpoints(config.checkpoints)
+    checkpoints = discover_checkpoints(config.checkpoints.specs)
     sets = load_sets(config.data, config.train_lang, config.pairing)
     ensure_scoring_path()
     with RunDir(out) as run:
         inputs = {str(s.path): file_sha256(s.path) for s in sets}
         inputs |= {str(s.pairing): file_sha256(s.pairing) for s in sets if s.pairing is not None}
-        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)))
+        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), upgrade=type(config).upgrade)
         stage = ScoringStage(run, config.rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, s.name, condition)
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]
-        options = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size)
+        options = config.checkpoints.options(batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, tasks, task_key, stage.done_keys(), options, stage.run,
                           reuse_frozen=reuse_frozen, on_progress=on_progress)
         excluded = {(row["set"], row["item_id"]) for row in stage.read_unscorable()}

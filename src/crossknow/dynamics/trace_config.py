@@ -6,17 +6,17 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from crossknow.data.schemas import Record
+from crossknow.models.access import ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
-from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.store.config_keys import VOLATILE
 
 
-class TraceConfig(Record):
+class TraceConfig(RoleConfig):
     """Everything that decides a trace's numbers (config.yaml)."""
 
-    checkpoints: list[str] = Field(
-        min_length=1,
+    ROLES = (RoleKeys("checkpoints", own=("device", "dtype")),)
+
+    checkpoints: ModelsRole = Field(
         description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
         "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
     )
@@ -36,10 +36,6 @@ class TraceConfig(Record):
     boundary: Boundary = Field(default="moved", description=BOUNDARY_HELP)
     batch_size: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Items per forward pass; does not change the numbers."
-    )
-    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        default="float32", description="Compute dtype of local models; results are always float32."
     )
 
     @model_validator(mode="after")

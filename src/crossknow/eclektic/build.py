@@ -78,10 +78,10 @@ class _Job:
     text: str
 
 
-def build_role(config: BuildConfig, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY") -> Role:
-    """The writer's role: its server default (--base-url) and key variable (--api-key-env), and the config's
-    attempts, token budget, temperature and seed."""
-    return Role(base_url=base_url, api_key_env=api_key_env, temperature=config.temperature, seed=config.seed,
+def build_role(config: BuildConfig) -> Role:
+    """The writer's role: how its model is reached (`config.model`), and the config's attempts, token budget,
+    temperature and seed."""
+    return Role(access=config.model, temperature=config.temperature, seed=config.seed,
                 max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
@@ -103,7 +103,7 @@ def build_set(
     documents = read_documents(config.documents)
     with RunDir(Path(out)) as run:
         run.open(config.model_dump(), {config.documents: file_sha256(config.documents)},
-                 volatile=volatile_keys(type(config)),
+                 volatile=volatile_keys(type(config)), upgrade=type(config).upgrade,
                  has_results=(run.path / SUMMARY_FILE).exists(), paths=("documents",))
         selected, counts, outside = select_documents(
             documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,

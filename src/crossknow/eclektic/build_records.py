@@ -4,21 +4,24 @@ questions.jsonl (one BuiltQuestion) and build.json (BuildSummary). The review sh
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from crossknow.data.eclektic import LANGUAGES
 from crossknow.eclektic.build_documents import FilterCounts, Selection
 from crossknow.eclektic.build_pivot import PivotCheck, Texts
+from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 
-class BuildConfig(BaseModel):
+class BuildConfig(RoleConfig):
     """What `crossknow eclektic build` is asked to do; the paper's values are the defaults."""
 
-    model_config = ConfigDict(extra="forbid")
+    ROLES = (RoleKeys("model", own=("base_url", "api_key_env", "concurrency", "timeout_s")),)
 
+    model: ModelRole = Field(description="Generator spec that writes, translates and back-translates (the paper: "
+                             "Gemini), e.g. openai:gpt-4o@https://api.openai.com/v1.")
     documents: str = Field(description="The collection: JSON lines of id, lang, title, text, url (optional) and "
                                        "other_langs (see crossknow.eclektic.build_documents).")
     languages: list[str] = Field(default=list(LANGUAGES), description="The languages of the set (ECLEKTIC's 12 "
@@ -57,11 +60,12 @@ class BuildConfig(BaseModel):
             raise ValueError("give at least two languages, each once")
         return languages
 
-    @model_validator(mode="after")
-    def _paper_per_language(self) -> BuildConfig:
-        if self.per_language is None:
-            self.per_language = 200 if self.selection == "popular" else 100
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _paper_per_language(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("per_language") is None:
+            return data | {"per_language": 200 if data.get("selection") == "popular" else 100}
+        return data
 
 
 class Translation(BaseModel):

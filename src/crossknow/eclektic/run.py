@@ -117,7 +117,7 @@ class EclekticRun:
         for chunk in _chunks(todo, self.config.batch_size):
             base = done
             rows = answer_questions(
-                subset(self.set, chunk), self.models.answerer(), model=self.config.model,
+                subset(self.set, chunk), self.models.answerer(), model=self.config.model.spec,
                 setting=self.config.setting, n_samples=self.config.samples, batch_size=self.config.batch_size,
                 on_progress=lambda n, _total, _meter, base=base: self.progress("answers", base + n, total),
                 shot_pool=self.set)
@@ -185,7 +185,7 @@ def open_run(config: EclekticConfig, out: Path) -> tuple[RunDir, EclekticSet]:
         raise CrossknowError(f"{data}: no usable question ({len(eclektic_set.invalid)} invalid records){reasons}")
     run = RunDir(out)
     run.open(config.model_dump(), {str(data): file_sha256(data)},
-             volatile=volatile_keys(type(config)), paths=("data", "cache", "prices"))
+             volatile=volatile_keys(type(config)), paths=("data", "cache", "prices"), upgrade=type(config).upgrade)
     write_invalid(Path(out) / INVALID_FILE, eclektic_set.invalid)
     return run, eclektic_set
 

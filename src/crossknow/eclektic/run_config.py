@@ -8,7 +8,7 @@ are kept per judge, so a judge added later only judges what it has not.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
@@ -19,7 +19,7 @@ from crossknow.eclektic.judge import JUDGE_MAX_TOKENS
 from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, RECALL_THRESHOLD
 from crossknow.eclektic.metrics import Interval, SourceRows
 from crossknow.eclektic.prompts import Setting
-from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.access import ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 JUDGE_FREE = (RECALL_JUDGE, GOLD_LOSS_JUDGE)
@@ -47,13 +47,17 @@ class ScoreConfig(Record):
     boot_seed: Annotated[int, VOLATILE] = Field(default=0, description="Seed of the bootstrap (with --ci bootstrap).")
 
 
-class EclekticConfig(ScoreConfig):
+class EclekticConfig(ScoreConfig, RoleConfig):
     """Everything that decides an ECLEKTIC run (the scoring fields first)."""
+
+    ROLES = (RoleKeys("model", own=("base_url", "api_key_env")),
+             RoleKeys("judges", own=("base_url", "api_key_env"), prefix="judge_"))
+    SHARED = ("concurrency", "timeout_s", "device", "dtype")
 
     data: str = Field(description="The set: ECLEKTIC's released JSON lines, or crossknow's QA/MC item file with "
                       "pair_id and source_lang (see crossknow.eclektic.examples).")
-    model: str = Field(description="Generator spec of the model under test: default, hf:PATH, gguf:FILE, "
-                       "llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
+    model: ModelRole = Field(description="Generator spec of the model under test: default, hf:PATH, gguf:FILE, "
+                             "llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
     variant: Variant = Field(default="main", description="'main': every question in every language of the set; "
                              "'popular': each question only in the languages it has (section 5).")
     limit: int | None = Field(default=None, ge=1, description="Keep the first N questions (unset: all).")
@@ -63,8 +67,8 @@ class EclekticConfig(ScoreConfig):
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the model under test.")
     seed: int = Field(default=0, description="Base seed of the answers' sampling.")
     max_tokens: int = Field(default=ANSWER_MAX_TOKENS, ge=1, description="Most tokens of one answer.")
-    judges: Annotated[list[str], VOLATILE] = Field(
-        default_factory=list, description="Generator spec of an LLM judge (the paper's "
+    judges: Annotated[ModelsRole | None, VOLATILE] = Field(
+        default=None, description="Generator spec of an LLM judge (the paper's "
         "prompt, Appendix A.2), e.g. openai:gpt-4o@https://api.openai.com/v1, or "
         "openai:gpt-4o with --judge-base-url."
     )
@@ -81,32 +85,6 @@ class EclekticConfig(ScoreConfig):
         default=None, gt=0, description="Parameter count of the model under test, for "
         "the leaderboard's size plot (e.g. 7.6e9)."
     )
-    base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of an openai: --model that names none "
-        "(openai:MODEL@URL)."
-    )
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable holding the key of "
-        "the --model's server."
-    )
-    judge_base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of the openai: judges that name none "
-        "(openai:MODEL@URL)."
-    )
-    judge_api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable holding the key "
-        "of the judges' servers."
-    )
-    concurrency: Annotated[int, VOLATILE] = Field(
-        default=8, ge=1, description="Requests in flight per server; does not change the "
-        "output."
-    )
-    timeout_s: Annotated[float, VOLATILE] = Field(
-        default=300.0, gt=0, description="Seconds before one server request is retried."
-    )
-    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
-                                                              "local models.")
     cache: Annotated[str | None, VOLATILE] = Field(
         default=None, description="SQLite request cache (unset: the user's cache directory)."
     )
@@ -128,11 +106,17 @@ class EclekticConfig(ScoreConfig):
 
     @field_validator("judges")
     @classmethod
-    def _distinct_judges(cls, specs: list[str]) -> list[str]:
-        clash = [spec for spec in specs if spec in JUDGE_FREE]
+    def _distinct_judges(cls, judges: ModelsRole | None) -> ModelsRole | None:
+        if judges is None:
+            return None
+        clash = [spec for spec in judges.specs if spec in JUDGE_FREE]
         if clash:
             raise ValueError(f"{clash[0]!r} is a judge-free judge: pass it with --judge-free")
-        return list(dict.fromkeys(specs))
+        return judges.model_copy(update={"specs": list(dict.fromkeys(judges.specs))})
+
+    def judge_specs(self) -> list[str]:
+        """The LLM judges' specs (none without --judge)."""
+        return self.judges.specs if self.judges is not None else []
 
     @model_validator(mode="after")
     def _samples_need_temperature(self) -> EclekticConfig:
@@ -143,4 +127,4 @@ class EclekticConfig(ScoreConfig):
 
     def all_judges(self) -> list[str]:
         """Every judge of the run, LLM judges first, in the order given."""
-        return [*self.judges, *self.judge_free]
+        return [*self.judge_specs(), *self.judge_free]

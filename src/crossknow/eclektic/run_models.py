@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crossknow.eclektic.run_config import EclekticConfig
-from crossknow.generation.clients import ClientPool, MakeGenerator, MakeScorer, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, MakeGenerator, MakeScorer, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
 from crossknow.models.protocol import Scorer
@@ -20,21 +20,20 @@ from crossknow.models.registry import load_generator, load_scorer
 
 def model_role(config: EclekticConfig) -> Role:
     """The model under test: its server default and key, temperature, seed and answer budget."""
-    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
+    return Role(access=config.model, temperature=config.temperature,
                 seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
 def judge_role(config: EclekticConfig) -> Role:
     """An LLM judge: its server default and key, greedy, the verdict budget."""
-    return Role(base_url=config.judge_base_url, api_key_env=config.judge_api_key_env,
-                server_flag="--judge-base-url", temperature=0.0, seed=0, max_tokens=config.judge_max_tokens,
-                max_attempts=config.max_attempts)
+    return Role(access=config.judges or config.model, server_flag="--judge-base-url", temperature=0.0, seed=0,
+                max_tokens=config.judge_max_tokens, max_attempts=config.max_attempts)
 
 
 def check_specs(config: EclekticConfig) -> None:
     """Fail before any work on a spec no backend takes, or an openai: spec without its server."""
-    model_role(config).parse(config.model)
-    for judge in config.judges:
+    model_role(config).parse(config.model.spec)
+    for judge in config.judge_specs():
         judge_role(config).parse(judge)
 
 
@@ -44,15 +43,13 @@ class RunModels:
     def __init__(self, config: EclekticConfig, run_dir: Path, make_generator: MakeGenerator = load_generator,
                  make_scorer: MakeScorer = load_scorer):
         self.config = config
-        settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
-                                timeout_s=config.timeout_s)
-        self.pool = ClientPool(settings, Path(config.cache) if config.cache else None,
+        self.pool = ClientPool(Path(config.cache) if config.cache else None,
                                PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir,
                                make_generator=make_generator, make_scorer=make_scorer)
 
     def answerer(self) -> StructuredClient:
         """The client of the model under test (its temperature, seed and answer budget)."""
-        return self.pool.client(self.config.model, model_role(self.config))
+        return self.pool.client(self.config.model.spec, model_role(self.config))
 
     def judge(self, spec: str) -> StructuredClient:
         """The client of LLM judge `spec` (greedy, the verdict budget)."""
@@ -61,7 +58,7 @@ class RunModels:
     def scorer(self) -> Scorer:
         """A Scorer of the model under test, for the 'gold-loss' judge (the generator's weights where it is a
         local model already loaded)."""
-        return self.pool.scorer(self.config.model, model_role(self.config))
+        return self.pool.scorer(self.config.model.spec, model_role(self.config))
 
     def meter(self) -> CostMeter:
         """What this invocation has sent so far, all clients together."""

@@ -63,7 +63,7 @@ def float32_scorer(
     first use, once); None when `scorer` computes in float32 or `config.float32_decisions` is off."""
     if not config.float32_decisions or scorer.dtype not in LOW_PRECISION:
         return None
-    return cache(lambda: make_scorer(config.model, replace(options, dtype="float32")))
+    return cache(lambda: make_scorer(config.model.spec, replace(options, dtype="float32")))
 
 
 def run_evaluate(
@@ -91,7 +91,7 @@ def run_evaluate(
     resolved = config.model_dump() | {"format": item_set.format, "rule": rule, "data_path": str(data_path)}
     with RunDir(out) as run:
         run.open(resolved, {str(data_path): file_sha256(data_path)}, volatile=volatile_keys(EvaluateConfig),
-                 paths=("data_path",), growable=("limit",))
+                 paths=("data_path",), growable=("limit",), upgrade=EvaluateConfig.upgrade)
 
         stage = ScoringStage(run, rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, data_path.stem) for item in items]
@@ -102,13 +102,10 @@ def run_evaluate(
         if on_progress:
             on_progress(finished, len(items))
         if todo:
-            options = ModelOptions(
-                device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                base_url=config.base_url, api_key_env=config.api_key_env,
-            )
-            scorer = make_scorer(config.model, options)
-            info = ModelInfo(spec=config.model, backend=scorer.name, model_id=scorer.model_id, dtype=scorer.dtype,
-                             weights=weights_hash(config.model))
+            options = config.model.options(batch_size=config.batch_size)
+            scorer = make_scorer(config.model.spec, options)
+            info = ModelInfo(spec=config.model.spec, backend=scorer.name, model_id=scorer.model_id, dtype=scorer.dtype,
+                             weights=weights_hash(config.model.spec))
             atomic_write_json(model_path, info.model_dump())
 
             def advance(n: int) -> None:

@@ -7,16 +7,18 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
+from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
-from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.store.config_keys import VOLATILE
 
 
-class EvaluateConfig(Record):
+class EvaluateConfig(RoleConfig):
     """Everything that decides an evaluation's numbers (config.yaml, with the resolved format and rule)."""
 
-    model: str = Field(
-        default="default",
+    ROLES = (RoleKeys("model", own=("base_url", "api_key_env", "device", "dtype")),)
+
+    model: ModelRole = Field(
+        default=ModelRole(spec="default"),
         description="Model spec: default (the embedded Gemma 3 270M), hf:PATH_OR_ID[@REV], gguf:FILE or openai:MODEL.",
     )
     data: Annotated[str, VOLATILE] = Field(
@@ -38,24 +40,16 @@ class EvaluateConfig(Record):
         default=8, ge=1,
         description="Items per forward pass (halved on CUDA out-of-memory); does not change the numbers.",
     )
-    device: Device = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        default="float32", description="Compute dtype of local models; results are always float32."
-    )
     float32_decisions: bool = Field(
         default=True,
         description="With a bfloat16 or float16 dtype: score again in float32 the items whose prediction the "
         "low precision could change (crossknow's choice; see docs/speed.md). Off: plain low precision.",
     )
-    base_url: str | None = Field(default=None, description="OpenAI-compatible server URL, for openai: model specs.")
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable that holds the API key."
-    )
 
     @model_validator(mode="after")
     def _literal_needs_a_local_model(self) -> EvaluateConfig:
         """The literal boundary scores token ids that a server, which tokenises text, cannot be sent."""
-        if self.boundary == "literal" and self.model.startswith("openai:"):
+        if self.boundary == "literal" and self.model.spec.startswith("openai:"):
             raise ValueError(
                 "--boundary literal needs the model's tokenizer on this machine (a local model: default, hf:, "
                 "gguf:); an OpenAI-compatible server tokenises the text it is sent"

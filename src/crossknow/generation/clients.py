@@ -1,9 +1,10 @@
 """Every role's model, built in one place: every command's clients come from a `ClientPool`, and no other module
 constructs a `StructuredClient`.
 
-A `Role` is what one kind of model shares: its `openai:` specs' default server, key variable and sampling settings.
-A pool keeps one generator per (spec, server, key variable), one client per generator and sampling settings, one
-scorer per spec (a loaded local generator's weights where it shares them) and one request cache
+A `Role` is what one kind of model shares: how it is reached and run (the role's `ModelAccess`: its `openai:` specs'
+default server, key variable, device, dtype, concurrency and timeout) and its sampling settings. A pool keeps one
+generator per (spec, server, key variable; device and dtype for a local model), one client per generator and
+sampling settings, one scorer per spec (a loaded local generator's weights where it shares them) and one request cache
 (docs/architecture.md). A pool given a run directory records there, in models.json, what each spec resolved to,
 under the spec written with its server (`ModelSpec.written`).
 """
@@ -11,12 +12,13 @@ under the spec written with its server (`ModelSpec.written`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
+from crossknow.models.access import ModelAccess
 from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.generator import Generator, SharesWeights
 from crossknow.models.protocol import Scorer
@@ -42,12 +44,11 @@ its own."""
 
 @dataclass(frozen=True)
 class Role:
-    """One role's server default, key variable and sampling settings (see the module docstring)."""
+    """How one role's models are reached and run, and its sampling settings (see the module docstring)."""
 
-    base_url: str | None = None
-    """Server of the role's openai: specs that name none; a spec's own @URL wins."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the key of the role's server, whether the spec or `base_url` names it."""
+    access: ModelAccess = field(default_factory=ModelAccess)
+    """The role's server default (a spec's own @URL wins), key variable (whether the spec or the default names the
+    server), device, dtype, concurrency and timeout."""
     server_flag: str = "--base-url"
     """The flag that gives `base_url`, as the error of an openai: spec without a server names it."""
     temperature: float = 0.0
@@ -62,17 +63,17 @@ class Role:
     def parse(self, spec: str, form: Literal["model", "generator"] = "generator") -> ModelSpec:
         """`spec` read with this role's default server: fails before any work on a spec no backend takes or an
         openai: spec without a server (the error names `server_flag`)."""
-        return parse_spec(spec, self.base_url, form, self.server_flag)
+        return parse_spec(spec, self.access.base_url, form, self.server_flag)
 
 
 ServerKey = tuple[str, str | None, str | None]
-"""(spec without its server, server, key variable); server and key None for a local model."""
+"""(spec without its server, server, key variable); for a local model (spec, None, 'DEVICE DTYPE')."""
 
 
 def _server_key(parsed: ModelSpec, role: Role) -> ServerKey:
     if parsed.base_url is not None:  # a server's model
-        return parsed.bare, parsed.base_url, role.api_key_env
-    return parsed.bare, None, None
+        return parsed.bare, parsed.base_url, role.access.api_key_env
+    return parsed.bare, None, f"{role.access.device} {role.access.dtype}"
 
 
 class ClientPool:
@@ -80,11 +81,13 @@ class ClientPool:
     docstring)."""
 
     def __init__(
-        self, settings: ModelOptions = ModelOptions(), cache_path: Path | None = None,
-        prices: PriceTable | None = None, *, run_dir: Path | None = None,
+        self, cache_path: Path | None = None, prices: PriceTable | None = None, *, run_dir: Path | None = None,
+        batch_size: int = 8, json_mode: str = "auto", fold_system: bool | Literal["auto"] = "auto",
         make_generator: MakeGenerator = load_generator, make_scorer: MakeScorer = load_scorer,
     ):
-        self.settings = settings
+        """`batch_size`, `json_mode` and `fold_system`: the run's engine settings of every role (see
+        `ModelOptions`); each role's access settings come with the role."""
+        self.settings = ModelOptions(batch_size=batch_size, json_mode=json_mode, fold_system=fold_system)
         self.run_dir = run_dir
         self.cache_path = cache_path
         self.prices = prices or PriceTable()
@@ -154,7 +157,8 @@ class ClientPool:
         parsed = role.parse(spec, "model")
         key = _server_key(parsed, role)
         if key not in self._scorers:
-            loaded = [g for (bare, *_), g in self._generators.items() if split_prompt_format(bare)[0] == parsed.model]
+            loaded = [g for (bare, _, run), g in self._generators.items()
+                      if split_prompt_format(bare)[0] == parsed.model and run == key[2]]
             if loaded and parsed.base_url is None and isinstance(loaded[0], SharesWeights):
                 self._scorers[key] = loaded[0].scorer()
             else:
@@ -163,8 +167,11 @@ class ClientPool:
         return self._scorers[key]
 
     def _options(self, parsed: ModelSpec, role: Role) -> ModelOptions:
-        """The pool's options with the spec's server (its own @URL, else the role's) and the role's key variable."""
-        return replace(self.settings, base_url=parsed.base_url, api_key_env=role.api_key_env)
+        """The role's access settings with the spec's server (its own @URL, else the role's) and the run's engine
+        settings."""
+        run = self.settings
+        return role.access.model_copy(update={"base_url": parsed.base_url}).options(
+            batch_size=run.batch_size, json_mode=run.json_mode, fold_system=run.fold_system)
 
     def _record(self, label: str, backend: str, model_id: str, prompt_format: str | None = None) -> None:
         """Write `label`'s entry to the run directory's models.json (a pool without one records nothing)."""

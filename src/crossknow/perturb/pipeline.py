@@ -21,7 +21,7 @@ from crossknow.data.sequence_variants import (
     variant_label,
 )
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, MakeGenerator, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, MakeGenerator, Role
 from crossknow.generation.structured import CostMeter, prompt_format_of
 from crossknow.models.generator import Generator
 from crossknow.models.registry import load_generator
@@ -78,15 +78,15 @@ def _token_settings(config: PerturbConfig, model: ModelTokens, dictionary: Synon
 def rewrite_role(config: PerturbConfig) -> Role:
     """The rewrite generator's role: --base-url and --api-key-env, the config's temperature, seed, token budget and
     attempts."""
-    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
-                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
+    assert config.generator is not None  # the config requires one for rewrites
+    return Role(access=config.generator, temperature=config.temperature, seed=config.seed,
+                max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
 def _rewrite_generator(config: PerturbConfig, pool: ClientPool) -> Generator:
     """The rewrite generator, loaded into `pool` before the run directory opens; CrossknowError now when it is a
     base model and the completion form has no examples in a language of the run."""
-    assert config.generator is not None  # the config requires one for rewrites
-    generator = pool.generator(config.generator, rewrite_role(config))
+    generator = pool.generator(config.generator.spec, rewrite_role(config))
     if prompt_format_of(generator) == "completion":
         check_completion_languages(config.lang, config.cross_lang if "translation" in config.methods else None)
     return generator
@@ -106,10 +106,10 @@ def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, S
                 requests += [RewriteRequest(source.doc.id, index, style, sentences[index], config.lang,
                                             config.cross_lang) for style in styles]
     role = rewrite_role(config)
-    if prompt_format_of(pool.generator(config.generator, role)) == "completion":
+    if prompt_format_of(pool.generator(config.generator.spec, role)) == "completion":
         role = replace(role, max_tokens=min(config.max_tokens, COMPLETION_MAX_TOKENS))
     try:
-        client = pool.client(config.generator, role)
+        client = pool.client(config.generator.spec, role)
         progress = (lambda done, total, _meter: on_progress("rewrites", done, total)) if on_progress else None
         results = run_rewrites(requests, client, run.stage("rewrites"), config.batch_size, progress)
     finally:
@@ -176,7 +176,7 @@ def run_perturb(
             check_tokenizer_spec(spec)
     styles = [m for m in config.methods if m in REWRITE_METHODS]
     if styles and config.generator is not None:
-        rewrite_role(config).parse(config.generator)
+        rewrite_role(config).parse(config.generator.spec)
         for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language
             language_name(lang)
     # every input is read and checked before a tokenizer or a model loads
@@ -191,11 +191,11 @@ def run_perturb(
     sources = [Source(doc, model) for doc in sampled]
     needs_sentences = styles or ("partial" in config.methods and config.partial_unit == "sentences")
     segments = {s.doc.id: segment(s.doc.text, s.doc.lang) for s in sources} if needs_sentences else {}
-    pool = ClientPool(ModelOptions(concurrency=config.concurrency, timeout_s=config.timeout_s),
-                      Path(config.cache) if config.cache else None, run_dir=Path(out), make_generator=make_generator)
+    pool = ClientPool(Path(config.cache) if config.cache else None, run_dir=Path(out), make_generator=make_generator)
     generator = _rewrite_generator(config, pool) if styles else None
     with RunDir(out) as run:
-        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), paths=PATHS)
+        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), paths=PATHS,
+                 upgrade=type(config).upgrade)
         results: dict[tuple[str, int, str], RewriteResult] = {}
         meter = CostMeter()
         if generator is not None:

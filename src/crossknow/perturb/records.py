@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import LanguageTag, Record
 from crossknow.data.sequence_variants import PARTIAL_SEGMENTS, REWRITE_METHODS, Method
+from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 SYNONYM_METHODS: tuple[str, ...] = ("monosyn", "mltsyn")
@@ -58,8 +59,10 @@ def _percent(values: list[int], what: str) -> list[int]:
     return sorted(set(values))
 
 
-class PerturbConfig(Record):
+class PerturbConfig(RoleConfig):
     """Everything that decides the variants of `crossknow perturb` (config.yaml of its run directory)."""
+
+    ROLES = (RoleKeys("generator", own=("base_url", "api_key_env", "concurrency", "timeout_s")),)
 
     corpus: str = Field(description="Corpus JSONL (id, lang, text): each document of --lang is a training sequence.")
     lang: LanguageTag = Field(default="ja", description="Language of the sequences to sample.")
@@ -113,21 +116,9 @@ class PerturbConfig(Record):
     cross_lang: LanguageTag = Field(
         default="en", description="The other language: mltsyn's synonyms and translation's target."
     )
-    generator: str | None = Field(
+    generator: ModelRole | None = Field(
         default=None,
         description="Generator spec that rewrites sentences (default, hf:..., gguf:..., openai:MODEL[@URL]).",
-    )
-    base_url: str | None = Field(
-        default=None, description="Server of an openai: generator that names none (openai:MODEL@URL)."
-    )
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
-    )
-    concurrency: Annotated[int, VOLATILE] = Field(
-        default=8, ge=1, description="Requests in flight at once to a server generator."
-    )
-    timeout_s: Annotated[float, VOLATILE] = Field(
-        default=300.0, gt=0, description="Seconds before one server request is retried."
     )
     max_tokens: int = Field(default=512, ge=16, description="Most tokens of one rewrite.")
     max_attempts: int = Field(default=3, ge=1, description="Generator calls per sentence before it counts as invalid.")

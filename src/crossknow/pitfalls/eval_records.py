@@ -9,7 +9,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.access import ModelsRole, RoleConfig, RoleKeys
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
 from crossknow.store.config_keys import VOLATILE
@@ -20,12 +20,14 @@ CELLS = ("right_wrong", "right_right", "wrong_right", "wrong_wrong")
 (the cross-lingual weakness the paper looks for)."""
 
 
-class PitfallsEvalConfig(Record):
+class PitfallsEvalConfig(RoleConfig):
     """Everything that decides an evaluation of models on bilingual pairs."""
+
+    ROLES = (RoleKeys("models", own=("base_url", "api_key_env", "device", "dtype", "concurrency", "timeout_s")),)
 
     pairs: str = Field(description="A released <Language>.json pair file, or a crossknow item file whose English "
                        "and target-language items share a pair_id.")
-    models: list[str] = Field(min_length=1, description="Model spec to evaluate (repeat for several): default, "
+    models: ModelsRole = Field(description="Model spec to evaluate (repeat for several): default, "
                               "hf:PATH, gguf:FILE, llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --base-url).")
     answering: Answering = Field(default="loss", description="'loss': the option with the lowest loss through the "
                                  "engine (crossknow's addition); 'generative': the paper's zero-shot CoT templates "
@@ -39,22 +41,9 @@ class PitfallsEvalConfig(Record):
                                "answering (the paper's 0.001).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per question before its answer counts as invalid.")
     seed: int = Field(default=0, description="Base seed of generative answering.")
-    base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of the openai: models that name none."
-    )
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
-    )
-    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
-                                                             "local models.")
     batch_size: Annotated[int, VOLATILE] = Field(
         default=16, ge=1, description="Pairs per committed chunk (and per scorer batch); does "
         "not change the numbers."
-    )
-    concurrency: Annotated[int, VOLATILE] = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: Annotated[float, VOLATILE] = Field(
-        default=120.0, gt=0, description="Seconds before one server request is retried."
     )
     cache: Annotated[str | None, VOLATILE] = Field(
         default=None, description="SQLite request cache (unset: the user's cache directory)."

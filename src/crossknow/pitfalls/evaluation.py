@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from crossknow.data.jsonl import write_invalid
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
 from crossknow.pitfalls.eval_records import (
@@ -43,18 +43,16 @@ MakeSimulator = Callable[[str, PitfallsEvalConfig], Simulator]
 
 
 def simulator_role(config: PitfallsEvalConfig) -> Role:
-    """The simulators' role: --base-url and --api-key-env, the answering settings of `config`."""
-    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
-                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
+    """The simulators' role: how the models are reached (`config.models`) and the answering settings."""
+    return Role(access=config.models, temperature=config.temperature, seed=config.seed,
+                max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
 def simulator_pool(config: PitfallsEvalConfig, run_dir: Path | None = None) -> ClientPool:
-    """A pool of the models of `config`: its device, dtype, batch size, concurrency, timeout, cache and prices;
-    it records them in `run_dir`."""
-    settings = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                            concurrency=config.concurrency, timeout_s=config.timeout_s)
-    return ClientPool(settings, Path(config.cache) if config.cache else None,
-                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
+    """A pool of the models of `config`: its batch size, cache and prices; it records them in `run_dir`."""
+    return ClientPool(Path(config.cache) if config.cache else None,
+                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir,
+                      batch_size=config.batch_size)
 
 
 class SimulatorFactory:
@@ -133,7 +131,7 @@ def run_pitfalls_eval(
     path = Path(config.pairs)
     if not path.is_file():
         raise CrossknowError(f"pair file not found: {path}")
-    for spec in config.models:
+    for spec in config.models.specs:
         simulator_role(config).parse(spec, "generator" if config.answering == "generative" else "model")
     pair_file = read_pair_file(path, config.limit, config.k)
     if not pair_file.pairs:
@@ -155,12 +153,12 @@ def run_pitfalls_eval(
     try:
         with RunDir(out) as run:
             run.open(config.model_dump(), {str(path): file_sha256(path)}, volatile=volatile_keys(type(config)),
-                     paths=("pairs", "cache", "prices"), growable=("limit",))
+                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).upgrade)
             write_invalid(out / "invalid.jsonl", pair_file.invalid)
             ledger = SpendLedger(out)
             stage = run.stage("answers")
             total = len(pair_file.pairs)
-            for spec in config.models:
+            for spec in config.models.specs:
                 done = stage.done_keys()
                 todo = [pair for pair in pair_file.pairs if f"{spec}\t{pair.pair_id}" not in done]
                 finished = total - len(todo)
@@ -184,7 +182,7 @@ def run_pitfalls_eval(
                     if on_progress:
                         on_progress(spec, finished, total, meter())
             rows = [PairRow.model_validate(row) for row in stage.read(PAIRS_SCHEMA).to_pylist()] + pending
-            ordered = _in_file_order(rows, pair_file, config.models)
+            ordered = _in_file_order(rows, pair_file, config.models.specs)
             metrics = _metrics(config, pair_file, ordered, simulators, meter(), len(pending),
                                time.monotonic() - started, ledger.total())
             table = pa.Table.from_pylist([row.model_dump() for row in ordered], schema=PAIRS_SCHEMA)

@@ -17,6 +17,7 @@ import yaml
 
 from crossknow.dynamics.onset import ONSET_DEFINITION, OnsetParams
 from crossknow.dynamics.recipe_comparison import ComparedRun, RecipeComparison, compare_recipes, recipe_name
+from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
 from crossknow.report import html
 from crossknow.report.comparison_figures import CURVES, XAxis, final_accuracy_figure, recipe_curves_figure
@@ -65,7 +66,8 @@ def training_config(run: Path) -> dict[str, Any] | None:
     if copied.is_file():
         return _yaml(copied)
     trace_config = Path(run) / CONFIG_FILE
-    sources = ((_yaml(trace_config) or {}).get("checkpoints") or []) if trace_config.is_file() else []
+    recorded = TraceConfig.upgrade(_yaml(trace_config) or {}) if trace_config.is_file() else {}
+    sources = (recorded.get("checkpoints") or {}).get("specs") or []
     found = []
     for source in sources:
         step, sep, rest = str(source).partition("=")

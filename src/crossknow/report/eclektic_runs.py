@@ -15,7 +15,7 @@ from crossknow.eclektic.run_outputs import JUDGES_FILE, METRICS_FILE, JudgesSumm
 from crossknow.errors import CrossknowError
 from crossknow.report import html
 from crossknow.report.eclektic_report import ModelResult, eclektic_report, leaderboard_report
-from crossknow.report.run_report import run_meta
+from crossknow.report.run_report import model_spec, run_meta
 from crossknow.store.models_file import read_models
 
 
@@ -113,6 +113,6 @@ def leaderboard_of_runs(runs: Sequence[Path], out: Path, *, labels: Sequence[str
         config = meta.get("config") or {}
         count = params[k] if params else None
         results.append(ModelResult(
-            name=labels[k] if labels else str(config.get("model") or Path(run).name), metrics=read_metrics(run),
+            name=labels[k] if labels else str(model_spec(config) or Path(run).name), metrics=read_metrics(run),
             params=parse_params(count) if count not in (None, "-") else config.get("params"), run=str(run)))
     return leaderboard_report(results, out)

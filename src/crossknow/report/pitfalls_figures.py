@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from crossknow.data.pair_rules import FLAWS
 from crossknow.pitfalls.affinity.ras import AffinityMatrix
-from crossknow.pitfalls.eval_records import CELLS, PitfallsEvalMetrics
+from crossknow.pitfalls.eval_records import CELLS, PitfallsEvalConfig, PitfallsEvalMetrics
 from crossknow.report import html
 from crossknow.report.figures import save_figure
 from crossknow.store.atomic import atomic_write_text
@@ -142,9 +142,10 @@ def write_eval_report(run: Path) -> Path:
     config.yaml; returns its path."""
     run = Path(run)
     metrics = PitfallsEvalMetrics.model_validate_json((run / "metrics.json").read_text(encoding="utf-8"))
-    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    config = PitfallsEvalConfig.upgrade(yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")))
     weakest = max((s for s in metrics.scores if s.drop is not None), key=lambda s: s.drop, default=None)
-    lead = (f"{metrics.n_usable} usable pairs of {metrics.n_read} read, answered by {len(config['models'])} model(s) "
+    models = len(config["models"]["specs"])
+    lead = (f"{metrics.n_usable} usable pairs of {metrics.n_read} read, answered by {models} model(s) "
             f"({metrics.answering} answering). ")
     if weakest is not None:
         lead += (f"Largest drop: {weakest.model} in {weakest.lang}, {weakest.english_accuracy:.1%} in English vs "

@@ -26,6 +26,13 @@ TRAIN_CONFIG_FILE = "train_config.yaml"
 """The training run's config.yaml, copied beside the trace's own config."""
 
 
+def model_spec(config: dict[str, Any]) -> str | None:
+    """The spec of the model a run's config.yaml names: its `model` role's spec (or, in runs written before roles,
+    the `model` string); None when it names none."""
+    model = config.get("model")
+    return model.get("spec") if isinstance(model, dict) else model
+
+
 def run_meta(run: Path) -> dict[str, Any]:
     """The report header of a run directory: its path, the model (when the config names one), the resolved
     config (config.yaml), the training run's config (train_config.yaml) and the inputs' hashes (inputs.json),
@@ -39,8 +46,8 @@ def run_meta(run: Path) -> dict[str, Any]:
             config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as error:
             raise CrossknowError(f"{config_path}: not valid YAML ({error})") from error
-        if isinstance(config, dict) and "model" in config:
-            meta["model"] = config["model"]
+        if isinstance(config, dict) and model_spec(config) is not None:
+            meta["model"] = model_spec(config)
         meta["config"] = config
     train_config_path = run / TRAIN_CONFIG_FILE
     if train_config_path.exists():
@@ -95,7 +102,7 @@ def trace_and_report(
     from crossknow.dynamics.trace import copy_training_record, run_trace
 
     run_trace(config, out, on_progress)
-    copy_training_record(config.checkpoints, out)
+    copy_training_record(config.checkpoints.specs, out)
     return rebuild_report(out)
 
 

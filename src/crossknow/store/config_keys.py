@@ -1,10 +1,14 @@
 """Which keys of a run's config may differ when the run resumes, declared on the config's own fields.
 
 A field typed `Annotated[T, VOLATILE]` cannot change a result already written (a batch size, a server's address, a
-timeout, a request cache): `RunDir.open` lets it differ on resume. Every other field must equal the run's.
+timeout, a request cache): `RunDir.open` lets it differ on resume. Every other field must equal the run's. A field
+of a nested record (a role's `ModelAccess`) is named by its dotted path, `judges.base_url`.
 """
 
 from __future__ import annotations
+
+import typing
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -23,6 +27,34 @@ VOLATILE = _Mark("VOLATILE")
 """The field cannot change a result already written; it may differ when a run resumes."""
 
 
+def _record_type(annotation: Any) -> type[BaseModel] | None:
+    """The record type of a field annotated with one (`R` or `R | None`), else None."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
 def volatile_keys(config_type: type[BaseModel]) -> tuple[str, ...]:
-    """The names of `config_type`'s fields typed VOLATILE (inherited ones included), in field order."""
-    return tuple(name for name, field in config_type.model_fields.items() if VOLATILE in field.metadata)
+    """The names of `config_type`'s fields typed VOLATILE (inherited ones included), in field order; those of a
+    nested record's fields as dotted paths."""
+    keys: list[str] = []
+    for name, field in config_type.model_fields.items():
+        nested = _record_type(field.annotation)
+        if VOLATILE in field.metadata:
+            keys.append(name)
+        elif nested is not None:
+            keys.extend(f"{name}.{key}" for key in volatile_keys(nested))
+    return tuple(keys)
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`config` with each nested mapping's keys as dotted paths: {'judges': {'base_url': u}} -> {'judges.base_url':
+    u}; the form in which `RunDir` compares a config with a run's."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import yaml
 
 from crossknow.errors import CrossknowError
 from crossknow.store.atomic import atomic_write, atomic_write_json, atomic_write_text, remove_stale_temporaries
+from crossknow.store.config_keys import flatten
 from crossknow.store.environment import record_environment
 from crossknow.store.manifest import Manifest
 from crossknow.store.run_lock import RunLock
@@ -63,6 +64,11 @@ def absolute_path(value: Any) -> Any:
     return os.path.abspath(os.path.expanduser(value))
 
 
+def _volatile(key: str, volatile: set[str]) -> bool:
+    """Whether the dotted config key `key` is volatile: itself or a record it lies in."""
+    return any(key == name or key.startswith(name + ".") for name in volatile)
+
+
 def _grown(previous: Any, current: Any) -> bool:
     """Whether bound `current` admits at least what `previous` did (None: no bound)."""
     if current is None:
@@ -102,6 +108,7 @@ class RunDir:
         *,
         paths: Iterable[str] = (),
         growable: Iterable[str] = (),
+        upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         """Lock the directory, then record `config` and the inputs' hashes, or check them against a run
         already here, and this process's environment (`store.environment`).
@@ -118,13 +125,15 @@ class RunDir:
         A directory whose stages hold no committed shard (a run that failed before its first result,
         e.g. on a mistyped model spec) holds no results yet: its config is simply replaced. A command
         whose results are not stage shards (training checkpoints) says so with `has_results`.
+        Nested records are compared field by field (`volatile` names their fields by dotted path), and the
+        run's config.yaml is read through `upgrade` first (a config class's fold of older, flat keys).
         """
         self.path.mkdir(parents=True, exist_ok=True)
         if self._lock is None:
             self._lock = RunLock.acquire(self.path)
         try:
             remove_stale_temporaries(self.path)
-            self._record_or_check(config, inputs, set(volatile), has_results, set(paths), set(growable))
+            self._record_or_check(config, inputs, set(volatile), has_results, set(paths), set(growable), upgrade)
             record_environment(self.path)
         except BaseException:
             self.close()
@@ -134,6 +143,7 @@ class RunDir:
     def _record_or_check(
         self, config: dict[str, Any], inputs: dict[str, str], volatile: set[str], has_results: bool,
         path_keys: set[str], growable_keys: set[str],
+        upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None,
     ) -> None:
         """The config and inputs part of `open`, under the lock."""
         config = {key: absolute_path(value) if key in path_keys else value for key, value in config.items()}
@@ -142,14 +152,16 @@ class RunDir:
         has_results = has_results or any(ShardedTable(stage).done_keys() for stage in (self.path / "stages").glob("*/"))
         if config_path.exists() and has_results:
             previous = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+            previous = upgrade(previous) if upgrade is not None else previous
             previous = {key: absolute_path(value) if key in path_keys else value for key, value in previous.items()}
+            old, new = flatten(previous), flatten(config)
             changed = sorted(
-                key for key in set(previous) | set(config)
-                if key not in volatile and previous.get(key) != config.get(key)
-                and not (key in growable_keys and _grown(previous.get(key), config.get(key)))
+                key for key in set(old) | set(new)
+                if not _volatile(key, volatile) and old.get(key) != new.get(key)
+                and not (key in growable_keys and _grown(old.get(key), new.get(key)))
             )
             if changed:
-                details = "; ".join(f"{key}: {previous.get(key)!r} -> {config.get(key)!r}" for key in changed)
+                details = "; ".join(f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in changed)
                 lowered = [key for key in changed if key in growable_keys]
                 hint = f"; {', '.join(lowered)} can be raised on resume, not lowered" if lowered else ""
                 raise CrossknowError(

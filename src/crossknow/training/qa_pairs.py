@@ -16,7 +16,7 @@ from typing import Any, get_args
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.generation.clients import ClientPool, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.structured import (
     StructuredClient,
     StructuredOutcome,
@@ -225,7 +225,7 @@ def qa_spec(config: TrainConfig) -> str:
     from crossknow.models.registry import FORMAT_SEPARATOR, split_prompt_format
 
     assert config.qa_generator is not None
-    spec = config.qa_generator
+    spec = config.qa_generator.spec
     form = DEPRECATED_FORMS.get(config.qa_prompt_form or "auto")
     if form is None or split_prompt_format(spec)[1] != "auto":
         return spec
@@ -233,10 +233,9 @@ def qa_spec(config: TrainConfig) -> str:
 
 
 def qa_pool(config: TrainConfig, run_dir: Path | None = None) -> ClientPool:
-    """The pool the question-answer generator comes from: --device, --qa-concurrency, --qa-timeout and the request
-    cache (`config.qa_cache`, else the user's cache directory); it records the generator in `run_dir`."""
-    settings = ModelOptions(device=config.device, concurrency=config.qa_concurrency, timeout_s=config.qa_timeout_s)
-    return ClientPool(settings, Path(config.qa_cache) if config.qa_cache else None, run_dir=run_dir)
+    """The pool the question-answer generator comes from, over the request cache (`config.qa_cache`, else the
+    user's cache directory); it records the generator in `run_dir`."""
+    return ClientPool(Path(config.qa_cache) if config.qa_cache else None, run_dir=run_dir)
 
 
 def qa_client(config: TrainConfig, pool: ClientPool) -> StructuredClient:
@@ -244,8 +243,9 @@ def qa_client(config: TrainConfig, pool: ClientPool) -> StructuredClient:
     --qa-base-url) and --qa-api-key-env, temperature 0, `config.seed`, at most `config.qa_max_tokens` tokens (a
     base model's one field: at most `FIELD_MAX_TOKENS`); its `prompt_format` says how the pairs are asked."""
     spec = qa_spec(config)
-    role = Role(base_url=config.qa_base_url, api_key_env=config.qa_api_key_env, server_flag="--qa-base-url",
-                seed=config.seed, max_tokens=config.qa_max_tokens)
+    assert config.qa_generator is not None
+    role = Role(access=config.qa_generator, server_flag="--qa-base-url", seed=config.seed,
+                max_tokens=config.qa_max_tokens)
     if prompt_format_of(pool.generator(spec, role)) == "completion":
         role = replace(role, max_tokens=min(config.qa_max_tokens, FIELD_MAX_TOKENS))
     return pool.client(spec, role)

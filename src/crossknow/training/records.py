@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
+from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
 from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.models.registry import check_spec
 from crossknow.store.config_keys import VOLATILE
@@ -30,8 +31,11 @@ Packing = Literal["masked", "unmasked", "none"]
 Part = Literal["knowledge", "transfer"]
 
 
-class TrainConfig(Record):
+class TrainConfig(RoleConfig):
     """Everything that decides a training run's result (saved as config.yaml)."""
+
+    ROLES = (RoleKeys("qa_generator", own=("base_url", "api_key_env", "device", "concurrency", "timeout_s"),
+                      prefix="qa_"),)
 
     model: str = Field(default="default", description="Model spec to start from: default or hf:PATH_OR_ID[@REVISION].")
     corpus: str = Field(description="Knowledge-injection corpus C_K: JSONL documents (id, lang, text, metadata).")
@@ -43,7 +47,7 @@ class TrainConfig(Record):
         description="C_K recipe: 'documents' (raw text) or 'instruction' (raw text plus reading-comprehension "
         "instructions and LLM-written question-answer pairs, Appendix A.4.1).",
     )
-    qa_generator: str | None = Field(
+    qa_generator: ModelRole | None = Field(
         default=None,
         description="Generator spec that writes the instruction recipe's question-answer pairs (Appendix A.4.1(2)): "
         "default, hf:PATH, gguf:FILE, llamacpp:FILE or openai:MODEL@URL (openai:MODEL: on --qa-base-url).",
@@ -65,21 +69,9 @@ class TrainConfig(Record):
         description="Most tokens of one question-answer output: the JSON object (chat), or one question or answer "
         "(fields; at most 128 there).",
     )
-    qa_base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of an openai: question-answer generator spec that names none."
-    )
-    qa_api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable that holds the API key of --qa-base-url."
-    )
     qa_cache: Annotated[str | None, VOLATILE] = Field(
         default=None,
         description="SQLite request cache of the question-answer calls (unset: the user's cache directory).",
-    )
-    qa_concurrency: Annotated[int, VOLATILE] = Field(
-        default=8, ge=1, description="Question-answer requests in flight at once (servers)."
-    )
-    qa_timeout_s: Annotated[float, VOLATILE] = Field(
-        default=300.0, gt=0, description="Seconds before one question-answer server request is retried."
     )
     transfer_corpus: str | None = Field(
         default=None,
@@ -182,7 +174,8 @@ class TrainConfig(Record):
             if not self.asks_qa_pairs:
                 raise ValueError("--qa-generator is used only by --recipe instruction with --qa-pairs above 0")
             try:
-                check_spec(self.qa_generator, self.qa_base_url, "generator", server_flag="--qa-base-url")
+                check_spec(self.qa_generator.spec, self.qa_generator.base_url, "generator",
+                           server_flag="--qa-base-url")
             except CrossknowError as error:
                 raise ValueError(f"--qa-generator: {error}") from error
         return self

@@ -19,7 +19,7 @@ from crossknow.data.jsonl import write_invalid, write_jsonl
 from crossknow.data.languages import language_name
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
 from crossknow.pitfalls.affinity.expansion_records import (
@@ -76,18 +76,14 @@ def _row(seed: SeedPair, lang: str, question: MCQuestion | None, error: str | No
 
 
 def proxy_role(config: ExpandConfig) -> Role:
-    """The translator's role: --base-url and --api-key-env, the config's output cap and attempts (`ProxyLLM` sets
-    its temperatures)."""
-    return Role(base_url=config.base_url, api_key_env=config.api_key_env, max_tokens=config.max_tokens,
-                max_attempts=config.max_attempts)
+    """The translator's role: how it is reached (`config.proxy`), the config's output cap and attempts (`ProxyLLM`
+    sets its temperatures)."""
+    return Role(access=config.proxy, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
 def expand_pool(config: ExpandConfig, run_dir: Path | None = None) -> ClientPool:
-    """The pool the translator comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
-    records the translator in `run_dir`."""
-    settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
-                            timeout_s=config.timeout_s)
-    return ClientPool(settings, Path(config.cache) if config.cache else None,
+    """The pool the translator comes from: the config's cache and prices; it records the translator in `run_dir`."""
+    return ClientPool(Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
 
@@ -103,7 +99,7 @@ def run_expand(
         raise CrossknowError(f"two seed files of one language among {', '.join(config.seeds)}")
     sampled = {f.lang: sample_seeds(f, config.per_seed, config.sample_seed) for f in files}
     if proxy is None:
-        proxy_role(config).parse(config.proxy)
+        proxy_role(config).parse(config.proxy.spec)
     built: list[ProxyLLM] = [proxy] if proxy is not None else []
     pool = expand_pool(config, out)
     try:
@@ -118,7 +114,7 @@ def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: l
     seeds = [seed for lang in languages for seed in sampled[lang]]
     with RunDir(out) as run:
         run.open(config.model_dump(), {str(f.path): file_sha256(f.path) for f in files},
-                 volatile=volatile_keys(type(config)),
+                 volatile=volatile_keys(type(config)), upgrade=type(config).upgrade,
                  paths=("seeds", "cache", "prices"))
         write_invalid(out / "invalid.jsonl", [record for f in files for record in f.invalid])
         stage, pending, total = run.stage("expanded"), 0, len(seeds) * len(languages)
@@ -133,7 +129,7 @@ def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: l
                 rows = [_row(seed, lang, seed.target, None) for seed in own]
                 if others:
                     if not built:
-                        built.append(ProxyLLM.from_pool(pool, config.proxy, proxy_role(config)))
+                        built.append(ProxyLLM.from_pool(pool, config.proxy.spec, proxy_role(config)))
                     translated = translate_seeds(built[0], others, lang, config.expand_from)
                     pending += sum(row is None for row in translated)
                     rows += [row for row in translated if row is not None]

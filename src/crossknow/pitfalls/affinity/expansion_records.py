@@ -9,18 +9,20 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 ExpandFrom = Literal["seed", "english"]
 
 
-class ExpandConfig(Record):
+class ExpandConfig(RoleConfig):
     """Everything that decides an expansion of seed pairs into other languages."""
+
+    ROLES = (RoleKeys("proxy", own=("base_url", "api_key_env", "device", "dtype", "concurrency", "timeout_s")),)
 
     seeds: list[str] = Field(min_length=2, description="Seed pair files, one per seed language: the release's "
                              "<Language>.json (repeat the option for each; at least two languages).")
-    proxy: str = Field(description="Model spec of the translator: default, hf:PATH, gguf:FILE, llamacpp:FILE or "
+    proxy: ModelRole = Field(description="Model spec of the translator: default, hf:PATH, gguf:FILE, llamacpp:FILE or "
                        "openai:MODEL[@URL] (without @URL: --base-url).")
     per_seed: int = Field(default=100, ge=1, description="Seed pairs sampled per seed language (the paper's 100); "
                           "all usable pairs when the file has fewer.")
@@ -31,22 +33,8 @@ class ExpandConfig(Record):
                                     "choices; crossknow's option, no pivot through the seed language).")
     max_tokens: int = Field(default=1024, ge=1, description="Most tokens of one translation (the paper's 1,024).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per translation before it is dropped.")
-    base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of an openai: proxy that names none "
-        "(openai:MODEL@URL)."
-    )
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
-    )
-    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
-                                                             "local proxy.")
     batch_size: Annotated[int, VOLATILE] = Field(
         default=16, ge=1, description="Seed pairs per committed chunk; does not change results."
-    )
-    concurrency: Annotated[int, VOLATILE] = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: Annotated[float, VOLATILE] = Field(
-        default=120.0, gt=0, description="Seconds before one server request is retried."
     )
     cache: Annotated[str | None, VOLATILE] = Field(
         default=None, description="SQLite request cache (unset: the user's cache directory)."

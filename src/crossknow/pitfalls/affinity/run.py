@@ -108,7 +108,7 @@ def run_affinity(config: AffinityConfig, out: Path, on_progress: Progress | None
     languages = list(dict.fromkeys(seeds.values()))
     run_pitfalls_eval(config, out, on_progress=on_progress)
     rows = [PairRow.model_validate(row) for row in pq.read_table(out / "pairs.parquet").to_pylist()]
-    accuracy, scored = accuracy_tables(rows, seeds, languages, config.models)
+    accuracy, scored = accuracy_tables(rows, seeds, languages, config.models.specs)
     mean = mean_over_models(accuracy, len(languages))
     missing = [f"{x}/{y}" for i, x in enumerate(languages) for j, y in enumerate(languages) if mean[i][j] is None]
     ras, ras_error = None, None
@@ -122,7 +122,7 @@ def run_affinity(config: AffinityConfig, out: Path, on_progress: Progress | None
         except CrossknowError as error:
             ras_error = str(error)
     embedding = _embed(config, items, out) if config.embed_model else None
-    metrics = AffinityMetrics(languages=languages, models=list(config.models), accuracy=accuracy, scored=scored,
+    metrics = AffinityMetrics(languages=languages, models=list(config.models.specs), accuracy=accuracy, scored=scored,
                               mean_accuracy=mean, c=config.c, ras=ras, ras_error=ras_error, embedding=embedding)
     atomic_write_json(out / AFFINITY_FILE, metrics.model_dump())
     return metrics
@@ -137,7 +137,7 @@ def _embed(config: AffinityConfig, items: Sequence[MCItem], out: Path) -> Embedd
         seed_lang = item.metadata["seed_lang"]
         if item.pair_id == f"{item.metadata['seed_id']}>{seed_lang}":
             texts[item.lang].append(item.prompt)
-    tokenizer, model = load_embedder(str(config.embed_model), config.device, config.dtype)
+    tokenizer, model = load_embedder(str(config.embed_model), config.models.device, config.models.dtype)
     vectors = {lang: mean_pooled(tokenizer, model, questions, config.batch_size) for lang, questions in texts.items()}
     languages, distances = language_distances(vectors)
     stacked = np.concatenate([vectors[lang] for lang in languages])

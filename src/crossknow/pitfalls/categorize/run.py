@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
@@ -21,10 +21,10 @@ from crossknow.data.jsonl import iter_json_lines, require, require_strings, writ
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import CrossknowError, InputError
-from crossknow.generation.clients import ClientPool, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
-from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
 from crossknow.pitfalls.categories import (
     CATEGORIES_FILE,
     CategoryLog,
@@ -45,36 +45,25 @@ Progress = Callable[[str, int, int, CostMeter], None]
 """on_progress(stage label, pairs done, pairs in all, what the classifier spent so far)."""
 
 
-class CategorizeConfig(Record):
+class CategorizeConfig(RoleConfig):
     """Everything that decides a categorize run."""
+
+    ROLES = (RoleKeys("classifier", own=("base_url", "api_key_env", "device", "dtype", "concurrency", "timeout_s")),)
 
     pairs: list[str] = Field(min_length=1, description="Pair file: a release <Language>.json, a crossknow item file "
                              "with pair ids (candidate_items.jsonl, items.jsonl) or a probe's candidates.jsonl.")
-    classifier: str = Field(description="Model spec of the classifier LLM: default, hf:PATH, gguf:FILE, "
-                            "llamacpp:FILE or openai:MODEL[@URL] (without @URL: --base-url). A chat model answers "
-                            "as JSON, a base model (completion form, e.g. default) by one line read as a domain.")
+    classifier: ModelRole = Field(description="Model spec of the classifier LLM: default, hf:PATH, gguf:FILE, "
+                                  "llamacpp:FILE or openai:MODEL[@URL] (without @URL: --base-url). A chat "
+                                  "model answers as JSON, a base model (completion form, e.g. default) by one line "
+                                  "read as a domain.")
     limit: int | None = Field(default=None, ge=1, description="Classify only the first N pairs of each file (unset: "
                               "all).")
     max_tokens: int = Field(default=256, ge=1, description="Most tokens of one classifier answer.")
     temperature: float = Field(default=0.0, ge=0, description="Classifier temperature (crossknow's choice: greedy).")
     seed: int = Field(default=0, description="Seed of the classifier's requests (attempt k uses seed + k).")
     max_attempts: int = Field(default=3, ge=1, description="Calls per pair before its answer counts as invalid.")
-    base_url: Annotated[str | None, VOLATILE] = Field(
-        default=None, description="Server of an openai: classifier that names none "
-        "(openai:MODEL@URL)."
-    )
-    api_key_env: Annotated[str, VOLATILE] = Field(
-        default="OPENAI_API_KEY", description="Environment variable holding the server's key."
-    )
-    device: Annotated[Device, VOLATILE] = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of a "
-                                                             "local classifier.")
     batch_size: Annotated[int, VOLATILE] = Field(
         default=16, ge=1, description="Pairs per committed chunk; does not change results."
-    )
-    concurrency: Annotated[int, VOLATILE] = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: Annotated[float, VOLATILE] = Field(
-        default=120.0, gt=0, description="Seconds before one server request is retried."
     )
     cache: Annotated[str | None, VOLATILE] = Field(
         default=None, description="SQLite request cache (unset: the user's cache directory)."
@@ -196,22 +185,19 @@ def read_all_pairs(paths: Sequence[str | Path], limit: int | None) -> tuple[list
 def classifier_role(config: CategorizeConfig) -> Role:
     """The classifier's role: --base-url and --api-key-env, the config's temperature, seed, token budget and
     attempts."""
-    return Role(base_url=config.base_url, api_key_env=config.api_key_env, temperature=config.temperature,
-                seed=config.seed, max_tokens=config.max_tokens, max_attempts=config.max_attempts)
+    return Role(access=config.classifier, temperature=config.temperature, seed=config.seed,
+                max_tokens=config.max_tokens, max_attempts=config.max_attempts)
 
 
 def classifier_pool(config: CategorizeConfig, run_dir: Path | None = None) -> ClientPool:
-    """The pool the classifier comes from: the config's device, dtype, concurrency, timeout, cache and prices; it
-    records the classifier in `run_dir`."""
-    settings = ModelOptions(device=config.device, dtype=config.dtype, concurrency=config.concurrency,
-                            timeout_s=config.timeout_s)
-    return ClientPool(settings, Path(config.cache) if config.cache else None,
+    """The pool the classifier comes from: the config's cache and prices; it records the classifier in `run_dir`."""
+    return ClientPool(Path(config.cache) if config.cache else None,
                       PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
 
 
 def classifier_client(config: CategorizeConfig, pool: ClientPool) -> StructuredClient:
     """The structured client of `config.classifier` from `pool`."""
-    return pool.client(config.classifier, classifier_role(config))
+    return pool.client(config.classifier.spec, classifier_role(config))
 
 
 def run_categorize(config: CategorizeConfig, out: str | Path, client: StructuredClient | None = None,
@@ -221,7 +207,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     started, out = time.monotonic(), Path(out)
     pairs, invalid, duplicates = read_all_pairs(config.pairs, config.limit)  # bad input fails before any model loads
     if client is None:
-        classifier_role(config).parse(config.classifier)
+        classifier_role(config).parse(config.classifier.spec)
     built: list[StructuredClient] = [client] if client is not None else []
     pool = classifier_pool(config, out)
 
@@ -239,7 +225,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
             run.open(config.model_dump(), {str(p): file_sha256(p) for p in config.pairs},
                      volatile=volatile_keys(type(config)),
                      has_results=log_path.exists() and log_path.stat().st_size > 0,
-                     paths=("pairs", "cache", "prices"), growable=("limit",))
+                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).upgrade)
             write_invalid(out / "invalid.jsonl", invalid)
             log = CategoryLog(log_path)
             progress = (lambda done, total: on_progress("categorize", done, total, meter())) if on_progress else None
@@ -258,7 +244,7 @@ def _metrics(config: CategorizeConfig, rows: Sequence[CategoryRow], n_pairs: int
     referenced = [row for row in rows if row.reference is not None]
     compared = [row for row in referenced if row.category is not None]
     return CategorizeMetrics(
-        classifier=config.classifier, files=list(config.pairs), n_pairs=n_pairs, n_duplicates=duplicates,
+        classifier=config.classifier.spec, files=list(config.pairs), n_pairs=n_pairs, n_duplicates=duplicates,
         n_skipped=skipped, table=category_table([(row.lang, row.category) for row in rows]),
         reference=category_table([(row.lang, row.reference) for row in referenced]) if referenced else None,
         n_compared=len(compared),

@@ -16,12 +16,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.generation.clients import ClientPool, ModelOptions, Role
+from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
-from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.access import ModelAccess, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.registry import parse_spec
 from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.categories import categorize_candidates
@@ -46,8 +45,12 @@ SOURCES_FILE = "sources.json"
 """The draw and the prefilter's report (a SourceSample) in the run directory."""
 
 
-class PitfallsProbeConfig(Record):
+class PitfallsProbeConfig(RoleConfig):
     """Everything that decides a probe run."""
+
+    ROLES = (RoleKeys("proxy", own=("api_key_env",), prefix="proxy_"), RoleKeys("simulators", own=("api_key_env",)),
+             RoleKeys("judge", own=("base_url", "api_key_env"), prefix="judge_"))
+    SHARED = ("device", "dtype", "concurrency", "timeout_s")
 
     recipe: Literal["paper", "np", "dp"] = Field(description="paper: beam search (Appendix B.1); np: translation "
                                                  "only; dp: one direct perturbation.")
@@ -55,32 +58,25 @@ class PitfallsProbeConfig(Record):
                                "item file (its English question items).")
     n: int = Field(ge=1, description="Questions drawn, equally over the source files, before the English prefilter.")
     lang: str = Field(default="ja", description="Target language code (one of the release's 16).")
-    proxy: str = Field(description="Model spec of the proxy LLM that perturbs and translates (openai:MODEL@URL "
+    proxy: ModelRole = Field(description="Model spec of the proxy LLM that perturbs and translates (openai:MODEL@URL "
                        "names its server).")
     proxy_base_url: str | None = Field(default=None, description="Deprecated: write the proxy's server in its "
                                        "spec, --proxy openai:MODEL@URL (or give --base-url).")
-    proxy_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of "
-                                   "the proxy's server.")
     proxy_max_tokens: int = Field(default=1024, ge=1, description="Most tokens of one proxy output (the paper's "
                                   "1,024).")
-    simulators: list[str] = Field(min_length=1, description="Model spec of a simulation model (repeat for K models; "
+    simulators: ModelsRole = Field(description="Model spec of a simulation model (repeat for K models; "
                                   "openai:MODEL@URL names its server).")
     base_urls: list[str] = Field(default_factory=list, description="Server of the openai: proxy and simulators whose "
                                  "spec names none. Deprecated: once per simulator, in order (write each server in "
                                  "its spec).")
-    api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the key of the "
-                             "simulators' servers.")
     answering: Answering = Field(default="loss", description="'loss': the option with the lowest loss (crossknow's "
                                  "addition); 'generative': the paper's zero-shot CoT templates.")
     rule: Rule = Field(default="lm-eval", description="Scoring rule of loss-based answering.")
     prefilter: bool = Field(default=True, description="Keep only the questions every simulator answers right in "
                             "English (crossknow's choice: the paper describes no filter of its sources; the "
                             "authors' released run.py filters the same way).")
-    judge: str | None = Field(default=None, description="Model spec of the LLM judge of --similarity llm (unset: "
+    judge: ModelRole | None = Field(default=None, description="Model spec of the LLM judge of --similarity llm (unset: "
                               "the proxy judges).")
-    judge_base_url: str | None = Field(default=None, description="OpenAI-compatible server of an openai: judge.")
-    judge_api_key_env: str = Field(default="OPENAI_API_KEY", description="Environment variable holding the "
-                                   "judge server's key.")
     categorize: bool = Field(default=True, description="Classify each found pair into Table 4's six subject "
                              "domains with the proxy (categories.jsonl; the prompt is crossknow's).")
     limit: int | None = Field(default=None, ge=1, description="Probe only the first N questions the prefilter kept "
@@ -109,12 +105,7 @@ class PitfallsProbeConfig(Record):
     depth: int | None = Field(default=None, ge=0, description="Override: initial depth d1.")
     extended_depth: int | None = Field(default=None, ge=0, description="Override: extended depth d2.")
     max_attempts: int = Field(default=3, ge=1, description="Calls per request before its output counts as invalid.")
-    device: Device = Field(default="auto", description=DEVICE_HELP)
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(default="float32", description="Compute dtype of "
-                                                             "local models.")
     batch_size: int = Field(default=16, ge=1, description="Questions per scorer batch (loss answering).")
-    concurrency: int = Field(default=8, ge=1, description="Requests in flight per server.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Seconds before one server request is retried.")
     cache: str | None = Field(default=None, description="SQLite request cache (unset: the user's cache directory).")
     prices: str | None = Field(default=None, description="YAML/JSON file of model prices (USD per 1M tokens).")
 
@@ -122,7 +113,7 @@ class PitfallsProbeConfig(Record):
     def _judge_needs_llm(self) -> PitfallsProbeConfig:
         if self.judge is not None and self.similarity != "llm":
             raise ValueError(f"--judge names the model of --similarity llm, not of {self.similarity!r}")
-        if len(self.base_urls) not in (0, 1, len(self.simulators)):
+        if len(self.base_urls) not in (0, 1, len(self.simulators.specs)):
             raise ValueError(f"--base-url: give it once (the server of the specs that name none), not "
                              f"{len(self.base_urls)} times")
         return self
@@ -134,28 +125,29 @@ class PitfallsProbeConfig(Record):
 
     def simulator_servers(self) -> list[str | None]:
         """Each simulator's default server: --base-url, or the deprecated --base-url given once per simulator."""
-        return list(self.base_urls) if len(self.base_urls) > 1 else [self.base_url] * len(self.simulators)
+        return list(self.base_urls) if len(self.base_urls) > 1 else [self.base_url] * len(self.simulators.specs)
 
     def proxy_role(self) -> Role:
         """The proxy's server default (--base-url, or the deprecated --proxy-base-url where given), key, output
         cap and attempts; `ProxyLLM.from_pool` sets its temperatures."""
-        return Role(base_url=self.proxy_base_url or self.base_url, api_key_env=self.proxy_api_key_env,
-                    max_tokens=self.proxy_max_tokens, max_attempts=self.max_attempts)
+        server = self.proxy_base_url or self.base_url
+        return Role(access=self.proxy.model_copy(update={"base_url": server}), max_tokens=self.proxy_max_tokens,
+                    max_attempts=self.max_attempts)
 
     def judge_role(self) -> Role:
         """The LLM judge named by --judge: --judge-base-url, --judge-api-key-env, the proxy's output cap."""
-        return Role(base_url=self.judge_base_url, api_key_env=self.judge_api_key_env, server_flag="--judge-base-url",
+        return Role(access=self.judge or ModelAccess(), server_flag="--judge-base-url",
                     temperature=JUDGE_TEMPERATURE, max_tokens=self.proxy_max_tokens, max_attempts=self.max_attempts)
 
     def deprecations(self) -> list[str]:
         """What this config sets through options that are no longer the way, each with the new way."""
         notes, soon = [], "is deprecated and will be removed in the next release"
         if self.proxy_base_url:
-            written = parse_spec(self.proxy, self.proxy_base_url, "generator").written
+            written = parse_spec(self.proxy.spec, self.proxy_base_url, "generator").written
             notes.append(f"--proxy-base-url {soon}: write the proxy's server in its spec, --proxy {written}")
         if len(self.base_urls) > 1:
             written = " ".join(f"--simulator {parse_spec(spec, url, 'generator').written}"
-                               for spec, url in zip(self.simulators, self.base_urls, strict=True))
+                               for spec, url in zip(self.simulators.specs, self.base_urls, strict=True))
             notes.append(f"--base-url once per --simulator {soon}: write each simulator's server in its spec, "
                          f"{written}")
         return notes
@@ -186,28 +178,27 @@ the spend sums the proxy's and the generative simulators' meters (loss answering
 def probe_pool(config: PitfallsProbeConfig, run_dir: Path | None = None) -> ClientPool:
     """The pool the probe's proxy, simulators and judge come from, over one request cache; it records them in
     `run_dir`."""
-    settings = ModelOptions(device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                            concurrency=config.concurrency, timeout_s=config.timeout_s)
-    return ClientPool(settings, Path(config.cache) if config.cache else None,
-                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir)
+    return ClientPool(Path(config.cache) if config.cache else None,
+                      PriceTable.load(config.prices) if config.prices else None, run_dir=run_dir,
+                      batch_size=config.batch_size)
 
 
 def check_models(config: PitfallsProbeConfig, proxy: bool = True, simulators: bool = True) -> None:
     """Fail before any work or model load on a spec of the proxy (when `proxy`), the simulators (when
     `simulators`) or the judge that no backend takes, or an openai: spec without a server."""
     if proxy:
-        config.proxy_role().parse(config.proxy)
+        config.proxy_role().parse(config.proxy.spec)
     if simulators:
         form = "generator" if config.answering == "generative" else "model"
-        for spec, url in zip(config.simulators, config.simulator_servers(), strict=True):
-            Role(base_url=url).parse(spec, form)
+        for spec, url in zip(config.simulators.specs, config.simulator_servers(), strict=True):
+            Role(access=ModelAccess(base_url=url)).parse(spec, form)
     if config.judge is not None:
-        config.judge_role().parse(config.judge)
+        config.judge_role().parse(config.judge.spec)
 
 
 def build_proxy(config: PitfallsProbeConfig, pool: ClientPool) -> ProxyLLM:
     """The proxy LLM of `config.proxy`, from `pool`."""
-    return ProxyLLM.from_pool(pool, config.proxy, config.proxy_role())
+    return ProxyLLM.from_pool(pool, config.proxy.spec, config.proxy_role())
 
 
 def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, pool: ClientPool) -> JudgeSimilarity | None:
@@ -217,19 +208,21 @@ def build_judge(config: PitfallsProbeConfig, proxy: ProxyLLM, pool: ClientPool) 
         return None
     if config.judge is None:
         return JudgeSimilarity(proxy.client_at(JUDGE_TEMPERATURE))
-    return JudgeSimilarity(pool.client(config.judge, config.judge_role()))
+    return JudgeSimilarity(pool.client(config.judge.spec, config.judge_role()))
 
 
 def build_simulators(config: PitfallsProbeConfig, pool: ClientPool) -> list[Simulator]:
     """The K simulators, from `pool` (through `crossknow pitfalls eval`'s factory), each named by its spec."""
-    shared = dict(answering=config.answering, rule=config.rule, max_tokens=SIMULATION_MAX_TOKENS,
-                  max_attempts=config.max_attempts, seed=config.seed, api_key_env=config.api_key_env,
-                  device=config.device, dtype=config.dtype, batch_size=config.batch_size,
-                  concurrency=config.concurrency, timeout_s=config.timeout_s, cache=config.cache, prices=config.prices)
-    first = PitfallsEvalConfig(pairs="", models=config.simulators, base_url=config.base_url, **shared)
-    factory = SimulatorFactory(first, pool)
-    return [factory(spec, first.model_copy(update={"base_url": url}))
-            for spec, url in zip(config.simulators, config.simulator_servers(), strict=True)]
+    def on(server: str | None) -> PitfallsEvalConfig:
+        """The simulators as `crossknow pitfalls eval` would reach them, their default server `server`."""
+        return PitfallsEvalConfig(
+            pairs="", models=config.simulators.model_copy(update={"base_url": server}), answering=config.answering,
+            rule=config.rule, max_tokens=SIMULATION_MAX_TOKENS, max_attempts=config.max_attempts, seed=config.seed,
+            batch_size=config.batch_size, cache=config.cache, prices=config.prices)
+
+    factory = SimulatorFactory(on(config.base_url), pool)
+    servers = config.simulator_servers()
+    return [factory(spec, on(url)) for spec, url in zip(config.simulators.specs, servers, strict=True)]
 
 
 def draw_sources(
