@@ -16,14 +16,14 @@ from pydantic import Field
 from crossknow.data.corpus import read_corpus
 from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
-from crossknow.models.access import ModelsRole, RoleConfig, RoleKeys
+from crossknow.models.access import LOADING, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 
 class SequenceLossConfig(RoleConfig):
     """Everything that decides a sequence-loss trace's numbers (config.yaml of a `trace-sequences` run)."""
 
-    ROLES = (RoleKeys("checkpoints", own=("device", "dtype")),)
+    ROLES = (RoleKeys("checkpoints", own=("device", "dtype", *LOADING)),)
 
     checkpoints: ModelsRole = Field(
         description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from crossknow.models.access import ModelsRole, RoleConfig, RoleKeys
+from crossknow.models.access import LOADING, ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 from crossknow.store.config_keys import VOLATILE
 
@@ -14,7 +14,7 @@ from crossknow.store.config_keys import VOLATILE
 class TraceConfig(RoleConfig):
     """Everything that decides a trace's numbers (config.yaml)."""
 
-    ROLES = (RoleKeys("checkpoints", own=("device", "dtype")),)
+    ROLES = (RoleKeys("checkpoints", own=("device", "dtype", *LOADING)),)
 
     checkpoints: ModelsRole = Field(
         description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "

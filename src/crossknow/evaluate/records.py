@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from crossknow.data.schemas import Record
-from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 from crossknow.store.config_keys import VOLATILE
 
@@ -15,7 +15,7 @@ from crossknow.store.config_keys import VOLATILE
 class EvaluateConfig(RoleConfig):
     """Everything that decides an evaluation's numbers (config.yaml, with the resolved format and rule)."""
 
-    ROLES = (RoleKeys("model", own=("base_url", "api_key_env", "device", "dtype")),)
+    ROLES = (RoleKeys("model", own=("base_url", "api_key_env", "device", "dtype", *LOADING)),)
 
     model: ModelRole = Field(
         default=ModelRole(spec="default"),

@@ -18,8 +18,11 @@ from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.models.specs import ModelOptions
 from crossknow.store.config_keys import VOLATILE
 
-Dtype = Literal["float32", "bfloat16", "float16"]
-"""The compute dtype of local models; scores are always float32."""
+Dtype = Literal["float32", "bfloat16", "float16", "auto"]
+"""The compute dtype of local models ('auto': the dtype the checkpoint was saved in); scores are always float32."""
+
+AttnImplementation = Literal["eager", "sdpa", "flash_attention_2"]
+"""transformers' attention kernels of a local model."""
 
 
 class ModelAccess(BaseModel):
@@ -35,7 +38,16 @@ class ModelAccess(BaseModel):
         default="OPENAI_API_KEY", description="Environment variable that holds the API key of the servers."
     )
     device: Device = Field(default="auto", description=DEVICE_HELP)
-    dtype: Dtype = Field(default="float32", description="Compute dtype of local models; results are always float32.")
+    dtype: Dtype = Field(default="float32", description="Compute dtype of local models ('auto': the checkpoint's "
+                         "own); results are always float32.")
+    trust_remote_code: bool = Field(
+        default=False, description="Run the modelling code a local checkpoint ships (its config's auto_map); only "
+        "for checkpoints you trust."
+    )
+    attn_implementation: AttnImplementation | None = Field(
+        default=None, description="Attention kernel of local models (unset: transformers' choice); the numbers "
+        "agree within float tolerance."
+    )
     concurrency: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Requests in flight per server (1 for a llama.cpp server, which answers one at "
         "a time); does not change the output."
@@ -48,6 +60,7 @@ class ModelAccess(BaseModel):
         """The engine's options for this role's models (`run_settings`: the command's own, such as batch_size)."""
         return ModelOptions(device=self.device, dtype=self.dtype, base_url=self.base_url,
                             api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
+                            trust_remote_code=self.trust_remote_code, attn_implementation=self.attn_implementation,
                             **run_settings)
 
 
@@ -65,6 +78,10 @@ class ModelsRole(ModelAccess):
 
 ACCESS_FIELDS = tuple(ModelAccess.model_fields)
 """The settings of a role, each of which a flat key can give."""
+
+LOADING = ("trust_remote_code", "attn_implementation")
+"""The settings of how a local model loads, beyond device and dtype: the options of every command's local model
+roles."""
 
 
 @dataclass(frozen=True)

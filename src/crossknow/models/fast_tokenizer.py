@@ -154,10 +154,10 @@ def has_current_verdict(path: str | Path) -> bool:
     return verdict.get("transformers") == version("transformers") and verdict.get("format") == VERDICT_FORMAT
 
 
-def load_tokenizer(path: str, revision: str | None, scoring: bool = False) -> Any:
+def load_tokenizer(path: str, revision: str | None, scoring: bool = False, trust_remote_code: bool = False) -> Any:
     """The tokenizer of `path`: where a current verdict says they are the same, the ScoringTokenizer (with
-    `scoring`) or the fast load; else AutoTokenizer."""
-    if revision is None and has_current_verdict(path):
+    `scoring`) or the fast load; else AutoTokenizer (running the checkpoint's own code with `trust_remote_code`)."""
+    if revision is None and not trust_remote_code and has_current_verdict(path):
         verdict = json.loads((Path(path) / VERDICT_FILE).read_text(encoding="utf-8"))
         if scoring and verdict.get("scoring_tokenizer_equal"):
             return ScoringTokenizer(path)
@@ -165,4 +165,4 @@ def load_tokenizer(path: str, revision: str | None, scoring: bool = False) -> An
             return load_fast_tokenizer(path)
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(path, revision=revision)
+    return AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)

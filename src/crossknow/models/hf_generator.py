@@ -19,7 +19,7 @@ from crossknow.models.protocol import Scorer, ScoreRequest
 try:
     from crossknow.models.device import resolve_device
     from crossknow.models.hf_decoding import DecodeRow, decode_batch
-    from crossknow.models.hf_loading import load_causal_lm
+    from crossknow.models.hf_loading import CHECKPOINT_DTYPE, LoadSettings, dtype_name, load_causal_lm
     from crossknow.models.json_constraint import JsonConstraintFactory, json_constraints_available
     from crossknow.models.local_generator import LocalGenerator
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
@@ -41,17 +41,18 @@ class HFGenerator(LocalGenerator):
         batch_size: int = 8,
         constrain_json: bool = True,
         prompt_format: str = "auto",
+        load: LoadSettings = LoadSettings(),
     ):
         if batch_size < 1:
             raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
         self.name = name
         self.model_id = model_id or (f"{path}@{revision}" if revision else path)
-        self.dtype = dtype
         self.device = resolve_device(device)
         self.sampler_device = self.device
         self.batch_size = batch_size
         self._path, self._revision = path, revision
-        self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype)
+        self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype, load)
+        self.dtype = dtype_name(self.model.dtype) if dtype == CHECKPOINT_DTYPE else dtype
         self.prompt_format: PromptFormat = resolve_prompt_format(prompt_format, self.tokenizer)
         """'chat' or 'completion' (see the module docstring)."""
         self._max_positions = getattr(self.model.config, "max_position_embeddings", None)

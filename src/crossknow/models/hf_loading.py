@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
@@ -45,34 +46,67 @@ def resolve_dtype(dtype: str, device: str) -> str:
     return "bfloat16" if device == "cpu" and cpu_has_native_bf16() else "float32"
 
 
-def load_causal_lm(path: str, revision: str | None, model_id: str, device: str, dtype: str) -> tuple[Any, Any]:
-    """(tokenizer, model) of `path` at `revision`, the model in `dtype` on `device` in eval mode.
+CHECKPOINT_DTYPE = "auto"
+"""The --dtype that loads a checkpoint in the dtype it was saved in (transformers' `dtype="auto"`)."""
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How transformers loads a model, beyond its place and dtype (`ModelAccess`'s loading options)."""
+
+    trust_remote_code: bool = False
+    """Run the modelling code a checkpoint ships (its config's `auto_map`)."""
+    attn_implementation: str | None = None
+    """transformers' attention kernel ('eager', 'sdpa', 'flash_attention_2'); None: transformers' choice."""
+
+    def default(self) -> bool:
+        """True when nothing here changes how a model loads."""
+        return self == LoadSettings()
+
+
+def dtype_name(dtype: Any) -> str:
+    """'bfloat16' for torch.bfloat16: the --dtype that names a loaded model's dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
+def load_causal_lm(
+    path: str, revision: str | None, model_id: str, device: str, dtype: str, load: LoadSettings = LoadSettings(),
+) -> tuple[Any, Any]:
+    """(tokenizer, model) of `path` at `revision`, the model in `dtype` (`auto`: the checkpoint's own) on `device`
+    in eval mode, loaded as `load` says.
 
     An unknown dtype or a model that cannot be loaded is a CrossknowError naming `model_id`. The
     tokenizer takes the fast load where crossknow's cache checked it (`crossknow.models.fast_tokenizer`).
     """
-    if dtype not in DTYPES:
-        raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    if dtype not in DTYPES and dtype != CHECKPOINT_DTYPE:
+        raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)} or {CHECKPOINT_DTYPE}")
     try:
         from transformers import AutoModelForCausalLM
     except ImportError as error:  # pragma: no cover - exercised only without the hf extra
         raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from error
+    extra = {"attn_implementation": load.attn_implementation} if load.attn_implementation else {}
     try:
-        tokenizer = load_tokenizer(path, revision)
-        model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES[dtype])
-    except OSError as error:
-        raise CrossknowError(f"cannot load model {model_id!r}: {error}") from error
+        tokenizer = load_tokenizer(path, revision, trust_remote_code=load.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES.get(dtype, dtype),
+                                                     trust_remote_code=load.trust_remote_code, **extra)
+    except (OSError, ValueError, ImportError) as error:  # ValueError: remote code not trusted, an unknown kernel
+        hint = " (the checkpoint ships its own modelling code: --trust-remote-code runs it, if you trust it)" if (
+            "trust_remote_code" in str(error) and not load.trust_remote_code) else ""
+        raise CrossknowError(f"cannot load model {model_id!r}{hint}: {error}") from error
     return tokenizer, model.to(device).eval()
 
 
-def load_scoring_model(path: str, revision: str | None, model_id: str, device: str, dtype: str) -> tuple[Any, Any]:
+def load_scoring_model(
+    path: str, revision: str | None, model_id: str, device: str, dtype: str, load: LoadSettings = LoadSettings(),
+) -> tuple[Any, Any]:
     """`load_causal_lm` for the scorer: a local Gemma 3 text checkpoint that `crossknow.models.gemma3_text`
     computes loads through it, without importing transformers' model code (about 1.5 s of start-up);
-    any other model through transformers."""
+    any other model, or one loaded with settings of its own, through transformers."""
     from crossknow.models import gemma3_text
 
-    if dtype not in DTYPES or revision is not None or gemma3_text.unsupported(path) is not None:
-        return load_causal_lm(path, revision, model_id, device, dtype)
+    if (dtype not in DTYPES or revision is not None or not load.default()
+            or gemma3_text.unsupported(path) is not None):
+        return load_causal_lm(path, revision, model_id, device, dtype, load)
     try:
         return load_tokenizer(path, revision, scoring=True), gemma3_text.load(path, DTYPES[dtype], device)
     except (OSError, ValueError) as error:  # ValueError: weights that do not fit its config.json

@@ -22,7 +22,7 @@ try:
     import torch
 
     from crossknow.models.device import resolve_device
-    from crossknow.models.hf_loading import load_scoring_model
+    from crossknow.models.hf_loading import CHECKPOINT_DTYPE, LoadSettings, dtype_name, load_scoring_model
     from crossknow.models.logit_head import LogitHead, check_head_once
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
@@ -76,15 +76,17 @@ class HFScorer:
         dtype: str = "float32",
         batch_size: int = 8,
         loaded: tuple[Any, Any] | None = None,
+        load: LoadSettings = LoadSettings(),
     ):
         """`loaded` is a (tokenizer, model) pair already loaded from `path` on `device` in `dtype` (a
-        generator's), shared instead of loading the weights again."""
+        generator's), shared instead of loading the weights again; `load`, how transformers loads it."""
         self.name = name
         self.model_id = model_id or (f"{path}@{revision}" if revision else path)
-        self.dtype = dtype
         self.device = resolve_device(device)
         self.batch_size = batch_size
-        self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id, self.device, dtype)
+        self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id, self.device, dtype,
+                                                                  load)
+        self.dtype = dtype_name(self.model.dtype) if dtype == CHECKPOINT_DTYPE else dtype
         self._body = self.model.get_decoder()
         self._head = LogitHead(self.model)
         check_head_once(self.model, self._head, self.device, self.model_id)

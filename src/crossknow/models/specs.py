@@ -158,7 +158,11 @@ class ModelOptions:
     device: str = "auto"
     """'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ..."""
     dtype: str = "float32"
-    """Compute dtype of local models; scores are always float32."""
+    """Compute dtype of local models ('auto': the checkpoint's own); scores are always float32."""
+    trust_remote_code: bool = False
+    """Run the modelling code a local checkpoint ships (transformers' `trust_remote_code`)."""
+    attn_implementation: str | None = None
+    """transformers' attention kernel of a local model ('eager', 'sdpa', ...); None: transformers' choice."""
     batch_size: int = 8
     """Items (contexts) per forward pass of local scorers."""
     base_url: str | None = None

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.models.access import ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
 from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.models.registry import check_spec
 from crossknow.store.config_keys import VOLATILE
@@ -34,7 +34,7 @@ Part = Literal["knowledge", "transfer"]
 class TrainConfig(RoleConfig):
     """Everything that decides a training run's result (saved as config.yaml)."""
 
-    ROLES = (RoleKeys("qa_generator", own=("base_url", "api_key_env", "device", "concurrency", "timeout_s"),
+    ROLES = (RoleKeys("qa_generator", own=("base_url", "api_key_env", "device", "concurrency", "timeout_s", *LOADING),
                       prefix="qa_"),)
 
     model: str = Field(default="default", description="Model spec to start from: default or hf:PATH_OR_ID[@REVISION].")
