@@ -72,7 +72,8 @@ def test_a_checkpoint_with_its_own_code_loads_only_when_trusted_and_scores_as_it
                "auto_map": {"AutoConfig": "configuration_toy.ToyConfig",
                             "AutoModelForCausalLM": "modeling_toy.ToyForCausalLM"}}
     (remote / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    with pytest.raises(CrossknowError, match=r"cannot load model .* ships its own modelling code: --trust-remote-code runs it"):
+    refusal = r"cannot load model .* ships its own modelling code: --trust-remote-code runs it"
+    with pytest.raises(CrossknowError, match=refusal):
         HFScorer(str(remote), device="cpu")
     trusted = HFScorer(str(remote), device="cpu", load=_load(trust_remote_code=True))
     assert type(trusted.model).__name__ == "ToyForCausalLM"
