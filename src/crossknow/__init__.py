@@ -1,8 +1,19 @@
-"""crossknow: measure how language models acquire knowledge in one language and carry it to others."""
+"""crossknow: measure how language models acquire knowledge in one language and carry it to others.
 
-from importlib.metadata import PackageNotFoundError, version
+`crossknow.evaluate(model, items)` scores multiple-choice items from Python (`crossknow.evaluation.api`); it is
+imported on first use, so that `import crossknow` stays light.
+"""
 
-try:
-    __version__ = version("crossknow")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+source"
+from typing import Any
+
+from crossknow.version import VERSION as __version__
+
+__all__ = ["__version__", "evaluate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "evaluate":
+        from crossknow.evaluation.api import evaluate
+
+        return evaluate
+    raise AttributeError(f"module 'crossknow' has no attribute {name!r}")

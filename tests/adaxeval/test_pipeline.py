@@ -199,8 +199,8 @@ def test_costs_follow_the_price_file_and_survive_resume(run_fake, tmp_path):
 
 @pytest.mark.slow
 def test_generated_sets_are_scored_by_evaluate(run_fake, tmp_path, embedded_scorer):
-    from crossknow.evaluate.pipeline import run_evaluate
-    from crossknow.evaluate.records import EvaluateConfig
+    from crossknow.evaluation.pipeline import run_evaluate
+    from crossknow.evaluation.records import EvaluateConfig
 
     run_fake(sample=1, docs=1)
     for name in ("memorization", "generalization"):

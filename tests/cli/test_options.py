@@ -16,7 +16,7 @@ from crossknow.cli.options import config_command, describe_validation_error, fie
 from crossknow.data.schemas import Record
 from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.training.records import TrainConfig
 
 WIDE = {"COLUMNS": "2000"}

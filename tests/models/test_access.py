@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from crossknow.cli.app import app
 from crossknow.eclektic.run_config import EclekticConfig
 from crossknow.errors import CrossknowError
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.access import ModelAccess, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.run_dir import RunDir

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from crossknow.errors import CrossknowError, ModelSpecError
-from crossknow.evaluate.pipeline import run_evaluate
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.pipeline import run_evaluate
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.generator import ChatMessage, GenerateRequest, GenerateResult
 from crossknow.models.protocol import ScoreRequest, ScoreResult
 from crossknow.models.registry import backends, load_generator, load_scorer, parse_spec, spec_forms

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from crossknow.errors import CrossknowError
-from crossknow.evaluate.pipeline import run_evaluate
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.pipeline import run_evaluate
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.hf_scorer import HFScorer
 from crossknow.models.protocol import ScoreRequest
 from tests.gpu.tiny_hf_model import write_tiny_model

@@ -2,7 +2,7 @@
 
 The scorer here is a stand-in that records what it is asked and fails on chosen requests: these tests
 are about the stage's bookkeeping, which no real backend can be made to exercise on demand. The stage on
-the real model is tested through evaluate and trace (tests/evaluate, tests/dynamics/test_trace.py).
+the real model is tested through evaluate and trace (tests/evaluation, tests/dynamics/test_trace.py).
 """
 
 from __future__ import annotations

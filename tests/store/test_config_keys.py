@@ -13,7 +13,7 @@ from crossknow.dynamics.sequence_inputs import SequenceLossConfig
 from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.eclektic.build_records import BuildConfig
 from crossknow.eclektic.run_config import EclekticConfig
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.device import Device
 from crossknow.perturb.records import PerturbConfig
 from crossknow.pitfalls.affinity.expansion_records import ExpandConfig

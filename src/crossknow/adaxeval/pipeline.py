@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import crossknow
 from crossknow.adaxeval.assemble import write_dataset
 from crossknow.adaxeval.clients import Clients, generator_role
 from crossknow.adaxeval.distractors import distractor_rows
@@ -50,6 +49,7 @@ from crossknow.store.atomic import atomic_write_json, atomic_write_text
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
+from crossknow.version import VERSION
 
 Progress = Callable[[str, int, int, CostMeter], None]
 """on_progress(stage, done, total, spent so far by this invocation)."""
@@ -379,7 +379,7 @@ def _summary(
         files=files,
         models=run.clients.models(),
         seconds=round(time.monotonic() - started, 3),
-        crossknow_version=crossknow.__version__,
+        crossknow_version=VERSION,
     )
 
 

@@ -24,7 +24,7 @@ from crossknow.cli.lazy import lazy_group
 from crossknow.cli.options import config_command, describe_validation_error
 from crossknow.cli.progress import bar
 from crossknow.errors import CrossknowError
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.records import EvaluateConfig
 
 COMMANDS = {
     "compare": "crossknow.cli.compare_cmd",
@@ -68,7 +68,7 @@ def evaluate(
 ) -> None:
     """Score every option of every multiple-choice item by its loss; write scores.parquet and metrics.json."""
     from crossknow.cli.tables import metrics_table
-    from crossknow.evaluate.pipeline import run_evaluate
+    from crossknow.evaluation.pipeline import run_evaluate
 
     with bar(errors, "scoring") as update:
         metrics = run_evaluate(config, out, update)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from crossknow.evaluate.records import EvaluateMetrics
+from crossknow.evaluation.records import EvaluateMetrics
 from crossknow.scoring.normalise import Normalisation
 
 PRIMARY = {"adaxeval": Normalisation.MEAN_TOKEN.value, "lm-eval": Normalisation.SUM.value}

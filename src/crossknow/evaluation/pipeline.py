@@ -17,12 +17,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import crossknow
 from crossknow.data.formats import load_item_set
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
-from crossknow.evaluate.records import EvaluateConfig, EvaluateMetrics, ModelInfo
+from crossknow.evaluation.records import EvaluateConfig, EvaluateMetrics, ModelInfo
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ModelOptions, load_scorer
 from crossknow.models.weights import weights_hash
@@ -34,6 +33,7 @@ from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
+from crossknow.version import VERSION
 
 SAMPLE = "sample"
 """The --data value that names the small sample shipped with the package."""
@@ -71,11 +71,12 @@ def run_evaluate(
     out: Path,
     on_progress: Callable[[int, int], None] | None = None,
     make_scorer: Callable[[str, ModelOptions], Scorer] = load_scorer,
+    weights_of: Callable[[str], str] = weights_hash,
 ) -> EvaluateMetrics:
     """Score `config.data` with `config.model` into the run directory `out`; return the metrics.
 
     `on_progress(done, total)` is called after each committed shard. `make_scorer` builds the
-    backend only when some item is still unscored.
+    backend only when some item is still unscored; `weights_of(spec)` identifies its weights in model.json.
     """
     started = time.monotonic()
     data_path = resolve_data(config.data)
@@ -105,7 +106,7 @@ def run_evaluate(
             options = config.model.options(batch_size=config.batch_size)
             scorer = make_scorer(config.model.spec, options)
             info = ModelInfo(spec=config.model.spec, backend=scorer.name, model_id=scorer.model_id, dtype=scorer.dtype,
-                             weights=weights_hash(config.model.spec))
+                             weights=weights_of(config.model.spec))
             atomic_write_json(model_path, info.model_dump())
 
             def advance(n: int) -> None:
@@ -135,7 +136,7 @@ def run_evaluate(
             boundary=config.boundary,
             format=item_set.format,
             model=info,
-            crossknow_version=crossknow.__version__,
+            crossknow_version=VERSION,
             items_scored_this_run=len(todo),
             items_rescored_float32=stage.rescored_count(),
             seconds=round(time.monotonic() - started, 3),

@@ -13,8 +13,8 @@ import pytest
 
 from crossknow.data.formats import load_item_set
 from crossknow.errors import CrossknowError, ModelSpecError
-from crossknow.evaluate.pipeline import run_evaluate
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.pipeline import run_evaluate
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.registry import load_scorer
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -443,7 +443,7 @@ def test_bfloat16_with_float32_decisions_predicts_as_float32(clean_run, embedded
 
 
 def test_float32_decisions_apply_to_low_precision_only():
-    from crossknow.evaluate.pipeline import float32_scorer
+    from crossknow.evaluation.pipeline import float32_scorer
     from crossknow.models.registry import ModelOptions
 
     class Dtype:

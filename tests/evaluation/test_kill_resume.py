@@ -10,8 +10,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from crossknow.evaluate.pipeline import run_evaluate
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.pipeline import run_evaluate
+from crossknow.evaluation.records import EvaluateConfig
 from crossknow.store.run_dir import ShardedTable
 
 from ..processes import run_until_then_kill

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from crossknow.cli.tables import metrics_table
 from crossknow.errors import CrossknowError
-from crossknow.evaluate.pipeline import run_evaluate
-from crossknow.evaluate.records import EvaluateConfig
+from crossknow.evaluation.pipeline import run_evaluate
+from crossknow.evaluation.records import EvaluateConfig
 from tests.conftest import SHARED_DATA
 
 EXAMPLES = SHARED_DATA / "adaxeval-paper-examples.jsonl"
