@@ -1,6 +1,7 @@
 """crossknow: measure how language models acquire knowledge in one language and carry it to others.
 
-`crossknow.evaluate(model, items)` scores multiple-choice items from Python (`crossknow.evaluation.api`); it is
+From Python: `crossknow.evaluate(model, items)` scores multiple-choice items (`crossknow.evaluation.api`),
+`crossknow.trace(checkpoints, items)` every checkpoint of a training run (`crossknow.dynamics.api`); each is
 imported on first use, so that `import crossknow` stays light.
 """
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from crossknow.version import VERSION as __version__
 
-__all__ = ["__version__", "evaluate"]
+__all__ = ["__version__", "evaluate", "trace"]
 
 
 def __getattr__(name: str) -> Any:
@@ -16,4 +17,8 @@ def __getattr__(name: str) -> Any:
         from crossknow.evaluation.api import evaluate
 
         return evaluate
+    if name == "trace":
+        from crossknow.dynamics.api import trace
+
+        return trace
     raise AttributeError(f"module 'crossknow' has no attribute {name!r}")

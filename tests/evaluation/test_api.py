@@ -12,10 +12,15 @@ import pytest
 import crossknow
 from crossknow.errors import CrossknowError, InputError
 from tests.gpu.tiny_hf_model import write_tiny_model
+from tests.pitfalls.test_evaluation import RELEASE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "python.md"
 HUB_ID = '"Qwen/Qwen2.5-0.5B"'
 """The doc's example model, which the test replaces by a local tiny model (no hub here)."""
+TRAIN_RUN = '"runs/train"'
+"""The doc's example training run, which the test replaces by the suite's tiny one."""
+PAIR_FILE = '"Japanese.json"'
+"""The doc's released pair file, which the test reads from the project's copy of the release."""
 
 ITEMS = [
     {"id": "q1", "lang": "en", "kind": "question", "prompt": "What is the capital of France?",
@@ -37,17 +42,21 @@ def doc_blocks() -> list[tuple[str, str | None]]:
     return pairs
 
 
-def test_the_docs_examples_run_and_print_what_the_doc_shows(embedded_checkpoint_dir, tmp_path, monkeypatch, capsys):
+def test_the_docs_examples_run_and_print_what_the_doc_shows(embedded_checkpoint_dir, random_train_run, tmp_path,
+                                                            monkeypatch, capsys):
     tiny = write_tiny_model(tmp_path / "tiny")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     blocks = doc_blocks()
-    assert len(blocks) == 4 and HUB_ID in blocks[2][0]
+    assert len(blocks) == 7 and HUB_ID in blocks[2][0] and TRAIN_RUN in blocks[3][0] and PAIR_FILE in blocks[4][0]
     for code, shown in blocks:
-        exec(compile(code.replace(HUB_ID, repr(str(tiny))), str(DOC), "exec"), namespace)
+        code = code.replace(HUB_ID, repr(str(tiny))).replace(TRAIN_RUN, repr(str(random_train_run.out)))
+        code = code.replace(PAIR_FILE, repr(str(RELEASE / "Japanese.json")))
+        exec(compile(code, str(DOC), "exec"), namespace)
         printed = capsys.readouterr().out
         if shown is not None:
             assert printed == shown
+    assert sorted(namespace["accuracy"].mean().index) == [0, 2, 4]
     assert (tmp_path / "runs" / "notebook" / "scores.parquet").is_file()
     again = crossknow.evaluate("default", namespace["items"], out=tmp_path / "runs" / "notebook")
     assert again.attrs["metrics"]["items_scored_this_run"] == 0

@@ -82,7 +82,7 @@ def test_fast_load_only_under_a_current_verdict(tokenizers, embedded_checkpoint_
     auto_loads: list[str] = []
     real_auto_load = AutoTokenizer.from_pretrained
 
-    def auto_load(path, revision=None):
+    def auto_load(path, revision=None, **options):
         auto_loads.append(str(path))
         return "AutoTokenizer's load"
 

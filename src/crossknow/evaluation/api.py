@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import tempfile
 from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from crossknow.data.records_file import records_file
 from crossknow.errors import CrossknowError
 from crossknow.evaluation.pipeline import run_evaluate
 from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ModelOptions
-
-ITEMS_FILE = "items.jsonl"
-"""Where records given in memory are written for the reader, in the run directory."""
 
 
 def evaluate(
@@ -48,7 +45,7 @@ def evaluate(
     with ExitStack() as stack:
         run_dir = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         run_dir.mkdir(parents=True, exist_ok=True)
-        data = _items_file(items, run_dir)
+        data = records_file(items, run_dir)
         if isinstance(model, str):
             config = EvaluateConfig(model=model, data=data, **options)
             metrics = run_evaluate(config, run_dir)
@@ -58,23 +55,6 @@ def evaluate(
         frame = pd.read_parquet(run_dir / "scores.parquet")
     frame.attrs["metrics"] = metrics.model_dump()
     return frame
-
-
-def _items_file(items: Any, run_dir: Path) -> str:
-    """The file the reader reads: `items` itself when it is a path, else the records written to the run directory
-    as JSON lines (a DataFrame's missing values as null)."""
-    if isinstance(items, str | Path):
-        return str(items)
-    path = run_dir / ITEMS_FILE
-    if hasattr(items, "to_json"):  # a DataFrame
-        path.write_text(items.to_json(orient="records", lines=True, force_ascii=False), encoding="utf-8")
-        return str(path)
-    records = list(items)
-    if not all(isinstance(record, Mapping) for record in records):
-        raise CrossknowError("items: give a file path, a list of dicts (one item record each) or a DataFrame")
-    path.write_text("".join(json.dumps(dict(record), ensure_ascii=False) + "\n" for record in records),
-                    encoding="utf-8")
-    return str(path)
 
 
 def _loaded(model: Any, tokenizer: Any, data: str, options: dict[str, Any]) -> tuple[Any, Any, Any]:
