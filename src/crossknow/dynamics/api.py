@@ -7,15 +7,14 @@ temporary directory that is removed. The report is the command's (`crossknow tra
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Mapping
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from crossknow.data.records_file import records_file
 from crossknow.dynamics.trace import run_trace
 from crossknow.dynamics.trace_config import TraceConfig
+from crossknow.store.run_dir import kept_or_temporary
 
 
 def trace(
@@ -34,8 +33,6 @@ def trace(
     nothing is kept. `options`: the command's options by their config names (`train_lang`, `rule`, `batch_size`,
     `device`, `dtype`, ...)."""
     sources = [str(checkpoints)] if isinstance(checkpoints, str | Path) else [str(c) for c in checkpoints]
-    with ExitStack() as stack:
-        run_dir = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        run_dir.mkdir(parents=True, exist_ok=True)
+    with kept_or_temporary(out) as run_dir:
         config = TraceConfig(checkpoints=sources, data=[records_file(items, run_dir)], **options)
         return run_trace(config, run_dir).to_pandas()

@@ -7,9 +7,7 @@ where `out` names one.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Mapping
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from crossknow.data.records_file import records_file
 from crossknow.eclektic.metrics import EclekticMetrics
 from crossknow.eclektic.run import score_judgement_file
 from crossknow.eclektic.run_config import ScoreConfig
+from crossknow.store.run_dir import kept_or_temporary
 
 JUDGEMENTS_FILE = "judgements.jsonl"
 """Where judgements from memory are written for the reader, in the run directory."""
@@ -31,7 +30,5 @@ def score(
     `options`: the command's (`source_rows`, `ci`, `confidence`, `n_boot`, `boot_seed`). `out`: a run directory to
     write (metrics.json, examples.parquet); unset, nothing is kept."""
     config = ScoreConfig(**options)
-    with ExitStack() as stack:
-        run_dir = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        run_dir.mkdir(parents=True, exist_ok=True)
+    with kept_or_temporary(out) as run_dir:
         return score_judgement_file(Path(records_file(judgements, run_dir, JUDGEMENTS_FILE)), run_dir, config)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import tempfile
 from collections.abc import Iterable, Mapping
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from crossknow.evaluation.pipeline import run_evaluate
 from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ModelOptions
+from crossknow.store.run_dir import kept_or_temporary
 
 
 def evaluate(
@@ -42,9 +41,7 @@ def evaluate(
     """
     import pandas as pd
 
-    with ExitStack() as stack:
-        run_dir = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        run_dir.mkdir(parents=True, exist_ok=True)
+    with kept_or_temporary(out) as run_dir:
         data = records_file(items, run_dir)
         if isinstance(model, str):
             config = EvaluateConfig(model=model, data=data, **options)

@@ -7,15 +7,14 @@ written only where `out` names one.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Mapping
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from crossknow.data.records_file import records_file
 from crossknow.pitfalls.eval_records import PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import run_pitfalls_eval
+from crossknow.store.run_dir import kept_or_temporary
 
 
 def evaluate(
@@ -36,9 +35,7 @@ def evaluate(
     import pandas as pd
 
     specs = [models] if isinstance(models, str) else list(models)
-    with ExitStack() as stack:
-        run_dir = Path(out) if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        run_dir.mkdir(parents=True, exist_ok=True)
+    with kept_or_temporary(out) as run_dir:
         config = PitfallsEvalConfig(pairs=records_file(pairs, run_dir), models=specs, **options)
         metrics = run_pitfalls_eval(config, run_dir)
         frame = pd.read_parquet(run_dir / "pairs.parquet")

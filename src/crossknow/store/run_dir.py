@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,18 @@ def absolute_path(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [absolute_path(item) for item in value]
     return os.path.abspath(os.path.expanduser(value))
+
+
+@contextmanager
+def kept_or_temporary(out: str | Path | None) -> Iterator[Path]:
+    """The run directory of a call from Python: `out` (created, kept, resumable) where the caller names one, else a
+    temporary directory removed when the block ends."""
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        yield Path(out)
+        return
+    with tempfile.TemporaryDirectory() as temporary:
+        yield Path(temporary)
 
 
 def _volatile(key: str, volatile: set[str]) -> bool:
