@@ -92,10 +92,11 @@ def _default(info: FieldInfo) -> Any:
     return ...
 
 
+@functools.cache
 def cli_fields(config_cls: type[BaseModel]) -> dict[str, FieldInfo]:
-    """The fields the command line sets, in order: the config's own, each role record (`RoleConfig`) as its flat
-    keys: the role's name for its spec (or specs), then its own access settings; the shared ones after the first
-    role."""
+    """The fields the command line sets (built once per config class: each option reads them), in order: the
+    config's own, each role record (`RoleConfig`) as its flat keys: the role's name for its spec (or specs), then
+    its own access settings; the shared ones after the first role."""
     if not issubclass(config_cls, RoleConfig):
         return dict(config_cls.model_fields)
     roles = {keys.role: keys for keys in config_cls.ROLES}
