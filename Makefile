@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 # Fails when a CUDA build crept in (torch's CUDA wheels pull nvidia-* packages, gigabytes).
 NO_CUDA = if $(1) -m pip list 2>/dev/null | grep -i '^nvidia-'; then echo 'CUDA packages installed: torch must be the CPU build' >&2; exit 1; fi
 
-.PHONY: install demo test test-fast test-nightly test-latest lock bench clean fuzz
+.PHONY: install vocab demo test test-fast test-nightly test-latest lock bench clean fuzz
 
 install: $(STAMP)
 
@@ -33,6 +33,17 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(call NO_CUDA,$(PY))
 	touch $(STAMP)
 
+# The real tokenizers of other model families (Llama 3, Llama 2, Qwen2, Phi-3) for the tests: llama.cpp's vocab-only
+# GGUFs from the llama-cpp-python sdist of the lock (pip's cache holds it after the install; sha256 checked),
+# converted once into .test-cache/vocab/ (about a minute). See tests/families/vocab.py.
+VOCAB := .test-cache/vocab/.made
+
+vocab: $(VOCAB)
+
+$(VOCAB): $(STAMP) tests/families/vocab.py
+	$(PY) -m tests.families.vocab
+	touch $(VOCAB)
+
 demo: install
 	$(VENV)/bin/crossknow demo --out runs/demo
 
@@ -41,7 +52,7 @@ demo: install
 # (loading it fails the test). `make test-nightly`: the end-to-end demos and long server runs.
 FAST_TIER := not (model or server or training or slow or nightly or gpu)
 
-test: install
+test: install $(VOCAB)
 	$(PY) -m pytest -m "not nightly" $(PYTEST_ARGS)
 
 test-fast: install
@@ -52,7 +63,7 @@ test-nightly: install
 
 # The newest releases of every dependency, without the lock, in a fresh environment of their own:
 # run it before every `make lock`, and now and then, to find the next break before users do.
-test-latest:
+test-latest: $(VOCAB)
 	rm -rf $(LATEST_VENV)
 	python3 -m venv $(LATEST_VENV)
 	$(LATEST_VENV)/bin/python -m pip install -q $(TORCH)

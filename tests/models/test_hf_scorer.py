@@ -1,9 +1,5 @@
-"""The HF scorer against an independent float64 computation, one option at a time.
-
-The reference below re-implements the DESIGN.md boundary rule itself (it does not call the
-scorer's encoder), runs the whole sequence through a separately loaded float64 copy of the model,
-and takes the full log-softmax at every continuation position.
-"""
+"""The HF scorer against an independent float64 computation (tests/reference_scoring.py), one option at a time,
+on a separately loaded float64 copy of the embedded model."""
 
 from __future__ import annotations
 
@@ -15,6 +11,7 @@ from crossknow.data.schemas import MCItem
 from crossknow.models.hf_scorer import option_chunks
 from crossknow.models.protocol import ScoreRequest
 from crossknow.scoring.rules import option_requests
+from tests.reference_scoring import reference
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-3  # float32 scorer vs float64 reference, summed over up to ~20 tokens
@@ -23,21 +20,6 @@ TOLERANCE = 1e-3  # float32 scorer vs float64 reference, summed over up to ~20 t
 @pytest.fixture(scope="module")
 def reference_model(embedded_checkpoint_dir):
     return AutoModelForCausalLM.from_pretrained(embedded_checkpoint_dir, dtype=torch.float64).eval()
-
-
-def reference(model, tokenizer, context: str, continuation: str) -> tuple[list[float], bool]:
-    """Per-token log-probs and greedy flag, computed plainly in float64."""
-    stripped = context.rstrip(" ")
-    continuation = context[len(stripped):] + continuation
-    ctx = tokenizer(stripped).input_ids
-    cont = tokenizer(stripped + continuation).input_ids[len(ctx):]
-    with torch.no_grad():
-        logits = model(torch.tensor([ctx + cont])).logits[0]
-    logprobs = torch.log_softmax(logits, dim=-1)
-    positions = range(len(ctx) - 1, len(ctx) - 1 + len(cont))
-    values = [logprobs[p, t].item() for p, t in zip(positions, cont, strict=True)]
-    greedy = all(logprobs[p].argmax().item() == t for p, t in zip(positions, cont, strict=True))
-    return values, greedy
 
 
 EDGE_ITEMS = [
