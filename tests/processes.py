@@ -5,20 +5,22 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 
 def run_until_then_kill(
-    command: Sequence[str], cwd: Path, log: Path, ready: Callable[[], bool], timeout_s: float, what: str
+    command: Sequence[str], cwd: Path, log: Path, ready: Callable[[], bool], timeout_s: float, what: str,
+    env: Mapping[str, str] | None = None,
 ) -> None:
-    """Run `command`, poll `ready()` every 10 ms, and SIGKILL the process as soon as it is true.
+    """Run `command` (in environment `env`, else this process's), poll `ready()` every 10 ms, and SIGKILL the
+    process as soon as it is true.
 
     Fails the test when the process ends first or `ready()` stays false for `timeout_s` (`what` names
     the awaited event in the message). Output goes to the file `log`: a full pipe would stall the process.
     """
     with open(log, "wb") as sink:
-        process = subprocess.Popen(list(command), cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(list(command), cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + timeout_s
         while not ready():

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crossknow.dynamics.checkpoints import Checkpoint, checkpoint_hash, discover_checkpoints
+from crossknow.dynamics.checkpoints import Checkpoint, discover_checkpoints
 from crossknow.errors import CrossknowError
+from crossknow.models.weights import weights_hash
 
 
 def model_dir(path: Path, trainer: bool = False, finished: bool = True, weights: str = "model.safetensors") -> Path:
@@ -148,12 +149,12 @@ def test_sources_that_hold_nothing_are_errors(tmp_path: Path) -> None:
 def test_checkpoint_hash_is_the_weights_content(tmp_path: Path) -> None:
     path = model_dir(tmp_path / "checkpoint-1", weights="")
     (path / "model.safetensors").write_bytes(b"weights v1")
-    checkpoint = Checkpoint(1, f"hf:{path}", "checkpoint-1")
-    assert checkpoint_hash(checkpoint) == f"model.safetensors:{hashlib.sha256(b'weights v1').hexdigest()}"
+    spec = f"hf:{path}"
+    assert weights_hash(spec) == f"model.safetensors:{hashlib.sha256(b'weights v1').hexdigest()}"
     assert sorted(p.name for p in path.iterdir()) == ["config.json", "model.safetensors"]  # the model dir unwritten
     (path / "model.safetensors").write_bytes(b"weights v2, retrained")
-    assert checkpoint_hash(checkpoint) == f"model.safetensors:{hashlib.sha256(b'weights v2, retrained').hexdigest()}"
-    assert checkpoint_hash(Checkpoint(5, "hf:org/model@step5", "step5")) == "hf:org/model@step5"
+    assert weights_hash(spec) == f"model.safetensors:{hashlib.sha256(b'weights v2, retrained').hexdigest()}"
+    assert weights_hash("hf:org/model@step5") == "hf:org/model@step5"
 
 
 @pytest.mark.parametrize("source", [f"{'9' * 5000}=default", f"{'9' * 20}=default", f"hf:org/model@step{'9' * 5000}"])

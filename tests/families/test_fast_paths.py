@@ -6,7 +6,6 @@ references.)"""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,32 +16,11 @@ from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.models.registry import ModelOptions, load_scorer
 from crossknow.models.sweep_scorers import SweepScorers
 from crossknow.scoring.rules import option_requests
+from tests.checkpoint_series import write_moved_checkpoints
 from tests.families.conftest import EXAMPLES, FamilyRun
 from tests.families.tiny_models import SHAPE
 
 pytestmark = pytest.mark.slow
-STEPS = 3
-
-
-def write_checkpoints(model_dir: Path, root: Path) -> Path:
-    """checkpoint-0 (the model) to checkpoint-2 in `root`, each later one with only the last block's weights moved
-    (seeded noise), as `crossknow train --train-layers last:1` leaves a run's checkpoints."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    tokenizer_files = [path for path in model_dir.iterdir() if path.name.startswith("tokenizer")]
-    last = f"layers.{SHAPE['num_hidden_layers'] - 1}."
-    generator = torch.Generator().manual_seed(1)
-    for step in range(STEPS):
-        with torch.no_grad():
-            for name, parameter in model.named_parameters():
-                if step and last in name:
-                    parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
-        model.save_pretrained(root / f"checkpoint-{step}")
-        for path in tokenizer_files:
-            shutil.copy(path, root / f"checkpoint-{step}" / path.name)
-    return root
 
 
 def predictions(frame) -> dict[str, int]:
@@ -54,7 +32,7 @@ def predictions(frame) -> dict[str, int]:
 
 def test_a_sweep_switches_weights_replays_frozen_blocks_and_matches_fresh_loads(family_model, tmp_path: Path):
     family, model_dir = family_model
-    checkpoints = discover_checkpoints([str(write_checkpoints(model_dir, tmp_path / "run"))])
+    checkpoints = discover_checkpoints([str(write_moved_checkpoints(model_dir, tmp_path / "run"))])
     items = load_item_set(EXAMPLES).items
     chosen = [item for lang in ("en", "ja") for item in [i for i in items if i.lang == lang][:2]]
     requests = [option.request for item in chosen for option in option_requests(item, "lm-eval")]

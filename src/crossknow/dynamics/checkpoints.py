@@ -1,9 +1,10 @@
 """Find the checkpoints of a sweep and the training step of each.
 
 `--checkpoints` takes a `crossknow train` run directory (its starting model is step 0), a directory of
-`checkpoint-STEP` or `step-STEP` sub-directories, one such directory, `default` (step 0) or `hf:ID@REVISION`
+`checkpoint-STEP` or `step-STEP` sub-directories, one such directory, `default` (step 0), `hf:ID@REVISION`
 (the step read from the revision: `step1000`, `stage1-step1000-tokens4B`, trailing digits), each of them
-optionally prefixed with `STEP=`.
+optionally prefixed with `STEP=`, or `hf:ID@PATTERN`: every revision of the Hub repository that matches
+(`stage1-step*`, or names and patterns separated by commas; crossknow.models.hub_revisions).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from crossknow.data.guarded import load_yaml, parse_int
 from crossknow.errors import CrossknowError
-from crossknow.models.weights import weights_hash
+from crossknow.models.hub_revisions import is_series, matching_revisions
 
 STEP_NAME = re.compile(r"^(?:checkpoint|step)[-_]?([0-9]+)$")
 REVISION_STEP = re.compile(r"step[-_]?([0-9]+)")
@@ -64,6 +65,26 @@ def _sub_checkpoints(directory: Path) -> list[Checkpoint]:
     return found
 
 
+def _series(source: str, step_given: bool) -> list[Checkpoint]:
+    """The checkpoints of an `hf:ID@PATTERN` source: every matching revision of the repository, each with the step
+    its name holds."""
+    if step_given:
+        raise CrossknowError(f"--checkpoints {source}: a STEP= prefix names one checkpoint, not a series")
+    repo, _, pattern = source[3:].rpartition("@")
+    found, stepless = [], []
+    for revision in matching_revisions(repo, pattern):
+        match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
+        if match is None:
+            stepless.append(revision)
+        else:
+            found.append(Checkpoint(_step(match.group(1), f"--checkpoints {source}"), f"hf:{repo}@{revision}",
+                                    revision))
+    if stepless:
+        raise CrossknowError(f"--checkpoints {source}: no step in the name of revision(s) {', '.join(stepless)}; "
+                             "narrow the pattern, or name them one by one as STEP=hf:ID@REVISION")
+    return found
+
+
 def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
     """The checkpoints `source` names; with `step_given` (a STEP= prefix), a name or revision need not hold a step."""
     step_text, sep, rest = source.partition("=")
@@ -74,6 +95,8 @@ def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
         return [Checkpoint(_step(step_text, f"--checkpoints {source}"), found[0].spec, found[0].label)]
     if source == "default":
         return [Checkpoint(0, "default", "base (default)")]
+    if source.startswith("hf:") and "@" in source and is_series(source.rpartition("@")[2]):
+        return _series(source, step_given)
     if source.startswith("hf:") and "@" in source:
         revision = source.rpartition("@")[2]
         match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
@@ -113,8 +136,3 @@ def discover_checkpoints(sources: list[str]) -> list[Checkpoint]:
     if not found:
         raise CrossknowError("--checkpoints: no checkpoints found")
     return found
-
-
-def checkpoint_hash(checkpoint: Checkpoint) -> str:
-    """Identity of a checkpoint's weights (see crossknow.models.weights.weights_hash)."""
-    return weights_hash(checkpoint.spec)

@@ -16,6 +16,7 @@ from pydantic import Field
 from crossknow.data.corpus import read_corpus
 from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
+from crossknow.dynamics.trace_config import CHECKPOINTS_HELP, PRUNE_HELP
 from crossknow.models.access import LOADING, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
@@ -26,8 +27,7 @@ class SequenceLossConfig(RoleConfig):
     ROLES = (RoleKeys("checkpoints", own=("device", "dtype", *LOADING)),)
 
     checkpoints: ModelsRole = Field(
-        description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
-        "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
+        description=CHECKPOINTS_HELP,
     )
     variants: str = Field(
         description="The sequences: variants.jsonl of `crossknow perturb`, or a corpus JSONL (id, lang, text) whose "
@@ -41,6 +41,7 @@ class SequenceLossConfig(RoleConfig):
     batch_size: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Sequences per forward pass; does not change the numbers."
     )
+    prune: Annotated[bool, VOLATILE] = Field(default=False, description=PRUNE_HELP)
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ def run_sequence_loss(
         stage = SequenceStage(run, config.batch_size, config.per_token)
         options = config.checkpoints.options(batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, sequences, sequence_key, stage.done_keys(), options, stage.run,
-                          reuse_frozen=reuse_frozen, on_progress=on_progress)
+                          reuse_frozen=reuse_frozen, prune=config.prune, on_progress=on_progress)
         return _write_tables(out, stage, sequences, config)
 
 

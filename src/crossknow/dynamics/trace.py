@@ -163,7 +163,7 @@ def run_trace(
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]
         options = config.checkpoints.options(batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, tasks, task_key, stage.done_keys(), options, stage.run,
-                          reuse_frozen=reuse_frozen, on_progress=on_progress)
+                          reuse_frozen=reuse_frozen, prune=config.prune, on_progress=on_progress)
         excluded = {(row["set"], row["item_id"]) for row in stage.read_unscorable()}
         table = stage.read()
         if excluded:

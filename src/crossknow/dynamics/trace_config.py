@@ -10,6 +10,15 @@ from crossknow.models.access import LOADING, ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.boundary import BOUNDARY_HELP, Boundary
 from crossknow.store.config_keys import VOLATILE
 
+CHECKPOINTS_HELP = (
+    "Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model directory, "
+    "default, hf:ID@REVISION, or hf:ID@PATTERN for every revision of the repository that matches (stage1-step*, or "
+    "names and patterns separated by commas); a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).")
+"""The help of `checkpoints` (trace, trace-sequences)."""
+PRUNE_HELP = ("Delete each Hub revision of the sweep from the Hugging Face cache once its scores are committed, all "
+              "but the last (kept: the final model); the sweep then holds one revision on disk at a time.")
+"""The help of `prune` (trace, trace-sequences)."""
+
 
 class TraceConfig(RoleConfig):
     """Everything that decides a trace's numbers (config.yaml)."""
@@ -17,8 +26,7 @@ class TraceConfig(RoleConfig):
     ROLES = (RoleKeys("checkpoints", own=("device", "dtype", *LOADING)),)
 
     checkpoints: ModelsRole = Field(
-        description="Checkpoint sources: a train run directory, a directory of checkpoint-STEP directories, a model "
-        "directory, default, or hf:ID@REVISION; a STEP= prefix sets the step (see crossknow.dynamics.checkpoints).",
+        description=CHECKPOINTS_HELP,
     )
     data: list[str] = Field(
         min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items."
@@ -37,6 +45,7 @@ class TraceConfig(RoleConfig):
     batch_size: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Items per forward pass; does not change the numbers."
     )
+    prune: Annotated[bool, VOLATILE] = Field(default=False, description=PRUNE_HELP)
 
     @model_validator(mode="after")
     def _boundary_suits_the_rule(self) -> TraceConfig:
