@@ -38,6 +38,7 @@ COMMANDS = {
     "annotate": "crossknow.cli.annotate_cmd",
     "eclektic": "crossknow.cli.eclektic_cmd",
     "pitfalls": "crossknow.cli.pitfalls_cmd",
+    "fetch": "crossknow.cli.fetch_cmd",
 }
 """The commands defined in their own modules (after `evaluate`, defined here), in the order `--help` lists them;
 each module is imported only when its command runs or the help lists it (`crossknow.cli.lazy`)."""
