@@ -5,7 +5,6 @@ on a second run; a corrupted or missing file is refused by name and nothing is w
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
