@@ -82,3 +82,17 @@ def test_pruning_a_revision_keeps_what_another_revision_shares(cache: Path) -> N
     assert len(list((root / "snapshots").iterdir())) == len(NAMES) - 1
     assert (hub_revisions.fetch(REPO, "stage1-step200") / "tokenizer.json").read_text() == '{"shared": true}'
     assert hub_revisions.prune(REPO, "stage1-step100") == 0
+
+
+def test_prune_without_a_hub_revision_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from crossknow.dynamics.sequence_inputs import SequenceLossConfig
+    from crossknow.dynamics.trace_config import TraceConfig
+
+    local = str(model_dir(tmp_path / "checkpoint-1", b"weights"))
+    with pytest.raises(ValidationError, match="local checkpoints are never deleted"):
+        TraceConfig(checkpoints=[local, "default"], data=["items.jsonl"], prune=True)
+    with pytest.raises(ValidationError, match="no checkpoint is one"):
+        SequenceLossConfig(checkpoints=[local], variants="variants.jsonl", prune=True)
+    assert TraceConfig(checkpoints=[local, f"hf:{REPO}@stage1-step*"], data=["items.jsonl"], prune=True).prune

@@ -45,7 +45,7 @@ def test_weights_that_do_not_fit_the_model_are_refused_and_nothing_changes(tmp_p
 def test_a_sweep_loads_once_replays_frozen_blocks_and_matches_fresh_loads(tiny_train_run) -> None:
     checkpoints = discover_checkpoints([str(tiny_train_run.out)])
     demo_items = Path(str(resources.files("crossknow") / "samples" / "demo" / "items.jsonl"))
-    requests = [option.request for item in load_item_set(demo_items).items[:6]
+    requests = [option.request for item in load_item_set(demo_items).items[:4]
                 for option in option_requests(item, "adaxeval")]
     options = ModelOptions(device="cpu", batch_size=4)
     sweep = SweepScorers([c.spec for c in checkpoints], options)

@@ -8,7 +8,9 @@ from crossknow.data.formats import load_item_set
 from crossknow.scoring.rules import option_requests
 from tests.conftest import SHARED_DATA
 
-pytestmark = pytest.mark.slow
+# Nightly: lm-eval's HF backend is compared on four other families in every CI run (tests/families/test_scoring.py),
+# and the embedded model against a float64 reference (tests/models/test_hf_scorer.py).
+pytestmark = [pytest.mark.slow, pytest.mark.nightly]
 EXAMPLES = SHARED_DATA / "adaxeval-paper-examples.jsonl"
 
 

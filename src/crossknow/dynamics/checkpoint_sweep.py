@@ -71,6 +71,8 @@ def sweep_checkpoints(
             todo = [w for w in work if key(at, w) not in done]
             finished += len(work) - len(todo)
             if todo:
+                if on_progress and hub_revision(checkpoint.spec):
+                    on_progress(finished, total, f"{checkpoint.label} (fetching)")
                 spec = local_spec(checkpoint.spec)
                 record_checkpoint(out / CHECKPOINTS_FILE, checkpoint, weights_hash(spec))
                 scorer = scorers.scorer_for(spec)

@@ -11,12 +11,12 @@ from itertools import chain
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from crossknow.data.corpus import read_corpus
 from crossknow.data.jsonl import iter_json_lines
 from crossknow.data.sequence_variants import SequenceVariant, read_variants
-from crossknow.dynamics.trace_config import CHECKPOINTS_HELP, PRUNE_HELP
+from crossknow.dynamics.trace_config import CHECKPOINTS_HELP, PRUNE_HELP, check_prune
 from crossknow.models.access import LOADING, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
@@ -42,6 +42,11 @@ class SequenceLossConfig(RoleConfig):
         default=8, ge=1, description="Sequences per forward pass; does not change the numbers."
     )
     prune: Annotated[bool, VOLATILE] = Field(default=False, description=PRUNE_HELP)
+
+    @model_validator(mode="after")
+    def _prune_has_hub_revisions(self) -> SequenceLossConfig:
+        check_prune(self.prune, self.checkpoints.specs)
+        return self
 
 
 @dataclass(frozen=True)

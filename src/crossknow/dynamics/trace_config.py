@@ -20,6 +20,16 @@ PRUNE_HELP = ("Delete each Hub revision of the sweep from the Hugging Face cache
 """The help of `prune` (trace, trace-sequences)."""
 
 
+def check_prune(prune: bool, specs: list[str]) -> None:
+    """Refuse `prune` for a sweep without a Hub revision, before any file is written (local checkpoints are never
+    deleted)."""
+    from crossknow.models.hub_revisions import hub_revision
+
+    if prune and not any(hub_revision(spec) for spec in specs):
+        raise ValueError("--prune deletes Hub revisions (hf:ORG/NAME@REVISION) from the Hugging Face cache once they "
+                         "are scored, and no checkpoint is one; local checkpoints are never deleted")
+
+
 class TraceConfig(RoleConfig):
     """Everything that decides a trace's numbers (config.yaml)."""
 
@@ -53,4 +63,9 @@ class TraceConfig(RoleConfig):
         from crossknow.scoring.rules import check_boundary  # pandas underneath: not at CLI start-up
 
         check_boundary(self.rule, self.boundary)
+        return self
+
+    @model_validator(mode="after")
+    def _prune_has_hub_revisions(self) -> TraceConfig:
+        check_prune(self.prune, self.checkpoints.specs)
         return self
