@@ -16,9 +16,10 @@ from typing import Any
 from crossknow.errors import CrossknowError
 from crossknow.models.weights import weight_files
 
-MODEL_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt", "*.tiktoken"]
-"""What `fetch` downloads of a revision: config, tokenizer and safetensors weights (crossknow's choice: a training
-repository's revisions often hold optimizer states and other weight formats too, which scoring never reads)."""
+MODEL_FILES = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt", "*.tiktoken", "*.py"]
+"""What `fetch` downloads of a revision: config, tokenizer, safetensors weights and modelling code (for
+--trust-remote-code) (crossknow's choice: a training repository's revisions often hold optimizer states and other
+weight formats too, which scoring never reads)."""
 BIN_WEIGHTS = "pytorch_model*.bin"
 """Fetched as well only when a revision has no safetensors weights."""
 
