@@ -45,13 +45,20 @@ def describe_validation_error(error: ValidationError, flags: Mapping[str, str] |
     for entry in error.errors():
         location = entry["loc"]
         if not location:
-            parts.append(entry["msg"])
+            parts.append(_message(entry))
             continue
         field, path = str(location[0]), ".".join(str(part) for part in location[:2])
         flag = (flags or {}).get(path) or (flags or {}).get(field, flag_of(field))
         inner = "".join(f"[{part}]" for part in location[2 if path in (flags or {}) else 1:])
-        parts.append(f"{flag}{inner}: {entry['msg']}")
+        parts.append(f"{flag}{inner}: {_message(entry)}")
     return "; ".join(dict.fromkeys(parts))  # a shared option (--device) fails once, not once per role
+
+
+def _message(entry: Mapping) -> str:
+    """An error's message: a validator's own words without pydantic's 'Value error, ' before them."""
+    if entry.get("type") == "value_error" and "error" in entry.get("ctx", {}):
+        return str(entry["ctx"]["error"])
+    return entry["msg"]
 
 
 @dataclass(frozen=True)
