@@ -10,7 +10,6 @@ directory under `.test-cache/vocab/` (the GGUF conversion takes up to 20 s a fam
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
@@ -18,6 +17,8 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+from crossknow.store.hashing import file_sha256
 
 ROOT = Path(__file__).resolve().parents[2]
 VOCAB_DIR = ROOT / ".test-cache" / "vocab"
@@ -38,21 +39,14 @@ def lock_pin(lock: Path = ROOT / "requirements" / "lock.txt") -> tuple[str, str]
     return match.group(1), match.group(2)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def download_sdist(version: str, sha256: str, into: Path) -> Path:
     """The llama-cpp-python sdist of the lock, downloaded by pip into `into`, its SHA-256 checked."""
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
                     f"llama-cpp-python=={version}", "-d", str(into)], check=True)
     sdist = into / f"llama_cpp_python-{version}.tar.gz"
-    if _sha256(sdist) != sha256:
-        raise SystemExit(f"{sdist.name}: sha256 {_sha256(sdist)} is not the lock's {sha256}")
+    found = file_sha256(sdist)
+    if found != sha256:
+        raise SystemExit(f"{sdist.name}: sha256 {found} is not the lock's {sha256}")
     return sdist
 
 
@@ -86,7 +80,7 @@ def prepare(out: Path = VOCAB_DIR) -> None:
             tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             tokenizer.save_pretrained(out / family)
             source = {"sdist": f"llama_cpp_python-{version}.tar.gz", "sdist_sha256": sha256, "gguf": gguf.name,
-                      "gguf_sha256": _sha256(gguf)}
+                      "gguf_sha256": file_sha256(gguf)}
             (out / family / SOURCE_FILE).write_text(json.dumps(source, indent=1) + "\n", encoding="utf-8")
             print(f"{family}: {len(tokenizer)} entries from {gguf.name} -> {out / family}")
 
