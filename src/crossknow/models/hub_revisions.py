@@ -50,18 +50,24 @@ def _hub() -> Any:
     return huggingface_hub
 
 
+def _cached_repo(repo: str) -> tuple[Any, Any]:
+    """(the scan of the local Hugging Face cache, `repo`'s model repository in it); either None where absent."""
+    hub = _hub()
+    try:
+        info = hub.scan_cache_dir(hub.constants.HF_HUB_CACHE)
+    except hub.CacheNotFound:
+        return None, None
+    found = [cached for cached in info.repos if cached.repo_id == repo and cached.repo_type == "model"]
+    return info, found[0] if found else None
+
+
 def _cached_revisions(repo: str) -> dict[str, str]:
     """Revision name -> commit of `repo` in the local Hugging Face cache."""
-    hub = _hub()
-    cache = hub.constants.HF_HUB_CACHE
-    try:
-        info = hub.scan_cache_dir(cache)
-    except hub.CacheNotFound:
-        info = None
-    for cached in info.repos if info else ():
-        if cached.repo_id == repo and cached.repo_type == "model":
-            return {ref: revision.commit_hash for revision in cached.revisions for ref in revision.refs}
-    raise CrossknowError(f"hf:{repo}: not in the Hugging Face cache ({cache}), and HF_HUB_OFFLINE is set")
+    _, cached = _cached_repo(repo)
+    if cached is None:
+        raise CrossknowError(f"hf:{repo}: not in the Hugging Face cache ({_hub().constants.HF_HUB_CACHE}), and "
+                             "HF_HUB_OFFLINE is set")
+    return {ref: revision.commit_hash for revision in cached.revisions for ref in revision.refs}
 
 
 def revisions(repo: str) -> dict[str, str]:
@@ -106,13 +112,8 @@ def fetch(repo: str, revision: str) -> Path:
 
 def prune(repo: str, revision: str) -> int:
     """Delete `repo`'s `revision` from the Hugging Face cache (blobs that other revisions use stay); the bytes freed."""
-    hub = _hub()
-    try:
-        info = hub.scan_cache_dir(hub.constants.HF_HUB_CACHE)
-    except hub.CacheNotFound:
-        return 0
-    commits = [cached_revision.commit_hash for cached in info.repos if cached.repo_id == repo
-               for cached_revision in cached.revisions
+    info, cached = _cached_repo(repo)
+    commits = [cached_revision.commit_hash for cached_revision in (cached.revisions if cached else ())
                if revision in cached_revision.refs or cached_revision.commit_hash == revision]
     if not commits:
         return 0
