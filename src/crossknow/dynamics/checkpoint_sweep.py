@@ -70,10 +70,13 @@ def sweep_checkpoints(
             at = ModelPoint(checkpoint.step, checkpoint.label)
             todo = [w for w in work if key(at, w) not in done]
             finished += len(work) - len(todo)
+            revision = hub_revision(checkpoint.spec)
             if todo:
-                if on_progress and hub_revision(checkpoint.spec):
+                if on_progress and revision:
                     on_progress(finished, total, f"{checkpoint.label} (fetching)")
-                spec = local_spec(checkpoint.spec)
+                # A Hub revision is scored from its snapshot directory, fetched now: its weights switch into the
+                # loaded model like a local checkpoint's and are identified by their SHA-256.
+                spec = f"hf:{fetch(*revision)}" if revision else checkpoint.spec
                 record_checkpoint(out / CHECKPOINTS_FILE, checkpoint, weights_hash(spec))
                 scorer = scorers.scorer_for(spec)
 
@@ -88,15 +91,7 @@ def sweep_checkpoints(
                 except PrefixCacheMiss:
                     scorers.drop_reuse()
                     score(scorer, todo, at, advance)
-            if prune and checkpoint is not checkpoints[-1] and hub_revision(checkpoint.spec):
-                prune_revision(*hub_revision(checkpoint.spec))
+            if prune and revision and checkpoint is not checkpoints[-1]:
+                prune_revision(*revision)
     finally:
         scorers.close()
-
-
-def local_spec(spec: str) -> str:
-    """`spec`, or for a Hub revision the `hf:` spec of its snapshot directory, fetched into the Hugging Face cache
-    (so that its weights switch into the loaded model like a local checkpoint's, and are identified by their
-    SHA-256)."""
-    revision = hub_revision(spec)
-    return spec if revision is None else f"hf:{fetch(*revision)}"

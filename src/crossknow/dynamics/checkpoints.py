@@ -65,6 +65,12 @@ def _sub_checkpoints(directory: Path) -> list[Checkpoint]:
     return found
 
 
+def _revision_step(revision: str, where: str) -> int | None:
+    """The step a revision's name holds (`step1000`, `stage1-step1000-tokens4B`, trailing digits), else None."""
+    match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
+    return _step(match.group(1), where) if match else None
+
+
 def _series(source: str, step_given: bool) -> list[Checkpoint]:
     """The checkpoints of an `hf:ID@PATTERN` source: every matching revision of the repository, each with the step
     its name holds."""
@@ -73,12 +79,11 @@ def _series(source: str, step_given: bool) -> list[Checkpoint]:
     repo, _, pattern = source[3:].rpartition("@")
     found, stepless = [], []
     for revision in matching_revisions(repo, pattern):
-        match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
-        if match is None:
+        step = _revision_step(revision, f"--checkpoints {source}")
+        if step is None:
             stepless.append(revision)
         else:
-            found.append(Checkpoint(_step(match.group(1), f"--checkpoints {source}"), f"hf:{repo}@{revision}",
-                                    revision))
+            found.append(Checkpoint(step, f"hf:{repo}@{revision}", revision))
     if stepless:
         raise CrossknowError(f"--checkpoints {source}: no step in the name of revision(s) {', '.join(stepless)}; "
                              "narrow the pattern, or name them one by one as STEP=hf:ID@REVISION")
@@ -99,10 +104,10 @@ def _one(source: str, step_given: bool = False) -> list[Checkpoint]:
         return _series(source, step_given)
     if source.startswith("hf:") and "@" in source:
         revision = source.rpartition("@")[2]
-        match = REVISION_STEP.search(revision) or TRAILING_DIGITS.search(revision)
-        if not match and not step_given:
+        step = _revision_step(revision, f"--checkpoints {source}")
+        if step is None and not step_given:
             raise CrossknowError(f"--checkpoints {source}: no step in revision {revision!r}; write STEP={source}")
-        return [Checkpoint(_step(match.group(1), f"--checkpoints {source}") if match else 0, source, revision)]
+        return [Checkpoint(step or 0, source, revision)]
     path = Path(source[3:] if source.startswith("hf:") else source)
     if not path.is_dir():
         raise CrossknowError(f"--checkpoints {source}: not a directory, a default spec or an hf:ID@REVISION spec")
