@@ -3,27 +3,28 @@ files (one byte changed, the size kept), and counts the requests of each path.""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
+from tests.loopback import LoopbackServer, QuietHandler
 
-class FileServer:
-    """`with FileServer(root, corrupt={"a.json"}) as server:` serves `root` at `server.url` (ending in '/')."""
 
-    def __init__(self, root: Path, corrupt: set[str] = frozenset()):
-        self.root = root
+class FileServer(LoopbackServer):
+    """`with FileServer(directory, corrupt={"a.json"}) as server:` serves `directory` at `server.url` (ending in
+    '/')."""
+
+    def __init__(self, directory: Path, corrupt: set[str] = frozenset()):
+        self.directory = directory
         self.corrupt = set(corrupt)
         self.requests: Counter[str] = Counter()
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 (the http.server API)
                 path = unquote(self.path.lstrip("/"))
                 owner.requests[path] += 1
-                file = owner.root / path
+                file = owner.directory / path
                 if ".." in Path(path).parts or not file.is_file():
                     self.send_error(404)
                     return
@@ -35,17 +36,5 @@ class FileServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FileServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.url = self.root

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -17,18 +15,19 @@ from crossknow.models import openai_http
 from crossknow.models.openai_http import DEFAULT_DEADLINE_S, OpenAIEndpoint, RequestGaveUp
 
 from ..fault_proxy import FaultProxy
+from ..loopback import LoopbackServer, QuietHandler
 
 pytest.importorskip("httpx")
 
 
-class AlwaysBusy:
+class AlwaysBusy(LoopbackServer):
     """A loopback server that answers every POST with 503 and `Retry-After: {retry_after}`."""
 
     def __init__(self, retry_after: str):
         self.requests = 0
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 (the http.server API)
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.requests += 1
@@ -40,19 +39,8 @@ class AlwaysBusy:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> AlwaysBusy:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.base_url = self.root + "v1"
 
 
 def _endpoint(base_url: str, **settings) -> OpenAIEndpoint:

@@ -14,11 +14,11 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from crossknow.models.generator import GenerateResult, Usage
 
+from ..loopback import LoopbackServer, QuietHandler
 from .test_judge_similarity import ProxyThatJudges
 
 SIMULATORS = ("sim-a", "sim-b")
@@ -68,7 +68,7 @@ class ScriptedGenerator:
         return results
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """The scripted models behind one loopback address; `requests` counts the chat requests answered or begun.
     Each answer waits `delay_s` first, so that a test can kill a client mid-run."""
 
@@ -78,7 +78,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 (the http.server API)
                 models = [{"id": name, "object": "model", "owned_by": "scripted"} for name in ("proxy", *SIMULATORS)]
                 self._send({"object": "list", "data": models})
@@ -104,16 +104,5 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> ScriptedServer:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.base_url = self.root + "v1"
