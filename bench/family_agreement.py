@@ -22,48 +22,38 @@ from tests.families.conftest import EXAMPLES, evaluate_family  # noqa: E402
 from tests.families.test_scoring import PAIR_LIMIT, PAIRS, items_of  # noqa: E402
 from tests.families.tiny_models import write_family_model  # noqa: E402
 from tests.families.vocab import FAMILIES  # noqa: E402
-from tests.reference_scoring import reference_ids, reference_logprobs  # noqa: E402
+from tests.lm_eval_peer import lm_eval_loglikelihoods  # noqa: E402
+from tests.reference_scoring import reference_scores  # noqa: E402
 
 SETS = ((EXAMPLES, "adaxeval"), (EXAMPLES, "lm-eval"), (PAIRS, "lm-eval"))
 
 
 def family_row(family: str, work: Path) -> list[str]:
     """The table's cells for one family."""
-    import torch
-    from lm_eval.api.instance import Instance
-    from lm_eval.models.huggingface import HFLM
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from crossknow.scoring.rules import option_requests
 
     model_dir = write_family_model(family, work / family)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float64).eval()
-    lm = HFLM(pretrained=str(model_dir), dtype="float32", device="cpu", batch_size=8)
     adds_bos = tokenizer("x").input_ids[0] == tokenizer.bos_token_id
     cells = [family, FAMILIES[family], f"{len(tokenizer):,}", "yes" if adds_bos else "no"]
     for data, rule in SETS:
         limit = {"limit": PAIR_LIMIT} if data == PAIRS else {}
         run = evaluate_family(family, model_dir, data, work / f"{family}-{data.stem}-{rule}", rule=rule, **limit)
-        rows, keys, requests, reference = run.rows, [], [], 0.0
-        for item in items_of(data):
-            if item.id in run.unscorable:
-                continue
-            for index, option in enumerate(option_requests(item, rule)):
-                values, _ = reference_logprobs(model, *reference_ids(tokenizer, option.request.context,
-                                                                     option.request.continuation))
-                reference = max(reference, abs(rows[(item.id, index)].logprob_sum - sum(values)))
-                keys.append((item.id, index))
-                requests.append(option.request)
-        cell = f"{len(items_of(data)) - len(run.unscorable)}/{len(items_of(data))}"
+        items, rows = items_of(data), run.rows
+        scores, _ = reference_scores(model_dir, [item for item in items if item.id not in run.unscorable], rule)
+        cell = f"{len(items) - len(run.unscorable)}/{len(items)}"
         if run.unscorable:
             cell += f" ({', '.join(sorted(run.unscorable))})"
-        cells += [cell, f"{reference:.1e}"]
+        cells += [cell, f"{max(abs(rows[key].logprob_sum - sum(values)) for key, (values, _) in scores.items()):.1e}"]
         if rule == "lm-eval":
-            instances = [Instance(request_type="loglikelihood", doc={}, arguments=(r.context, r.continuation), idx=i)
-                         for i, r in enumerate(requests)]
-            theirs = lm.loglikelihood(instances, disable_tqdm=True)
-            cells.append(f"{max(abs(rows[key].logprob_sum - t[0]) for key, t in zip(keys, theirs, strict=True)):.1e}")
+            requests = {(item.id, index): option.request for item in items if item.id not in run.unscorable
+                        for index, option in enumerate(option_requests(item, rule))}
+            theirs = lm_eval_loglikelihoods(model_dir, list(requests.values()))
+            pairs = zip(requests, theirs, strict=True)
+            worst = max(abs(rows[key].logprob_sum - logprob) for key, (logprob, _) in pairs)
+            cells.append(f"{worst:.1e}")
     return cells
 
 

@@ -45,3 +45,26 @@ def reference(model: Any, tokenizer: Any, context: str, continuation: str) -> tu
     ids = reference_ids(tokenizer, context, continuation)
     assert ids is not None, f"the tokenizer merges at the boundary {context[-20:]!r} | {continuation[:20]!r}"
     return reference_logprobs(model, *ids)
+
+
+def reference_scores(model_dir: Any, items: list, rule: str) -> tuple[dict[tuple[str, int], tuple[list[float], bool]],
+                                                                      set[str]]:
+    """The float64 reference of every option of `items` under `rule` on the model saved in `model_dir`: per (item
+    id, option index), its per-token log-probs and greedy flag; and the ids of the items whose options the
+    tokenizer cannot split at the boundary (left out)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from crossknow.scoring.rules import option_requests
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float64).eval()
+    scores, unsplittable = {}, set()
+    for item in items:
+        ids = [reference_ids(tokenizer, o.request.context, o.request.continuation)
+               for o in option_requests(item, rule)]
+        if any(pair is None for pair in ids):
+            unsplittable.add(item.id)
+            continue
+        for index, pair in enumerate(ids):
+            scores[(item.id, index)] = reference_logprobs(model, *pair)
+    return scores, unsplittable

@@ -15,7 +15,8 @@ from crossknow.data.formats import load_item_set
 from crossknow.scoring.rules import option_requests
 from tests.conftest import SHARED_DATA
 from tests.families.conftest import EXAMPLES, FamilyRun, evaluate_family
-from tests.reference_scoring import reference_ids, reference_logprobs
+from tests.lm_eval_peer import lm_eval_loglikelihoods
+from tests.reference_scoring import reference_scores
 
 pytestmark = pytest.mark.slow
 PAIRS = SHARED_DATA / "cross-lingual-pitfalls" / "Japanese.json"
@@ -40,34 +41,25 @@ def items_of(data: Path) -> list:
 
 def check_against_reference(run: FamilyRun, items: list, rule: str) -> None:
     """Every scored option equals the float64 reference; the reference's unsplittable items are the reported ones."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(run.model_dir)
-    model = AutoModelForCausalLM.from_pretrained(run.model_dir, dtype=torch.float64).eval()
+    scores, unsplittable = reference_scores(run.model_dir, items, rule)
     rows = run.rows
     assert {item.lang for item in items} == {"en", "ja"} and len(run.unscorable) < len(items) / 4
-    expected_unscorable, compared = set(), 0
+    assert run.unscorable == unsplittable
+    assert set(rows) == set(scores)
     for item in items:
-        requests = [option.request for option in option_requests(item, rule)]
-        ids = [reference_ids(tokenizer, r.context, r.continuation) for r in requests]
-        if any(pair is None for pair in ids):
-            expected_unscorable.add(item.id)
+        if item.id in unsplittable:
             continue
         losses = []
-        for index, (ctx, cont) in enumerate(ids):
-            values, greedy = reference_logprobs(model, ctx, cont)
+        for index in range(len(item.options)):
+            values, greedy = scores[(item.id, index)]
             row = rows[(item.id, index)]
             where = (run.family, item.id, index)
-            assert row.n_tokens == len(cont), where
+            assert row.n_tokens == len(values), where
             assert row.logprob_sum == pytest.approx(sum(values), abs=REFERENCE_TOLERANCE), where
             assert row.greedy == greedy, where
             losses.append(-sum(values) / len(values) if rule == "adaxeval" else -sum(values))
-            compared += 1
         predicted = min(range(len(losses)), key=lambda i: (losses[i], i))
         assert min(range(len(losses)), key=lambda i: (rows[(item.id, i)].loss, i)) == predicted, (run.family, item.id)
-    assert run.unscorable == expected_unscorable
-    assert compared == len(rows)
 
 
 def test_evaluate_equals_a_float64_reference_on_adaxeval_items(family_examples: FamilyRun) -> None:
@@ -79,8 +71,7 @@ def test_evaluate_equals_a_float64_reference_on_pitfalls_pairs(family_model, tmp
 
 
 def test_evaluate_equals_lm_eval_on_the_same_requests(family_model, tmp_path: Path) -> None:
-    huggingface = pytest.importorskip("lm_eval.models.huggingface")
-    from lm_eval.api.instance import Instance
+    pytest.importorskip("lm_eval.models.huggingface")
 
     items = [item for lang in ("en", "ja") for item in [i for i in items_of(EXAMPLES) if i.lang == lang][:10]]
     run = evaluate_family(*family_model, [item.model_dump() for item in items], tmp_path / "run", rule="lm-eval")
@@ -90,10 +81,7 @@ def test_evaluate_equals_lm_eval_on_the_same_requests(family_model, tmp_path: Pa
             for index, option in enumerate(option_requests(item, "lm-eval")):
                 keys.append((item.id, index))
                 requests.append(option.request)
-    lm = huggingface.HFLM(pretrained=str(run.model_dir), dtype="float32", device="cpu", batch_size=8)
-    instances = [Instance(request_type="loglikelihood", doc={}, arguments=(r.context, r.continuation), idx=i)
-                 for i, r in enumerate(requests)]
-    theirs = lm.loglikelihood(instances, disable_tqdm=True)
+    theirs = lm_eval_loglikelihoods(run.model_dir, requests)
     rows = run.rows
     assert len(keys) == len(rows) > 60
     for key, (logprob, greedy) in zip(keys, theirs, strict=True):

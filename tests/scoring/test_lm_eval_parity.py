@@ -7,6 +7,7 @@ import pytest
 from crossknow.data.formats import load_item_set
 from crossknow.scoring.rules import option_requests
 from tests.conftest import SHARED_DATA
+from tests.lm_eval_peer import lm_eval_loglikelihoods
 
 # Nightly: lm-eval's HF backend is compared on four other families in every CI run (tests/families/test_scoring.py),
 # and the embedded model against a float64 reference (tests/models/test_hf_scorer.py).
@@ -15,8 +16,7 @@ EXAMPLES = SHARED_DATA / "adaxeval-paper-examples.jsonl"
 
 
 def test_summed_logprobs_equal_lm_eval_within_1e3(embedded_scorer, embedded_checkpoint_dir):
-    huggingface = pytest.importorskip("lm_eval.models.huggingface")
-    from lm_eval.api.instance import Instance
+    pytest.importorskip("lm_eval.models.huggingface")
 
     items = load_item_set(EXAMPLES).items
     english = [item for item in items if item.lang == "en"][:6]
@@ -24,12 +24,7 @@ def test_summed_logprobs_equal_lm_eval_within_1e3(embedded_scorer, embedded_chec
     assert {item.kind for item in english} == {"cloze", "question"} and len(japanese) == 6
     requests = [option.request for item in english + japanese for option in option_requests(item, "lm-eval")]
 
-    lm = huggingface.HFLM(pretrained=str(embedded_checkpoint_dir), dtype="float32", device="cpu", batch_size=8)
-    instances = [
-        Instance(request_type="loglikelihood", doc={}, arguments=(r.context, r.continuation), idx=i)
-        for i, r in enumerate(requests)
-    ]
-    theirs = lm.loglikelihood(instances, disable_tqdm=True)
+    theirs = lm_eval_loglikelihoods(embedded_checkpoint_dir, requests)
     ours = embedded_scorer.score(requests)
 
     differences = [abs(mine.logprob_sum - logprob) for mine, (logprob, _) in zip(ours, theirs, strict=True)]
