@@ -1,8 +1,9 @@
-"""A Hugging Face cache laid out as huggingface_hub lays out a downloaded model repository, built in a test.
+"""A Hugging Face cache laid out as huggingface_hub lays out a downloaded repository, built in a test.
 
-`models--ORG--NAME/` holds `blobs/` (each file once, named by its SHA-256), `snapshots/COMMIT/` (links to the
-blobs) and `refs/REVISION` (the commit of a branch). With HF_HUB_CACHE pointing at it and HF_HUB_OFFLINE=1,
-huggingface_hub lists, fetches and deletes these revisions as it would a downloaded repository's.
+`models--ORG--NAME/` (`datasets--ORG--NAME/` for a dataset) holds `blobs/` (each file once, named by its SHA-256),
+`snapshots/COMMIT/` (links to the blobs) and `refs/REVISION` (the commit of a branch). With HF_HUB_CACHE pointing at
+it and HF_HUB_OFFLINE=1, huggingface_hub lists, fetches and deletes these revisions as it would a downloaded
+repository's.
 """
 
 from __future__ import annotations
@@ -12,21 +13,24 @@ import os
 from pathlib import Path
 
 
-def write_hub_cache(cache: Path, repo: str, revisions: dict[str, Path]) -> dict[str, str]:
-    """Lay each revision (name -> a model directory whose files it holds) out in `cache`; name -> its commit."""
-    root = cache / f"models--{repo.replace('/', '--')}"
+def write_hub_cache(cache: Path, repo: str, revisions: dict[str, Path], kind: str = "model") -> dict[str, str]:
+    """Lay each revision (name -> a directory whose files, subdirectories included, it holds) of the `kind`
+    ('model' or 'dataset') repository out in `cache`; name -> its commit."""
+    root = cache / f"{kind}s--{repo.replace('/', '--')}"
     commits = {}
     for name, source in revisions.items():
         commit = hashlib.sha1(f"{repo}@{name}".encode()).hexdigest()
         snapshot = root / "snapshots" / commit
         snapshot.mkdir(parents=True)
-        for path in sorted(source.iterdir()):
+        for path in sorted(file for file in source.rglob("*") if file.is_file()):
             data = path.read_bytes()
             blob = root / "blobs" / hashlib.sha256(data).hexdigest()
             blob.parent.mkdir(exist_ok=True)
             if not blob.exists():
                 blob.write_bytes(data)
-            (snapshot / path.name).symlink_to(os.path.relpath(blob, snapshot))
+            link = snapshot / path.relative_to(source)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(blob, link.parent))
         ref = root / "refs" / name
         ref.parent.mkdir(parents=True, exist_ok=True)
         ref.write_text(commit)

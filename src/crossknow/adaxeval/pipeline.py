@@ -39,13 +39,14 @@ from crossknow.adaxeval.stages import StageRow, StageStore, normalise, run_chunk
 from crossknow.adaxeval.summary import binary_confidence, invalid_lines, rejection_counts, stage_counts, total_cost
 from crossknow.adaxeval.triples import triple_rows
 from crossknow.data.corpus import CorpusPairs, Document, pair_documents, read_corpus
+from crossknow.data.hub_data import data_file
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.clients import MakeGenerator
 from crossknow.generation.structured import CostMeter, sum_meters
-from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.registry import load_generator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
+from crossknow.store.cache_dir import cache_dir
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir
@@ -179,7 +180,7 @@ def _open_run(
 ) -> _Run:
     """Check everything that can be checked before the run directory is made (corpus, prompts, pairs, model and
     NER specs, local NER backends), then open it."""
-    corpus_path = Path(config.corpus)
+    corpus_path = data_file(config.corpus)
     if not corpus_path.is_file():
         raise CrossknowError(f"corpus file not found: {corpus_path}")
     prompts = PromptTable.load(config.prompts)

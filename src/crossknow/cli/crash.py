@@ -33,7 +33,7 @@ def package_versions() -> str:
 
 def crash_dir() -> Path:
     """Where crash reports go: `crashes/` under crossknow's cache directory."""
-    from crossknow.models.checkpoint_cache import cache_dir
+    from crossknow.store.cache_dir import cache_dir
 
     return cache_dir() / "crashes"
 

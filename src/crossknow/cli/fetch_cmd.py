@@ -28,7 +28,7 @@ def fetch(
 ) -> None:
     """Download the releases' files, keep those whose SHA-256 is the recorded one, and print where they are."""
     from crossknow.data.releases import RELEASES
-    from crossknow.models.checkpoint_cache import cache_dir
+    from crossknow.store.cache_dir import cache_dir
 
     names = list(releases or FETCHED_BY_DEFAULT)
     unknown = [name for name in names if name not in RELEASES]

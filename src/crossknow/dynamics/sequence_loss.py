@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import InvalidRecord
 from crossknow.dynamics.checkpoint_sweep import sweep_checkpoints
@@ -175,9 +176,10 @@ def run_sequence_loss(
     """
     out = Path(out)
     checkpoints = discover_checkpoints(config.checkpoints.specs)
-    sequences = read_sequences(config.variants)
+    variants = data_file(config.variants)
+    sequences = read_sequences(variants)
     with RunDir(out) as run:
-        run.open(config.model_dump(), {config.variants: file_sha256(Path(config.variants))},
+        run.open(config.model_dump(), {str(variants): file_sha256(variants)},
                  volatile=volatile_keys(type(config)), paths=("variants",), upgrade=type(config).upgrade)
         stage = SequenceStage(run, config.batch_size, config.per_token)
         options = config.checkpoints.options(batch_size=config.batch_size)

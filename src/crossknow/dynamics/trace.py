@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crossknow.data.formats import load_item_set
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.pairing import InterlingualLink, PairingKey, find_pairing, read_pairing
 from crossknow.data.schemas import MCItem
@@ -100,13 +101,13 @@ def load_sets(data: list[str], train_lang: str, pairing: str | None = None) -> l
         label, sep, file = entry.partition("=")
         if not sep or Path(entry).exists():
             label, file = "", entry
-        path = Path(file)
+        path = data_file(file)
         if not path.is_file():
             raise CrossknowError(f"--data {entry}: file not found: {file}")
         items = [item for item in load_item_set(path).items if isinstance(item, MCItem)]
         if not items:
             raise CrossknowError(f"--data {entry}: no multiple-choice items in {file}")
-        pairing_file = Path(pairing) if pairing else find_pairing(path)
+        pairing_file = data_file(pairing) if pairing else find_pairing(path)
         if pairing_file is None:
             links: list[InterlingualLink | None] = [None] * len(items)
             conditions = [label or condition_of(item, train_lang) for item in items]

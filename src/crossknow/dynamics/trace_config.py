@@ -39,7 +39,8 @@ class TraceConfig(RoleConfig):
         description=CHECKPOINTS_HELP,
     )
     data: list[str] = Field(
-        min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items."
+        min_length=1, description="Evaluation sets: FILE, or CONDITION=FILE to label all its items (a FILE may be a "
+        "dataset split on the Hub, hf:ORG/NAME[@REVISION][:SPLIT])."
     )
     train_lang: str = Field(default="en", description="The training language, which labels items by condition.")
     pairing: str | None = Field(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import InvalidRecord
 from crossknow.eclektic.build_completion import (
@@ -100,9 +101,10 @@ def build_set(
     from the cache and writes the same files. InputError for a malformed collection (file, line,
     field); CrossknowError when `out` holds a build with another config, or a review.csv edited since
     it was written (move it away first: a build never overwrites a reviewer's work)."""
-    documents = read_documents(config.documents)
+    documents_file = data_file(config.documents)
+    documents = read_documents(documents_file)
     with RunDir(Path(out)) as run:
-        run.open(config.model_dump(), {config.documents: file_sha256(config.documents)},
+        run.open(config.model_dump(), {str(documents_file): file_sha256(documents_file)},
                  volatile=volatile_keys(type(config)), upgrade=type(config).upgrade,
                  has_results=(run.path / SUMMARY_FILE).exists(), paths=("documents",))
         selected, counts, outside = select_documents(

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from crossknow.data.guarded import load_yaml
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.eclektic.answer import ANSWER_SCHEMA, answer_questions
 from crossknow.eclektic.examples import EclekticSet, load_eclektic_set
@@ -175,7 +176,7 @@ class EclekticRun:
 
 def open_run(config: EclekticConfig, out: Path) -> tuple[RunDir, EclekticSet]:
     """Read the set, lock the run directory and record (or check) its config and the set's hash."""
-    data = Path(config.data)
+    data = data_file(config.data)
     if not data.is_file():
         raise CrossknowError(f"data file not found: {data}")
     check_specs(config)

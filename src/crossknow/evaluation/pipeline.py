@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crossknow.data.formats import load_item_set
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
@@ -46,10 +47,11 @@ RULE_FOR_FORMAT: dict[str, Rule] = {"adaxeval": "adaxeval", "jsonl": "adaxeval",
 
 
 def resolve_data(data: str) -> Path:
-    """The data file: the packaged sample for 'sample', else the path as given."""
+    """The data file: the packaged sample for 'sample', else the path or Hub dataset as given
+    (`crossknow.data.hub_data`)."""
     if data == SAMPLE:
         return Path(str(resources.files("crossknow") / "samples" / "sample.jsonl"))
-    path = Path(data)
+    path = data_file(data)
     if not path.is_file():
         raise CrossknowError(f"data file not found: {data}")
     return path

@@ -22,8 +22,8 @@ class EvaluateConfig(RoleConfig):
         description="Model spec: default (the embedded Gemma 3 270M), hf:PATH_OR_ID[@REV], gguf:FILE or openai:MODEL.",
     )
     data: Annotated[str, VOLATILE] = Field(
-        description="Data file (AdaXEval, Pitfalls, ECLEKTIC or crossknow JSONL), or 'sample' for the sample shipped "
-        "with crossknow."
+        description="Data file (AdaXEval, Pitfalls, ECLEKTIC or crossknow JSONL), a dataset split on the Hub "
+        "(hf:ORG/NAME[@REVISION][:SPLIT]), or 'sample' for the sample shipped with crossknow."
     )
     format: Literal["auto", "adaxeval", "pitfalls", "eclektic", "jsonl"] = Field(
         default="auto", description="Input format; 'auto' detects it from the file."

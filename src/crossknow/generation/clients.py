@@ -19,7 +19,6 @@ from typing import Literal
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
 from crossknow.models.access import ModelAccess
-from crossknow.models.checkpoint_cache import cache_dir
 from crossknow.models.generator import Generator, SharesWeights
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import (
@@ -30,6 +29,7 @@ from crossknow.models.registry import (
     parse_spec,
     split_prompt_format,
 )
+from crossknow.store.cache_dir import cache_dir
 from crossknow.store.models_file import record_model, scorer_label
 from crossknow.store.request_cache import RequestCache
 from crossknow.store.spend_ledger import SpendLedger

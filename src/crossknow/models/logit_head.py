@@ -192,7 +192,7 @@ def check_head_once(model: Any, head: LogitHead, device: str, model_id: str) -> 
     from hashlib import sha256
     from importlib.metadata import version
 
-    from crossknow.models.checkpoint_cache import cache_dir
+    from crossknow.store.cache_dir import cache_dir
 
     facts = [
         type(model).__module__, type(model).__qualname__, model.config.to_json_string(use_diff=False),

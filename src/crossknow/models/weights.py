@@ -21,7 +21,7 @@ HASH_DIR = "weight-hashes"
 
 
 def _kept_path(directory: Path) -> Path:
-    from crossknow.models.checkpoint_cache import cache_dir
+    from crossknow.store.cache_dir import cache_dir
 
     name = hashlib.sha256(str(directory.resolve()).encode("utf-8")).hexdigest()[:32]
     return cache_dir() / HASH_DIR / f"{name}.json"

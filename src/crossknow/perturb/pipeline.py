@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from crossknow.data.hub_data import data_file
 from crossknow.data.sequence_variants import (
     METHOD_ORDER,
     REWRITE_METHODS,
@@ -55,11 +56,12 @@ METHOD_RANK = {m: k for k, m in enumerate(METHOD_ORDER)}
 
 
 def _inputs(config: PerturbConfig) -> dict[str, str]:
-    files = [config.corpus, config.synonyms, config.stop_words]
+    """Every input file's SHA-256, by its local path (the corpus may be a Hub dataset)."""
+    files = [data_file(config.corpus), config.synonyms, config.stop_words]
     for path in files:
         if path is not None and not Path(path).is_file():
             raise CrossknowError(f"file not found: {path}")
-    return {path: file_sha256(path) for path in files if path is not None}
+    return {str(path): file_sha256(path) for path in files if path is not None}
 
 
 def _token_settings(config: PerturbConfig, model: ModelTokens, dictionary: SynonymDictionary | None,
@@ -180,7 +182,7 @@ def run_perturb(
         for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language
             language_name(lang)
     # every input is read and checked before a tokenizer or a model loads
-    sampled = sample_documents(config.corpus, config.lang, config.n, config.seed, config.min_sentences)
+    sampled = sample_documents(data_file(config.corpus), config.lang, config.n, config.seed, config.min_sentences)
     synonyms = any(m in SYNONYM_METHODS for m in config.methods)
     dictionary = load_synonyms(config.synonyms) if synonyms and config.synonyms else None
     stop_words = read_stop_words(config.stop_words)

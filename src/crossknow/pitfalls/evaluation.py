@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.errors import CrossknowError
 from crossknow.generation.clients import ClientPool, Role
@@ -128,7 +129,7 @@ def run_pitfalls_eval(
     """Evaluate `config.models` on `config.pairs` into the run directory `out`; return the metrics (see the
     module docstring). `make_simulator(spec, config)` builds a model's simulator only when it has work left."""
     started = time.monotonic()
-    path = Path(config.pairs)
+    path = data_file(config.pairs)
     if not path.is_file():
         raise CrossknowError(f"pair file not found: {path}")
     for spec in config.models.specs:

@@ -58,11 +58,14 @@ class ShardedTable:
 
 
 def absolute_path(value: Any) -> Any:
-    """A path-valued config entry (a path, a list of paths, or None) with every path made absolute."""
+    """A path-valued config entry (a path, a list of paths, or None) with every path made absolute; a dataset on the
+    Hugging Face Hub (`hf:ORG/NAME...`, crossknow.data.hub_data) is no path and stays as it is."""
     if value is None:
         return None
     if isinstance(value, list | tuple):
         return [absolute_path(item) for item in value]
+    if isinstance(value, str) and value.startswith("hf:"):
+        return value
     return os.path.abspath(os.path.expanduser(value))
 
 

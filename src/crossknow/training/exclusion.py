@@ -13,6 +13,7 @@ from pydantic import Field
 
 from crossknow.data.adaxeval import source_documents
 from crossknow.data.corpus import Document
+from crossknow.data.hub_data import data_file
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError, InputError
 from crossknow.training.records import TrainConfig
@@ -40,7 +41,7 @@ def _named_sources(paths: Sequence[str]) -> tuple[dict[str, tuple[str, int]], di
     named: dict[str, tuple[str, int]] = {}
     per_set: dict[str, int] = {}
     for path in paths:
-        documents = source_documents(path)
+        documents = source_documents(data_file(path))
         per_set[path] = len(documents)
         for doc_id, line in documents.items():
             named.setdefault(doc_id, (path, line))

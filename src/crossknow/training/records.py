@@ -38,7 +38,8 @@ class TrainConfig(RoleConfig):
                       prefix="qa_"),)
 
     model: str = Field(default="default", description="Model spec to start from: default or hf:PATH_OR_ID[@REVISION].")
-    corpus: str = Field(description="Knowledge-injection corpus C_K: JSONL documents (id, lang, text, metadata).")
+    corpus: str = Field(description="Knowledge-injection corpus C_K: JSONL documents (id, lang, text, metadata), or "
+                        "a dataset split on the Hub with those fields (hf:ORG/NAME[@REVISION][:SPLIT]).")
     langs: list[str] = Field(
         default_factory=lambda: ["en"], min_length=1, description="Languages of the C_K documents to train on."
     )

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crossknow.data.corpus import Document, read_corpus
+from crossknow.data.hub_data import data_file
 from crossknow.errors import CrossknowError
 from crossknow.models.device import resolve_device
 from crossknow.models.scoring_check import ensure_scoring_path
@@ -233,14 +234,14 @@ def run_train(
 def _read_inputs(config: TrainConfig) -> _Inputs:
     """Read the corpora and build the recipe's parts: a recipe error, or a batch the processes cannot share, stops
     the run here, before anything is written."""
-    knowledge = read_corpus(Path(config.corpus))
+    files = [data_file(path) for path in (config.corpus, config.transfer_corpus, *(config.exclude_eval or [])) if path]
+    knowledge = read_corpus(files[0])
     transfer: list[Any] = []
     exclusion: TransferExclusion | None = None
     if config.transfer_corpus:
-        transfer, exclusion = transfer_documents(config, knowledge, read_corpus(Path(config.transfer_corpus)))
+        transfer, exclusion = transfer_documents(config, knowledge, read_corpus(files[1]))
     parts = build_parts(config, knowledge, transfer, TemplateTable.load())  # a recipe error stops it here
-    hashes = {path: file_sha256(Path(path))
-              for path in (config.corpus, config.transfer_corpus, *(config.exclude_eval or [])) if path}
+    hashes = {str(path): file_sha256(path) for path in files}
     gradient_accumulation(config, _world_size())  # a batch the processes cannot share fails before anything runs
     return _Inputs(knowledge, parts, exclusion, hashes)
 

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 from pydantic import Field
 
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import read_jsonl
 from crossknow.data.schemas import MCItem, Record
 from crossknow.errors import CrossknowError
@@ -103,7 +104,7 @@ def mean_over_models(accuracy: dict[str, list[list[float | None]]], size: int) -
 
 def run_affinity(config: AffinityConfig, out: Path, on_progress: Progress | None = None) -> AffinityMetrics:
     """Evaluate the expanded pairs, then write affinity.json (and embeddings.npz); see the module docstring."""
-    items = [item for item in read_jsonl(config.pairs).items if isinstance(item, MCItem)]
+    items = [item for item in read_jsonl(data_file(config.pairs)).items if isinstance(item, MCItem)]
     seeds = seed_languages(items)
     languages = list(dict.fromkeys(seeds.values()))
     run_pitfalls_eval(config, out, on_progress=on_progress)

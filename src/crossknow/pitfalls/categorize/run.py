@@ -17,6 +17,7 @@ from pydantic import Field
 
 from crossknow.data.formats import detect_format, load_item_set
 from crossknow.data.guarded import first_char
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import iter_json_lines, require, require_strings, write_invalid
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
@@ -164,7 +165,7 @@ def read_all_pairs(paths: Sequence[str | Path], limit: int | None) -> tuple[list
     the same id with another English question in two files is an InputError."""
     seen: dict[str, tuple[CategoryPair, Path]] = {}
     pairs, invalid, duplicates = [], [], 0
-    for path in map(Path, paths):
+    for path in map(data_file, paths):
         found, skipped = read_category_pairs(path, limit)
         invalid += skipped
         for pair in found:
@@ -223,7 +224,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     try:
         with RunDir(out) as run:
             log_path = out / CATEGORIES_FILE
-            run.open(config.model_dump(), {str(p): file_sha256(p) for p in config.pairs},
+            run.open(config.model_dump(), {str(p): file_sha256(p) for p in map(data_file, config.pairs)},
                      volatile=volatile_keys(type(config)),
                      has_results=log_path.exists() and log_path.stat().st_size > 0,
                      paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).upgrade)

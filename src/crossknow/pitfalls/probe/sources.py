@@ -17,6 +17,7 @@ from pydantic import Field
 
 from crossknow.data.formats import load_item_set
 from crossknow.data.guarded import first_char, load_json
+from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import mc_item_or_problem, read_json_record, require, require_strings
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import InputError
@@ -97,8 +98,8 @@ def _released_question(record: dict, path: Path, line: int, question_id: str) ->
 def read_source_files(paths: Sequence[str | Path]) -> list[SourceFile]:
     """Every file read, with unique names (a repeated stem gets #2, #3, ...)."""
     files, seen = [], {}
-    for path in paths:
-        stem = Path(path).stem
+    for path in map(data_file, paths):
+        stem = path.stem
         seen[stem] = seen.get(stem, 0) + 1
         files.append(read_source_file(path, stem if seen[stem] == 1 else f"{stem}#{seen[stem]}"))
     return files
