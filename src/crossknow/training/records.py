@@ -30,6 +30,35 @@ wrote validly)."""
 Packing = Literal["masked", "unmasked", "none"]
 Part = Literal["knowledge", "transfer"]
 
+GRADIENT_CHECKPOINTING_HELP = (
+    "Recompute the decoder blocks' activations in the backward pass instead of keeping them: less memory for about "
+    "one more forward pass per step, the same losses (transformers' non-reentrant checkpointing)."
+)
+REPORT_TO_HELP = (
+    "Where the Trainer also logs: tensorboard, wandb, mlflow or any other integration of transformers' Trainer that "
+    "is installed (repeat for several; unset: none). The run's own step log is always written."
+)
+
+
+def check_report_to(names: list[str]) -> list[str]:
+    """`names` if each is a Trainer integration that is installed; else a ValueError that says which are."""
+    if not names:
+        return names
+    from transformers.integrations.integration_utils import (
+        INTEGRATION_TO_CALLBACK,
+        get_available_reporting_integrations,
+    )
+
+    installed = get_available_reporting_integrations()
+    for name in names:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ValueError(f"{name!r} is no integration of transformers' Trainer (it has "
+                             f"{', '.join(sorted(INTEGRATION_TO_CALLBACK))})")
+        if name not in installed:
+            raise ValueError(f"{name!r} is not installed here (installed: {', '.join(installed) or 'none'}); "
+                             f"install its package, e.g. pip install {name}")
+    return names
+
 
 class TrainConfig(RoleConfig):
     """Everything that decides a training run's result (saved as config.yaml)."""
@@ -149,6 +178,13 @@ class TrainConfig(RoleConfig):
         default="float32",
         description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster).",
     )
+    gradient_checkpointing: Annotated[bool, VOLATILE] = Field(default=False, description=GRADIENT_CHECKPOINTING_HELP)
+    report_to: Annotated[list[str], VOLATILE] = Field(default_factory=list, description=REPORT_TO_HELP)
+
+    @field_validator("report_to")
+    @classmethod
+    def _integrations(cls, names: list[str]) -> list[str]:
+        return check_report_to(names)
 
     @field_validator("train_layers")
     @classmethod

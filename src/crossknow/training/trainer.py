@@ -116,7 +116,11 @@ def hf_training_arguments(config: TrainConfig, out: Path) -> Any:
         save_strategy="steps",
         save_steps=config.save_every_steps or 10**9,  # the final step is always saved
         include_num_input_tokens_seen="non_padding",
-        report_to="none",
+        report_to=config.report_to or "none",
+        activation_checkpointing=config.gradient_checkpointing,
+        # Non-reentrant: the reentrant kind computes no gradient inside a block whose inputs need none, as with
+        # frozen embeddings (--train-layers blocks or last:N).
+        activation_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
         disable_tqdm=True,
         remove_unused_columns=False,
         dataloader_pin_memory=not use_cpu,

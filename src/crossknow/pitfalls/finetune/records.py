@@ -20,6 +20,7 @@ from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPER
 from crossknow.scoring.rules import Rule
 from crossknow.store.config_keys import VOLATILE
 from crossknow.training.layers import check_layer_spec
+from crossknow.training.records import GRADIENT_CHECKPOINTING_HELP, REPORT_TO_HELP, check_report_to
 
 Method = Literal["sft", "dpo"]
 
@@ -73,6 +74,8 @@ class PitfallsFinetuneConfig(Record):
     device: Annotated[TrainDevice, VOLATILE] = Field(default="auto", description=TRAIN_DEVICE_HELP)
     dtype: Literal["float32", "bfloat16"] = Field(default="float32", description="Training precision (bfloat16: "
                                                   "mixed precision) and the evaluations' compute dtype.")
+    gradient_checkpointing: Annotated[bool, VOLATILE] = Field(default=False, description=GRADIENT_CHECKPOINTING_HELP)
+    report_to: Annotated[list[str], VOLATILE] = Field(default_factory=list, description=REPORT_TO_HELP)
     eval_batch_size: Annotated[int, VOLATILE] = Field(
         default=16, ge=1, description="Pairs per committed chunk of the evaluations; does "
         "not change the numbers."
@@ -81,6 +84,11 @@ class PitfallsFinetuneConfig(Record):
         default=None, description="SQLite request cache of generative answering (unset: the "
         "user's cache directory)."
     )
+
+    @field_validator("report_to")
+    @classmethod
+    def _integrations(cls, names: list[str]) -> list[str]:
+        return check_report_to(names)
 
     @field_validator("train_layers")
     @classmethod

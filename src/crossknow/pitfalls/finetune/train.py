@@ -73,7 +73,8 @@ def training_arguments(config: PitfallsFinetuneConfig, out: Path, validation: bo
         learning_rate=config.learning_rate, min_learning_rate=0.0, warmup_ratio=config.warmup_ratio,
         weight_decay=config.weight_decay, batch_size=config.batch_size, micro_batch_size=config.micro_batch_size,
         save_every_steps=config.save_every_steps, train_layers=config.train_layers, seed=config.seed,
-        device=config.device, dtype=config.dtype)
+        device=config.device, dtype=config.dtype, gradient_checkpointing=config.gradient_checkpointing,
+        report_to=config.report_to)
     args = hf_training_arguments(train_config, out)
     if not validation:
         return args

@@ -1,0 +1,80 @@
+"""The Trainer's engine options of `crossknow train` and `pitfalls finetune`: gradient checkpointing (the same steps,
+the blocks recomputed) and `--report-to` (a Trainer integration that is not there is refused before anything runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from crossknow.training.records import TrainConfig
+from crossknow.training.trainer import run_train
+
+from ..cli.in_process import user_error
+from ..gpu.tiny_hf_model import write_tiny_model
+from .tiny_run import tiny_config, write_tiny_corpus
+
+BLOCKS = 4
+"""Decoder blocks of the tiny random Gemma 3 (tests/gpu/tiny_hf_model.py)."""
+
+SETTINGS = {"packing": "masked", "max_length": 140, "learning_rate": 2e-5, "max_steps": 2, "save_every_steps": 2,
+            "train_layers": "last:1"}
+"""Two steps of one forward pass (batch 2 of 2), the last block trained: its inputs need no gradient, the case where
+reentrant checkpointing computes none."""
+
+
+@pytest.mark.slow
+def test_gradient_checkpointing_recomputes_the_blocks_and_takes_the_same_steps(tmp_path: Path, monkeypatch) -> None:
+    import safetensors.torch
+    import torch
+    from transformers.models.gemma3 import modeling_gemma3
+
+    model = write_tiny_model(tmp_path / "model")
+    corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
+    forward = modeling_gemma3.Gemma3MLP.forward
+    calls = [0]
+
+    def counted(self, *args, **kwargs):
+        calls[0] += self.training  # training passes only: not the packing check's forward pass
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(modeling_gemma3.Gemma3MLP, "forward", counted)  # inside the checkpointed block
+    runs = {}
+    for checkpointing in (False, True):
+        calls[0] = 0
+        out = tmp_path / f"checkpointing-{checkpointing}"
+        run_train(tiny_config(corpus, model=f"hf:{model}", gradient_checkpointing=checkpointing, **SETTINGS), out)
+        weights = safetensors.torch.load_file(str(out / "checkpoints" / "checkpoint-2" / "model.safetensors"))
+        runs[checkpointing] = (calls[0], pq.read_table(out / "train_log.parquet").to_pylist(), weights)
+
+    (plain_calls, plain_log, plain_weights), (calls_with, log_with, weights_with) = runs[False], runs[True]
+    # Every block of every forward pass of the 2 steps ran again in the backward pass; nothing else changed.
+    assert calls_with - plain_calls == BLOCKS * SETTINGS["max_steps"]
+    assert [(r["step"], r["tokens"]) for r in log_with] == [(r["step"], r["tokens"]) for r in plain_log]
+    for row, plain in zip(log_with, plain_log, strict=True):
+        assert row["loss"] == pytest.approx(plain["loss"], rel=1e-6)
+        assert row["grad_norm"] == pytest.approx(plain["grad_norm"], rel=1e-5)  # a gradient, so it trained
+        assert row["grad_norm"] > 0
+    assert weights_with.keys() == plain_weights.keys()
+    for name, tensor in weights_with.items():
+        assert torch.allclose(tensor, plain_weights[name], rtol=0, atol=1e-7), name
+
+
+def test_report_to_refuses_an_integration_that_is_unknown_or_not_installed(tmp_path: Path, monkeypatch,
+                                                                           capsys) -> None:
+    corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
+    out = tmp_path / "run"
+    unknown = user_error(monkeypatch, capsys, tmp_path, "train", "--corpus", str(corpus), "--out", str(out),
+                         "--report-to", "tensorbord")
+    assert "--report-to: 'tensorbord' is no integration of transformers' Trainer (it has" in unknown
+    assert "tensorboard" in unknown and "wandb" in unknown
+    from transformers.integrations.integration_utils import get_available_reporting_integrations
+
+    installed = get_available_reporting_integrations()
+    missing = next(name for name in ("tensorboard", "wandb", "mlflow") if name not in installed)
+    absent = user_error(monkeypatch, capsys, tmp_path, "pitfalls", "finetune", "--train-pairs", str(corpus),
+                        "--out", str(out), "--report-to", missing)
+    assert f"--report-to: '{missing}' is not installed here" in absent
+    assert not out.exists()  # refused before a run directory was made
+    assert TrainConfig(corpus="c.jsonl").report_to == []  # unset: no integration
