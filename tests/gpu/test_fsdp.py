@@ -1,5 +1,5 @@
-"""`crossknow train` under `accelerate launch` with the shipped FSDP config (crossknow/samples/accelerate/fsdp-8gpu.yaml,
-its process count set to the GPUs present, at most 2) against one process on one GPU with the same global batch: the
+"""`crossknow train` under `accelerate launch` with the shipped FSDP config (samples/accelerate/fsdp-8gpu.yaml, its
+process count set to the GPUs present, at most 2) against one process on one GPU with the same global batch: the
 same steps, and checkpoints saved whole, which `crossknow trace` reads as plain checkpoints. Skipped without CUDA;
 FSDP needs CUDA through accelerate, which runs CPU processes as plain data parallelism only."""
 

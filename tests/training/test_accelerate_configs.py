@@ -28,7 +28,7 @@ def test_accelerate_reads_each_config_as_documented(name: str) -> None:
     kind, processes, machines = EXPECTED[name]
     assert (config.distributed_type.value, config.num_processes, config.num_machines) == (kind, processes, machines)
     assert config.mixed_precision == "bf16" and not config.use_cpu
-    if kind == "FSDP":  # checkpoints saved whole, so that trace reads them; FSDP2; blocks wrapped by the model's own list
+    if kind == "FSDP":  # FSDP2; checkpoints saved whole, so that trace reads them; blocks wrapped by the model's list
         fsdp = config.fsdp_config
         assert fsdp["fsdp_version"] == 2 and fsdp["fsdp_state_dict_type"] == "FULL_STATE_DICT"
         assert fsdp["fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
