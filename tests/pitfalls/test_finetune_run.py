@@ -128,3 +128,23 @@ def test_dpo_run_trains_away_from_the_base_models_wrong_answers(base, tmp_path):
     assert changed and all(name.startswith(f"model.layers.{last_block}.") or name == "model.norm.weight"
                            for name in changed)
     shutil.rmtree(out / "train" / "checkpoints")  # 1 GB: the suite's disk footprint
+
+
+def test_lora_sft_evaluates_the_adapters_merged_into_the_base(tmp_path):
+    """`--lora-rank`: the checkpoint holds the adapters alone, and the tuned evaluation scores them merged into the
+    base (crossknow.models.checkpoint_cache.adapter_checkpoint; tests/training/test_lora.py checks the merged
+    numbers against peft's)."""
+    _, _, model = base_model("tiny", tmp_path, positions=4096)
+    out = tmp_path / "lora"
+    config = PitfallsFinetuneConfig(model=model, train_pairs=str(RELEASE / "Japanese.json"), limit=3,
+                                    validation_fraction=0.0, lora_rank=4, learning_rate=1e-2,
+                                    **{**TINY, "train_layers": "all"})
+    metrics = run_pitfalls_finetune(config, out)
+
+    checkpoint = out / metrics.training.checkpoint
+    assert (checkpoint / "adapter_model.safetensors").exists() and not (checkpoint / "model.safetensors").exists()
+    assert metrics.training.trainable_parameters == 15_872  # rank 4 on every linear layer (tests/training/test_lora.py)
+    models = read_models(out)
+    assert list(models) == [f"{model} (scorer)", f"hf:{checkpoint} (scorer)"]
+    assert models[f"hf:{checkpoint} (scorer)"]["model"] == f"hf:{model[3:]} + PEFT adapter {checkpoint}"
+    assert len(pq.read_table(out / "eval/tuned/Japanese/pairs.parquet")) == 3

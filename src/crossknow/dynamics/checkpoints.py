@@ -35,7 +35,8 @@ class Checkpoint:
 
 
 def _is_model_dir(path: Path) -> bool:
-    return (path / "config.json").exists()
+    """A transformers model directory, or a PEFT adapter's (a LoRA run's checkpoint), which scoring merges."""
+    return (path / "config.json").exists() or (path / "adapter_config.json").exists()
 
 
 def _is_complete(path: Path) -> bool:

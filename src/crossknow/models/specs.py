@@ -128,7 +128,8 @@ class LocalModel:
 
 def resolve_local(spec: str) -> LocalModel | None:
     """The transformers weights of a `default`, `hf:PATH[@REV]` or `gguf:FILE` spec, format suffix or not (a GGUF
-    file is dequantised once into a cached checkpoint), and of a `llamacpp:` spec, which scores as the same GGUF
+    file is dequantised once into a cached checkpoint, a directory holding a PEFT adapter merged once into its
+    base), and of a `llamacpp:` spec, which scores as the same GGUF
     dequantised (`llamacpp:default` as `default`); None for any other spec."""
     spec = split_prompt_format(spec)[0]
     kind, _, rest = spec.partition(":")
@@ -141,7 +142,13 @@ def resolve_local(spec: str) -> LocalModel | None:
     if kind == "hf" and rest:
         path, _, revision = rest.partition("@")
         if Path(path).is_dir() and not (Path(path) / "config.json").exists():
-            raise CrossknowError(f"{path} is a directory without config.json: not a transformers model")
+            from crossknow.models.checkpoint_cache import ADAPTER_CONFIG, adapter_checkpoint
+
+            if not (Path(path) / ADAPTER_CONFIG).exists():
+                raise CrossknowError(f"{path} is a directory without config.json (nor a PEFT adapter's "
+                                     f"{ADAPTER_CONFIG}): not a transformers model")
+            merged, model_id = adapter_checkpoint(Path(path))
+            return LocalModel(str(merged), None, "hf", model_id)
         return LocalModel(path, revision or None, "hf", None)
     if kind == "gguf" and rest:
         from crossknow.models.checkpoint_cache import gguf_checkpoint

@@ -40,6 +40,25 @@ REPORT_TO_HELP = (
 )
 
 
+LoraRank = Annotated[int | None, Field(
+    ge=1, description="Train LoRA adapters of this rank (through peft) instead of the weights; unset: the weights "
+    "themselves. Checkpoints then hold the adapters, which scoring merges into the base model.")]
+LoraAlpha = Annotated[float | None, Field(
+    gt=0, description="LoRA's scaling numerator (the update is scaled by alpha / rank); unset: twice the rank "
+    "(crossknow's choice).")]
+LoraTargets = Annotated[str, Field(
+    description="The modules that get adapters: 'all-linear' (every linear layer of the decoder blocks, crossknow's "
+    "choice), 'auto' (peft's choice for the architecture) or comma-separated module names (q_proj,v_proj).")]
+
+
+def check_lora(rank: int | None, alpha: float | None, targets: str, train_layers: str) -> None:
+    """A ValueError for LoRA settings that do not go together."""
+    if rank is not None and train_layers != "all":
+        raise ValueError("--lora-rank puts adapters on every decoder block; --train-layers must be all")
+    if rank is None and (alpha is not None or targets != "all-linear"):
+        raise ValueError("--lora-alpha and --lora-targets need --lora-rank")
+
+
 def check_report_to(names: list[str]) -> list[str]:
     """`names` if each is a Trainer integration that is installed; else a ValueError that says which are."""
     if not names:
@@ -180,6 +199,9 @@ class TrainConfig(RoleConfig):
     )
     gradient_checkpointing: Annotated[bool, VOLATILE] = Field(default=False, description=GRADIENT_CHECKPOINTING_HELP)
     report_to: Annotated[list[str], VOLATILE] = Field(default_factory=list, description=REPORT_TO_HELP)
+    lora_rank: LoraRank = None
+    lora_alpha: LoraAlpha = None
+    lora_targets: LoraTargets = "all-linear"
 
     @field_validator("report_to")
     @classmethod
@@ -199,6 +221,7 @@ class TrainConfig(RoleConfig):
                             ("exclude-eval", self.exclude_eval)):
             if value is not None and self.transfer_corpus is None:
                 raise ValueError(f"--{name} needs --transfer-corpus")
+        check_lora(self.lora_rank, self.lora_alpha, self.lora_targets, self.train_layers)
         if self.save_every_steps and self.save_every_tokens:
             raise ValueError("give --save-every-steps or --save-every-tokens, not both")
         if self.batch_size % self.micro_batch_size:

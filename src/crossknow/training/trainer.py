@@ -34,6 +34,7 @@ from crossknow.training.budget import TokenisedText, budgeted_mix
 from crossknow.training.collate import SequenceCollator, pad_token_id
 from crossknow.training.exclusion import EXCLUDED_FILE, TransferExclusion, transfer_documents
 from crossknow.training.layers import select_trainable
+from crossknow.training.lora import with_lora
 from crossknow.training.packing import check_document_masking, sequences
 from crossknow.training.qa_pairs import ask_qa_pairs, qa_client, qa_examples, qa_pool, summarise
 from crossknow.training.recipes import build_parts
@@ -208,7 +209,10 @@ def run_train(
     collate = SequenceCollator(pad_token_id(tokenizer))
     if config.packing == "masked":
         check_document_masking(model, tokenizer, collate)
-    trainable, total = select_trainable(model, config.train_layers)
+    if config.lora_rank is None:
+        trainable, total = select_trainable(model, config.train_layers)
+    else:
+        model, trainable, total = with_lora(model, config.lora_rank, config.lora_alpha, config.lora_targets)
 
     trainer = Trainer(
         model=model, args=args, train_dataset=mix.rows, data_collator=collate, processing_class=tokenizer,

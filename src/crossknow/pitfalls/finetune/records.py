@@ -20,7 +20,15 @@ from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPER
 from crossknow.scoring.rules import Rule
 from crossknow.store.config_keys import VOLATILE
 from crossknow.training.layers import check_layer_spec
-from crossknow.training.records import GRADIENT_CHECKPOINTING_HELP, REPORT_TO_HELP, check_report_to
+from crossknow.training.records import (
+    GRADIENT_CHECKPOINTING_HELP,
+    REPORT_TO_HELP,
+    LoraAlpha,
+    LoraRank,
+    LoraTargets,
+    check_lora,
+    check_report_to,
+)
 
 Method = Literal["sft", "dpo"]
 
@@ -76,6 +84,9 @@ class PitfallsFinetuneConfig(Record):
                                                   "mixed precision) and the evaluations' compute dtype.")
     gradient_checkpointing: Annotated[bool, VOLATILE] = Field(default=False, description=GRADIENT_CHECKPOINTING_HELP)
     report_to: Annotated[list[str], VOLATILE] = Field(default_factory=list, description=REPORT_TO_HELP)
+    lora_rank: LoraRank = None
+    lora_alpha: LoraAlpha = None
+    lora_targets: LoraTargets = "all-linear"
     eval_batch_size: Annotated[int, VOLATILE] = Field(
         default=16, ge=1, description="Pairs per committed chunk of the evaluations; does "
         "not change the numbers."
@@ -103,6 +114,7 @@ class PitfallsFinetuneConfig(Record):
         if self.batch_size % self.micro_batch_size:
             raise ValueError(f"--batch-size {self.batch_size} is not a multiple of --micro-batch-size "
                              f"{self.micro_batch_size}")
+        check_lora(self.lora_rank, self.lora_alpha, self.lora_targets, self.train_layers)
         return self
 
 

@@ -146,6 +146,7 @@ def run_training(config: PitfallsFinetuneConfig, examples: Sequence[SFTExample |
 
     from crossknow.models.hf_loading import load_causal_lm
     from crossknow.training.layers import select_trainable
+    from crossknow.training.lora import with_lora
 
     train = [e for e in examples if e.split == "train"]
     validation = [e for e in examples if e.split == "validation"]
@@ -153,12 +154,15 @@ def run_training(config: PitfallsFinetuneConfig, examples: Sequence[SFTExample |
     path, revision = model_source(config.model)
     torch.manual_seed(config.seed)
     tokenizer, model = load_causal_lm(path, revision, config.model, "cpu", "float32")  # placed by the Trainer
+    if config.lora_rank is not None:  # wrapped before the trainers take the model (DPO's reference copies it)
+        model, trainable, total = with_lora(model, config.lora_rank, config.lora_alpha, config.lora_targets)
     callbacks = [StepLog(out / "train_log.jsonl", on_step), PruneResumeState(), ValidationLog(out / VALIDATION_LOG)]
     if config.method == "sft":
         trainer = _sft_trainer(tokenizer, model, args, train, validation, callbacks)  # type: ignore[arg-type]
     else:
         trainer = _dpo_trainer(config, tokenizer, model, args, train, validation, callbacks)  # type: ignore[arg-type]
-    trainable, total = select_trainable(model, config.train_layers)
+    if config.lora_rank is None:
+        trainable, total = select_trainable(model, config.train_layers)
     trainer.remove_callback(PrinterCallback)
     resume = resume_point(complete_checkpoints(out / "checkpoints"))
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
