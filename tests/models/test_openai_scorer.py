@@ -256,13 +256,15 @@ def test_timeouts_are_retried_then_reported():
 
 
 @pytest.mark.slow
-def test_server_400_fails_at_once_with_its_message(llama_server_process):
-    # A real 400 from llama-cpp-python: the prompt exceeds the server's 512-token context.
+def test_a_prompt_longer_than_the_servers_context_is_unscorable_at_once(llama_server_process):
+    # A real 400 from llama-cpp-python: the prompt exceeds the server's 512-token context. That request cannot be
+    # scored there; it is not retried, and it does not fail the others.
     with FaultProxy(llama_server_process.port) as proxy:
-        scorer = OpenAIScorer(MODEL, proxy.base_url, max_retries=5)
-        with pytest.raises(CrossknowError, match=r"HTTP 400: .*maximum context length is 512"):
-            scorer.score([ScoreRequest("word " * 600, "end")])
-    assert len(proxy.seen) == 1
+        scorer = OpenAIScorer(MODEL, proxy.base_url, max_retries=5, concurrency=1)
+        with pytest.raises(UnscorableRequest, match=r"longer than the server's context: .*maximum context length "
+                                                    r"is 512") as error:
+            scorer.score([ScoreRequest("The capital of France is", " Paris"), ScoreRequest("word " * 600, "end")])
+    assert error.value.index == 1 and len(proxy.seen) == 2
 
 
 def test_the_literal_boundary_is_refused_before_any_request():

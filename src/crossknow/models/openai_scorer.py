@@ -2,8 +2,9 @@
 `echo: true`, `logprobs: 1` and `max_tokens: 1` (llama-cpp-python's server reads 0 as "no limit").
 
 The continuation's tokens are the echoed ones at or after `len(context)`. A token across the boundary, a first
-log-probability the server nulls (an empty context) or a non-finite one makes the request unscorable; the `literal`
-boundary is refused, its tokens being no text's (docs/distributed.md, "Scoring on a server").
+log-probability the server nulls (an empty context), a non-finite one or a prompt the server refuses as longer than
+its context makes the request unscorable; the `literal` boundary is refused, its tokens being no text's
+(docs/distributed.md, "Scoring on a server").
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crossknow.errors import CrossknowError, UnscorableRequest
 from crossknow.models.boundary import continuation_start, empty_continuation_error, move_trailing_spaces
-from crossknow.models.openai_http import OpenAIEndpoint, gather_or_cancel, run_sync, short
+from crossknow.models.openai_http import OpenAIEndpoint, RequestRefused, gather_or_cancel, run_sync, short
 from crossknow.models.protocol import ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,10 @@ LITERAL_REFUSED = (
     "with a local backend (default, hf:, gguf:) or use --boundary moved"
 )
 """Why an OpenAI-compatible server cannot score a request under the literal boundary."""
+CONTEXT_OVERFLOW = re.compile(r"context length|context window|maximum input length", re.IGNORECASE)
+"""A 400 whose message says so refuses one request for its length, which makes that request unscorable rather than
+the run failed: vLLM's messages since 0.10 ("the model's context length is only ...", "maximum input length"),
+OpenAI's and vLLM's older "maximum context length", llama-cpp-python's "exceed context window"."""
 GREEDY_TOLERANCE = 1e-6
 """A token is top-1 when its log-probability is within this of the best alternative's."""
 
@@ -115,7 +121,13 @@ class OpenAIScorer:
                     "echo": True,
                 }
                 async with semaphore:
-                    body = await self._endpoint.post(client, payload)
+                    try:
+                        body = await self._endpoint.post(client, payload)
+                    except RequestRefused as refused:
+                        if refused.status == 400 and CONTEXT_OVERFLOW.search(refused.server_message):
+                            raise UnscorableRequest(f"openai: longer than the server's context: "
+                                                    f"{refused.server_message}", index) from refused
+                        raise
                 try:
                     return self._parse(body, context, prompt, keep)
                 except UnscorableRequest as error:
