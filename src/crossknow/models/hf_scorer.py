@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError, UnscorableRequest
-from crossknow.models.boundary import encode_pair
 from crossknow.models.protocol import ScoreRequest, ScoreResult
+from crossknow.models.request_ids import RequestIds
 
 try:
     import torch
@@ -90,44 +90,13 @@ class HFScorer:
         self._body = self.model.get_decoder()
         self._head = LogitHead(self.model)
         check_head_once(self.model, self._head, self.device, self.model_id)
-        self._max_positions = getattr(self.model.config, "max_position_embeddings", None)
-        self._prefix_id = self.tokenizer.bos_token_id
-        if self._prefix_id is None:
-            self._prefix_id = self.tokenizer.eos_token_id
+        self._ids = RequestIds(self.tokenizer, self.model.get_input_embeddings().num_embeddings,
+                               getattr(self.model.config, "max_position_embeddings", None))
         self._pad_id = self.tokenizer.pad_token_id or 0
 
-    def _encode(self, text: str) -> list[int]:
-        return self.tokenizer(text).input_ids
-
     def encode_request(self, request: ScoreRequest) -> tuple[list[int], list[int]]:
-        """Token ids (context, continuation) under the request's boundary rule (`moved` by default,
-        `literal` for the AdaXEval authors' tokenisation; see crossknow.models.boundary).
-
-        An empty context encodes to just BOS with tokenizers that add one; with those that add
-        none, the BOS (else EOS) token stands in, as there must be a position to predict from.
-        A request with `continuation_ids` scores those ids as they are, after the context's tokens.
-        Raises UnscorableRequest (index None) for a merge across the boundary, an id outside the
-        model's vocabulary, or a sequence longer than the model's positions.
-        """
-        if request.continuation_ids is not None:
-            ctx, cont = self._encode(request.context), list(request.continuation_ids)
-            vocabulary = self.model.get_input_embeddings().num_embeddings
-            outside = [token for token in cont if not 0 <= token < vocabulary]
-            if not cont or outside:
-                raise UnscorableRequest(
-                    f"continuation ids {outside[:5] if outside else '(none)'} are not tokens of the model's "
-                    f"{vocabulary}-word vocabulary"
-                )
-        else:
-            ctx, cont = encode_pair(self._encode, request.context, request.continuation, request.boundary)
-        if not ctx:
-            ctx = [self._prefix_id]
-        if self._max_positions and len(ctx) + len(cont) > self._max_positions:
-            raise UnscorableRequest(
-                f"context + continuation is {len(ctx) + len(cont)} tokens, over the model's "
-                f"{self._max_positions} positions"
-            )
-        return ctx, cont
+        """Token ids (context, continuation) of `request` (crossknow.models.request_ids)."""
+        return self._ids.encode_request(request)
 
     def score(self, requests: Sequence[ScoreRequest], keep_token_logprobs: bool = False) -> list[ScoreResult]:
         """Score every request; results are in request order."""
