@@ -20,13 +20,14 @@ from crossknow.models.registry import (
 
 @pytest.mark.parametrize(
     ("spec", "backend"),
-    [("default", "default"), ("hf:org/model@main", "hf"), ("gguf:/m.gguf", "gguf"), ("openai:m", "openai")],
+    [("default", "default"), ("hf:org/model@main", "hf"), ("gguf:/m.gguf", "gguf"), ("openai:m", "openai"),
+     ("vllm:org/model", "vllm")],
 )
 def test_valid_specs_name_their_backend(spec, backend):
     assert check_spec(spec, "http://127.0.0.1:9/v1") == backend
 
 
-@pytest.mark.parametrize("spec", ["gemma-270m", "hf:", "openai:", "vllm:m", ""])
+@pytest.mark.parametrize("spec", ["gemma-270m", "hf:", "openai:", "tgi:m", ""])
 def test_unknown_specs_list_the_valid_forms_of_their_role(spec):
     with pytest.raises(ModelSpecError) as scorer_error:
         check_spec(spec, None)
@@ -87,3 +88,17 @@ def test_the_loaders_take_the_server_of_the_spec():
                                ModelOptions(base_url="http://127.0.0.1:8/v1"))
     assert (generator.base_url, generator.model_id, generator.prompt_format) == ("http://127.0.0.1:9/v1", "m",
                                                                                 "completion")
+
+
+def test_vllm_is_refused_off_cuda_before_it_is_imported(monkeypatch):
+    """vLLM runs on CUDA only: a role on the CPU is told so, and nothing tries to import vllm (absent here)."""
+    import torch
+
+    from crossknow.errors import CrossknowError
+    from crossknow.models.registry import ModelOptions, load_generator, load_scorer
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for load in (load_scorer, load_generator):
+        for device in ("auto", "cpu"):
+            with pytest.raises(CrossknowError, match=f"vLLM runs on CUDA, and this role's device is '{device}'"):
+                load("vllm:org/model", ModelOptions(device=device))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crossknow.errors import CrossknowError
-from crossknow.models.generator import PROMPT_FORMATS, ChatMessage, PromptFormat
+from crossknow.models.generator import PROMPT_FORMATS, ChatMessage, GenerateRequest, PromptFormat
 
 
 def gemma_prompt(messages: Sequence[ChatMessage]) -> str:
@@ -25,6 +25,18 @@ def gemma_prompt(messages: Sequence[ChatMessage]) -> str:
     if system:  # no user message to carry it
         text = f"<start_of_turn>user\n{system}<end_of_turn>\n" + text
     return text + "<start_of_turn>model\n"
+
+
+def request_ids(tokenizer: Any, request: GenerateRequest) -> list[int]:
+    """Token ids of a request's prompt (chat or completion), ending where the model's answer starts, as every local
+    generator sends it to its model: the tokenizer's chat template, or Gemma's turn format without one."""
+    if request.prompt is not None:
+        return tokenizer(request.prompt).input_ids
+    if getattr(tokenizer, "chat_template", None):
+        chat = [{"role": m.role, "content": m.content} for m in request.messages]
+        text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        return tokenizer(text, add_special_tokens=False).input_ids
+    return tokenizer(gemma_prompt(request.messages)).input_ids
 
 
 def resolve_prompt_format(asked: str, tokenizer: Any) -> PromptFormat:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
-from crossknow.models.chat_format import gemma_prompt, resolve_prompt_format
+from crossknow.models.chat_format import gemma_prompt, request_ids, resolve_prompt_format
 from crossknow.models.generator import AnswerContinuation, ChatMessage, GenerateRequest, PromptFormat
 from crossknow.models.protocol import Scorer, ScoreRequest
 
@@ -76,18 +76,8 @@ class HFGenerator(LocalGenerator):
         return chat_prompt_text(self.tokenizer, messages)
 
     def request_ids(self, request: GenerateRequest) -> list[int]:
-        """Token ids of a request's prompt (chat or completion), ending where the model's answer starts."""
-        if request.prompt is not None:
-            return self.tokenizer(request.prompt).input_ids
-        return self.prompt_ids(request.messages)
-
-    def prompt_ids(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Token ids of a chat prompt, ending where the model's answer starts."""
-        if getattr(self.tokenizer, "chat_template", None):
-            chat = [{"role": m.role, "content": m.content} for m in messages]
-            text = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-            return self.tokenizer(text, add_special_tokens=False).input_ids
-        return self.tokenizer(gemma_prompt(messages)).input_ids
+        """Token ids of a request's prompt (crossknow.models.chat_format.request_ids)."""
+        return request_ids(self.tokenizer, request)
 
     def decode(self, rows: list[DecodeRow]) -> None:
         """Decode `rows` together (crossknow.models.hf_decoding)."""
