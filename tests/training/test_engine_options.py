@@ -78,3 +78,30 @@ def test_report_to_refuses_an_integration_that_is_unknown_or_not_installed(tmp_p
     assert f"--report-to: '{missing}' is not installed here" in absent
     assert not out.exists()  # refused before a run directory was made
     assert TrainConfig(corpus="c.jsonl").report_to == []  # unset: no integration
+
+
+@pytest.mark.slow
+def test_report_to_tensorboard_logs_the_step_logs_losses(tmp_path: Path) -> None:
+    """The Trainer's TensorBoard integration (tensorboardX here) writes each step's loss; read back from its event
+    file, record by record (TFRecord framing: length, its CRC, the event, its CRC), they are the step log's."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    model = write_tiny_model(tmp_path / "model")
+    corpus = write_tiny_corpus(tmp_path / "corpus.jsonl")
+    out = tmp_path / "run"
+    run_train(tiny_config(corpus, model=f"hf:{model}", report_to=["tensorboard"],
+                          **{**SETTINGS, "max_steps": 3, "save_every_steps": 3}), out)
+    (events,) = (out / "checkpoints" / "runs").glob("*/events.out.tfevents.*")
+    data, losses = events.read_bytes(), {}
+    while data:
+        (length,) = struct.unpack("<Q", data[:8])
+        event = Event.FromString(data[12 : 12 + length])
+        data = data[12 + length + 4 :]
+        for value in event.summary.value:
+            if value.tag == "train/loss":
+                losses[event.step] = value.simple_value
+    logged = {row["step"]: row["loss"] for row in pq.read_table(out / "train_log.parquet").to_pylist()}
+    assert losses.keys() == logged.keys() == {1, 2, 3}
+    assert all(losses[step] == pytest.approx(logged[step], rel=1e-6) for step in logged)
