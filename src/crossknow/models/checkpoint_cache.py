@@ -81,7 +81,8 @@ def gguf_checkpoint(gguf_file: Path) -> Path:
 
 def adapter_checkpoint(adapter: Path) -> tuple[Path, str]:
     """(directory of a plain checkpoint: the PEFT adapter in directory `adapter` merged into the base model its
-    adapter_config.json names, built once and keyed by the adapter's files; the merged model's id).
+    adapter_config.json names, built once and keyed by the adapter's files and the base (a local base by its weights'
+    hashes, a Hub one by its name and revision); the merged model's id).
 
     crossknow's choice: an adapter is scored merged, as a plain checkpoint, so that every scoring path (shared
     context, frozen-block replay, the checkpoint switch) holds for it as for any checkpoint."""
@@ -92,7 +93,10 @@ def adapter_checkpoint(adapter: Path) -> tuple[Path, str]:
     if not isinstance(base, str) or not base:
         raise CrossknowError(f"{adapter / ADAPTER_CONFIG}: no base_model_name_or_path, so the adapter's base model "
                              "is unknown")
-    digest = hashlib.sha256(f"{base}@{config.get('revision')}".encode())
+    from crossknow.models.weights import directory_weights_hash
+
+    identity = directory_weights_hash(base) if Path(base).is_dir() else f"{base}@{config.get('revision')}"
+    digest = hashlib.sha256(identity.encode())
     for name in sorted(path.name for path in adapter.iterdir() if path.name.startswith("adapter_")):
         digest.update(f"{name}:{file_sha256(adapter / name)}".encode())
     target = cache_dir() / f"adapter-{digest.hexdigest()[:16]}"
