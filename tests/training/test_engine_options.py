@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from crossknow.errors import CrossknowError
 from crossknow.training.records import TrainConfig
 from crossknow.training.trainer import run_train
 
@@ -105,3 +106,27 @@ def test_report_to_tensorboard_logs_the_step_logs_losses(tmp_path: Path) -> None
     logged = {row["step"]: row["loss"] for row in pq.read_table(out / "train_log.parquet").to_pylist()}
     assert losses.keys() == logged.keys() == {1, 2, 3}
     assert all(losses[step] == pytest.approx(logged[step], rel=1e-6) for step in logged)
+
+
+def test_a_run_from_before_these_options_resumes_at_their_defaults_only(tmp_path: Path) -> None:
+    """A config.yaml written before the options existed lacks them: at their defaults (no LoRA) the run is the same
+    run; asking for LoRA on it is another run."""
+    import yaml
+
+    from crossknow.store.config_keys import volatile_keys
+    from crossknow.store.run_dir import RunDir
+
+    recorded = TrainConfig(corpus="c.jsonl").model_dump()
+    for key in ("gradient_checkpointing", "report_to", "lora_rank", "lora_alpha", "lora_targets"):
+        del recorded[key]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(recorded), encoding="utf-8")
+    (tmp_path / "inputs.json").write_text("{}", encoding="utf-8")
+
+    def resume(config: TrainConfig) -> None:
+        with RunDir(tmp_path) as run:
+            run.open(config.model_dump(), {}, volatile=volatile_keys(TrainConfig), has_results=True,
+                     upgrade=TrainConfig.upgrade)
+
+    resume(TrainConfig(corpus="c.jsonl", gradient_checkpointing=True))
+    with pytest.raises(CrossknowError, match=r"another config \(lora_rank: None -> 8\)"):
+        resume(TrainConfig(corpus="c.jsonl", lora_rank=8))

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.models.specs import ModelOptions
-from crossknow.store.config_keys import VOLATILE
+from crossknow.store.config_keys import VOLATILE, with_defaults
 
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 """The compute dtype of local models ('auto': the dtype the checkpoint was saved in); scores are always float32."""
@@ -176,7 +176,7 @@ class RoleConfig(BaseModel):
                 data[role] = defaults | value
             elif role in given:
                 data[role] = None
-        return data
+        return with_defaults(cls, data)
 
     @model_validator(mode="before")
     @classmethod

@@ -58,3 +58,15 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def with_defaults(config_type: type[BaseModel], recorded: dict[str, Any]) -> dict[str, Any]:
+    """An older config.yaml's entries with every field of `config_type` that they lack at its default: an option
+    added after a run began ran, in that run, as its default says (crossknow's rule for new options), so resuming
+    the run with the option at its default is the same run."""
+    filled = dict(recorded)
+    for name, info in config_type.model_fields.items():
+        if name not in filled and not info.is_required():
+            default = info.get_default(call_default_factory=True)
+            filled[name] = default.model_dump() if isinstance(default, BaseModel) else default
+    return filled

@@ -35,7 +35,7 @@ from crossknow.pitfalls.finetune.records import (
 )
 from crossknow.pitfalls.flaws import BilingualPair, PairFile, read_pair_file
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
-from crossknow.store.config_keys import volatile_keys
+from crossknow.store.config_keys import volatile_keys, with_defaults
 from crossknow.store.hashing import file_sha256
 from crossknow.store.run_dir import RunDir, absolute_path
 
@@ -165,7 +165,8 @@ def run_pitfalls_finetune(config: PitfallsFinetuneConfig, out: Path,
             run.open(config.model_dump(), {str(path): file_sha256(path) for _, path in files},
                      volatile=volatile_keys(type(config)),
                      has_results=(out / "eval").is_dir() or (out / "train").is_dir(),
-                     paths=("train_pairs", "eval_pairs", "cache"))
+                     paths=("train_pairs", "eval_pairs", "cache"),
+                     upgrade=lambda recorded: with_defaults(PitfallsFinetuneConfig, recorded))
             for key, path in files:
                 evaluate("base", config.model, key, path)
             simulators.release()
