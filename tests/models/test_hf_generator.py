@@ -48,7 +48,7 @@ def test_greedy_output_and_top_logprobs_match_a_forward_pass(embedded_generator)
     assert [step.token for step in first.logprobs] == [step.token for step in second.logprobs]
     assert [step.logprob for step in first.logprobs] == pytest.approx([step.logprob for step in second.logprobs],
                                                                       abs=1e-5)
-    prompt = generator.prompt_ids(QUESTION)
+    prompt = generator.request_ids(GenerateRequest(messages=QUESTION))
     assert generator.tokenizer.convert_ids_to_tokens(prompt[:2]) == ["<bos>", "<start_of_turn>"]
     assert first.usage.prompt_tokens == len(prompt)
     assert first.usage.completion_tokens == len(first.logprobs) == 5 and first.finish_reason == "length"
@@ -103,7 +103,7 @@ def test_uses_the_tokenizers_chat_template_when_it_has_one(embedded_generator, m
         "{% if add_generation_prompt %}[assistant] {% endif %}"
     )
     monkeypatch.setattr(embedded_generator.tokenizer, "chat_template", template)
-    ids = embedded_generator.prompt_ids(QUESTION)
+    ids = embedded_generator.request_ids(GenerateRequest(messages=QUESTION))
     assert embedded_generator.tokenizer.decode(ids) == (
         "<bos>[system] Answer briefly.\n[user] The capital of Japan is\n[assistant] "
     )
@@ -188,9 +188,8 @@ def test_score_answers_equals_the_engines_scorer(embedded_generator, embedded_sc
     context = embedded_generator.prompt_text(QUESTION) + prefix
     want = embedded_scorer.score([ScoreRequest(context, '"yes"'), ScoreRequest(context, '"no"')])
     assert got == pytest.approx([r.logprob_sum for r in want], abs=1e-4)
-    assert embedded_generator.tokenizer(context).input_ids[: len(embedded_generator.prompt_ids(QUESTION))] == (
-        embedded_generator.prompt_ids(QUESTION)
-    )  # the scored context starts with exactly the prompt the generator decodes from
+    prompt = embedded_generator.request_ids(GenerateRequest(messages=QUESTION))
+    assert embedded_generator.tokenizer(context).input_ids[: len(prompt)] == prompt  # what the generator decodes from
 
 
 @pytest.mark.slow
