@@ -65,3 +65,19 @@ def test_a_corrupted_or_missing_file_is_refused_by_name_and_nothing_is_written_f
 def test_what_cannot_be_fetched_is_refused_before_any_download(tmp_path, monkeypatch, capsys, args, expected):
     assert expected in user_error(monkeypatch, capsys, tmp_path, "fetch", *args)
     assert not (tmp_path / "releases").exists()
+
+
+def test_a_file_that_cannot_be_written_is_told_apart_from_one_that_cannot_be_downloaded(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """A file where the release's directory must go: nothing can be written there, and the message says so; a
+    server that refuses the connection is a download that failed."""
+    into = tmp_path / "releases"
+    into.mkdir()
+    (into / "pitfalls").write_text("a file, not a directory")
+    with FileServer(PITFALLS) as server:
+        message = user_error(monkeypatch, capsys, tmp_path, "fetch", "pitfalls", "--base-url", server.url,
+                             "--into", str(into))
+    assert "Japanese.json: cannot write" in message and "cannot download" not in message
+    refused = user_error(monkeypatch, capsys, tmp_path, "fetch", "pitfalls", "--base-url", "http://127.0.0.1:9/",
+                         "--into", str(tmp_path / "elsewhere"))
+    assert "Japanese.json: cannot download http://127.0.0.1:9/Japanese.json" in refused

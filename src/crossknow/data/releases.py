@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,8 +137,10 @@ def _download(url: str, file: ReleaseFile, target: Path, on_bytes: Callable[[int
 
     def write(handle) -> None:
         digest, size = hashlib.sha256(), 0
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:  # noqa: S310 - http(s) addresses only
-            for block in iter(lambda: response.read(CHUNK_BYTES), b""):
+        with _reading():
+            response = urllib.request.urlopen(url, timeout=TIMEOUT_S)  # noqa: S310 - http(s) addresses only
+        with response:
+            for block in iter(lambda: _read(response), b""):
                 digest.update(block)
                 size += len(block)
                 if size > file.size:
@@ -150,6 +153,23 @@ def _download(url: str, file: ReleaseFile, target: Path, on_bytes: Callable[[int
                                  f"{file.size:,} bytes with {file.sha256} (corrupted, or changed upstream)")
 
     atomic_write(target, write, binary=True)
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    """Network failures (refused, reset, timed out: OSErrors too) as URLError, so that an OSError left over is the
+    disk's."""
+    try:
+        yield
+    except urllib.error.URLError:
+        raise
+    except OSError as error:
+        raise urllib.error.URLError(error) from error
+
+
+def _read(response) -> bytes:
+    with _reading():
+        return response.read(CHUNK_BYTES)
 
 
 def fetch_release(release: Release, into: Path, base_url: str | None = None,
@@ -174,8 +194,10 @@ def fetch_release(release: Release, into: Path, base_url: str | None = None,
             _download(base + file.path, file, target, on_bytes)
         except CrossknowError as error:
             results.append(Fetched(file, target, str(error)))
-        except (OSError, urllib.error.URLError) as error:  # HTTPError is a URLError: 404, 500, refused, timeout
+        except urllib.error.URLError as error:  # HTTPError is one: 404, 500; and refused, reset, timed out
             results.append(Fetched(file, target, f"{file.path}: cannot download {base + file.path}: {error}"))
+        except OSError as error:  # the disk: full, read-only, a file where a directory must be
+            results.append(Fetched(file, target, f"{file.path}: cannot write {target}: {error}"))
         else:
             results.append(Fetched(file, target, "downloaded"))
     return results
