@@ -61,11 +61,10 @@ def test_a_run_written_with_flat_keys_resumes_and_a_changed_field_is_named(tmp_p
     with RunDir(run) as opened:
         opened.open(flat, {}, has_results=False)
     assert yaml.safe_load((run / "config.yaml").read_text())["device"] == "auto"  # as an older crossknow wrote it
-    # the command's whole config now: the fields the old file lacks are at their defaults (store.config_keys)
-    same = EvaluateConfig(data="d.jsonl", api_key_env="OTHER_KEY", batch_size=4).model_dump()
+    same = EvaluateConfig(data="d.jsonl", api_key_env="OTHER_KEY", batch_size=4).model_dump(include=set(flat))
     with RunDir(run) as opened:  # a volatile field changed: resumed
         opened.open(same, {}, volatile=volatile_keys(EvaluateConfig), has_results=True, upgrade=EvaluateConfig.upgrade)
-    other = EvaluateConfig(data="d.jsonl", dtype="bfloat16").model_dump()
+    other = EvaluateConfig(data="d.jsonl", dtype="bfloat16").model_dump(include=set(flat))
     with RunDir(run) as opened, pytest.raises(CrossknowError, match=r"model\.dtype: 'float32' -> 'bfloat16'"):
         opened.open(other, {}, volatile=volatile_keys(EvaluateConfig), has_results=True, upgrade=EvaluateConfig.upgrade)
 

@@ -1,4 +1,5 @@
-"""Which keys of a run's config may differ when the run resumes, declared on the config's own fields.
+"""Which keys of a run's config may differ when the run resumes, and which an older run lacks at their defaults,
+declared on the config's own fields.
 
 A field typed `Annotated[T, VOLATILE]` cannot change a result already written (a batch size, a server's address, a
 timeout, a request cache): `RunDir.open` lets it differ on resume. Every other field must equal the run's. A field
@@ -25,6 +26,10 @@ class _Mark:
 
 VOLATILE = _Mark("VOLATILE")
 """The field cannot change a result already written; it may differ when a run resumes."""
+DEFAULT_BEFORE = _Mark("DEFAULT_BEFORE")
+"""The field was added after runs were written, and its default is what those runs did: a recorded config without
+it is read at its default (`with_defaults`). A field whose default changed what runs do (calibrate_yes) is not so
+marked, and an older run is refused."""
 
 
 def _record_type(annotation: Any) -> type[BaseModel] | None:
@@ -61,12 +66,10 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def with_defaults(config_type: type[BaseModel], recorded: dict[str, Any]) -> dict[str, Any]:
-    """An older config.yaml's entries with every field of `config_type` that they lack at its default: an option
-    added after a run began ran, in that run, as its default says (crossknow's rule for new options), so resuming
-    the run with the option at its default is the same run."""
+    """An older config.yaml's entries with every field typed DEFAULT_BEFORE that they lack at its default, so that
+    resuming such a run with the option at its default is the same run (and with any other value, another)."""
     filled = dict(recorded)
     for name, info in config_type.model_fields.items():
-        if name not in filled and not info.is_required():
-            default = info.get_default(call_default_factory=True)
-            filled[name] = default.model_dump() if isinstance(default, BaseModel) else default
+        if name not in filled and DEFAULT_BEFORE in info.metadata:
+            filled[name] = info.get_default(call_default_factory=True)
     return filled

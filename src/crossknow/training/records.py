@@ -12,7 +12,7 @@ from crossknow.errors import CrossknowError
 from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
 from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.models.registry import check_spec
-from crossknow.store.config_keys import VOLATILE
+from crossknow.store.config_keys import DEFAULT_BEFORE, VOLATILE
 from crossknow.training.layers import check_layer_spec
 
 KnowledgeRecipe = Literal["documents", "instruction"]
@@ -40,13 +40,13 @@ REPORT_TO_HELP = (
 )
 
 
-LoraRank = Annotated[int | None, Field(
+LoraRank = Annotated[int | None, DEFAULT_BEFORE, Field(
     ge=1, description="Train LoRA adapters of this rank (through peft) instead of the weights; unset: the weights "
     "themselves. Checkpoints then hold the adapters, which scoring merges into the base model.")]
-LoraAlpha = Annotated[float | None, Field(
+LoraAlpha = Annotated[float | None, DEFAULT_BEFORE, Field(
     gt=0, description="LoRA's scaling numerator (the update is scaled by alpha / rank); unset: twice the rank "
     "(crossknow's choice).")]
-LoraTargets = Annotated[str, Field(
+LoraTargets = Annotated[str, DEFAULT_BEFORE, Field(
     description="The modules that get adapters: 'all-linear' (every linear layer of the decoder blocks, crossknow's "
     "choice), 'auto' (peft's choice for the architecture) or comma-separated module names (q_proj,v_proj).")]
 
