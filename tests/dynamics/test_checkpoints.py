@@ -11,7 +11,7 @@ import yaml
 
 from crossknow.dynamics.checkpoints import Checkpoint, discover_checkpoints
 from crossknow.errors import CrossknowError
-from crossknow.models.weights import weights_hash
+from crossknow.models.specs import weights_hash
 
 
 def model_dir(path: Path, trainer: bool = False, finished: bool = True, weights: str = "model.safetensors") -> Path:

@@ -12,7 +12,8 @@ import pytest
 from crossknow.dynamics.checkpoints import discover_checkpoints
 from crossknow.errors import CrossknowError
 from crossknow.models import hub_revisions
-from crossknow.models.weights import directory_weights_hash, weights_hash
+from crossknow.models.specs import weights_hash
+from crossknow.models.weights import directory_weights_hash
 from tests.hub_cache import write_hub_cache
 
 REPO = "org/tiny"

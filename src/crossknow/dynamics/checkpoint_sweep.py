@@ -20,8 +20,8 @@ from crossknow.models.hub_revisions import fetch, hub_revision
 from crossknow.models.hub_revisions import prune as prune_revision
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ModelOptions
+from crossknow.models.specs import weights_hash
 from crossknow.models.sweep_scorers import SweepScorers
-from crossknow.models.weights import weights_hash
 from crossknow.scoring.stage import ModelPoint
 from crossknow.store.atomic import atomic_write_json
 

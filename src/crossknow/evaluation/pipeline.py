@@ -25,7 +25,7 @@ from crossknow.errors import CrossknowError
 from crossknow.evaluation.records import EvaluateConfig, EvaluateMetrics, ModelInfo
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ModelOptions, load_scorer
-from crossknow.models.weights import weights_hash
+from crossknow.models.specs import weights_hash
 from crossknow.scoring.metrics import accuracy_table, item_predictions
 from crossknow.scoring.refine import LOW_PRECISION
 from crossknow.scoring.rules import Rule, check_boundary

@@ -157,6 +157,21 @@ def resolve_local(spec: str) -> LocalModel | None:
     return None
 
 
+def weights_hash(spec: str) -> str:
+    """Identity of the weights a model spec loads: the weight files' hashes for a local directory
+    (the `default` model's cached checkpoint included), else the spec itself (a hub revision, a server
+    model: their weights are not on this machine)."""
+    from crossknow.models.weights import directory_weights_hash
+
+    kind, _, rest = spec.partition(":")
+    if kind == "openai":
+        return spec
+    local = resolve_local(spec)
+    if local is not None and local.revision is None and Path(local.path).is_dir():
+        return directory_weights_hash(local.path)
+    return spec
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     """How a backend reaches and runs a model, whether it scores or generates: one record for every backend and

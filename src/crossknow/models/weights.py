@@ -72,18 +72,3 @@ def directory_weights_hash(directory: str | Path) -> str:
         except OSError:
             pass  # an unwritable cache only costs hashing again next time
     return ",".join(f"{name}:{entry['sha256']}" for name, entry in entries.items())
-
-
-def weights_hash(spec: str) -> str:
-    """Identity of the weights a model spec loads: the weight files' hashes for a local directory
-    (the `default` model's cached checkpoint included), else the spec itself (a hub revision, a server
-    model: their weights are not on this machine)."""
-    from crossknow.models.specs import resolve_local
-
-    kind, _, rest = spec.partition(":")
-    if kind == "openai":
-        return spec
-    local = resolve_local(spec)
-    if local is not None and local.revision is None and Path(local.path).is_dir():
-        return directory_weights_hash(local.path)
-    return spec
