@@ -87,3 +87,22 @@ def test_a_chat_completion_gives_vllms_top_log_probabilities() -> None:
     assert result.logprobs[0].top == (("Paris", -0.0102), ("The", -4.812))
     sent = json.loads(proxy.seen[0]["body"])
     assert (sent["logprobs"], sent["top_logprobs"]) == (True, 2)
+
+
+def test_the_in_process_scorer_reads_vllms_prompt_log_probabilities() -> None:
+    """The `vllm:` scorer's reading of vLLM's prompt log-probabilities (the per-position entries its server also
+    serialises as `prompt_logprobs`: None first, then token id -> logprob, rank, decoded token): a continuation's
+    values, and greedy only where every token ranks first."""
+    from types import SimpleNamespace
+
+    from crossknow.models.vllm_engine import VLLMScorer
+
+    entries = fixture("completion_prompt_logprobs")["choices"][0]["prompt_logprobs"]
+    logprobs = [None] + [{int(token): SimpleNamespace(**value) for token, value in entry.items()}
+                         for entry in entries[1:]]
+    ids = [2, 651, 6037, 576, 6081, 603, 7127]  # BOS, then the ids of "The capital of France is Paris"
+    scorer = object.__new__(VLLMScorer)  # its engine is not needed to read a result
+    paris = scorer._result(0, ids[:6], ids[6:], logprobs, keep=True)
+    assert (paris.token_logprobs, paris.n_tokens, paris.greedy) == ((-0.0391,), 1, True)
+    capital = scorer._result(0, ids[:2], ids[2:4], logprobs[:4], keep=True)  # the prompt "The capital of"
+    assert capital.token_logprobs == (-5.8812, -0.0453) and capital.greedy is False  # ' capital' ranks 14th
