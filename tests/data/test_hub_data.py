@@ -130,7 +130,7 @@ def test_trace_and_categorize_read_their_sets_from_the_hub(hub: Path) -> None:
     (local,) = load_sets([str(EXAMPLES)], "en")
     assert examples.name == "test" and len(examples.items) == 40  # a cloze and a question item per example
     assert [item.model_dump() for item in examples.items] == [item.model_dump() for item in local.items]
-    pairs, invalid, duplicates = read_all_pairs(["hf:org/pitfalls:japanese"], limit=5)
+    pairs, invalid, duplicates = read_all_pairs([data_file("hf:org/pitfalls:japanese")], limit=5)  # as categorize
     assert [pair.question for pair in pairs] == [
         pair["question"] for pair in json.loads((PITFALLS / "Japanese.json").read_text(encoding="utf-8"))[:5]]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from crossknow.errors import CrossknowError, MissingDependencyError
+from crossknow.models.weights import directory_weights_hash
 from crossknow.store.cache_dir import cache_dir
 from crossknow.store.hashing import file_sha256
 
@@ -86,19 +88,16 @@ def adapter_checkpoint(adapter: Path) -> tuple[Path, str]:
 
     crossknow's choice: an adapter is scored merged, as a plain checkpoint, so that every scoring path (shared
     context, frozen-block replay, the checkpoint switch) holds for it as for any checkpoint."""
-    import json
-
     config = json.loads((adapter / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     base = config.get("base_model_name_or_path")
     if not isinstance(base, str) or not base:
         raise CrossknowError(f"{adapter / ADAPTER_CONFIG}: no base_model_name_or_path, so the adapter's base model "
                              "is unknown")
-    from crossknow.models.weights import directory_weights_hash
-
-    identity = directory_weights_hash(base) if Path(base).is_dir() else f"{base}@{config.get('revision')}"
+    base_identity = directory_weights_hash(base) if Path(base).is_dir() else f"{base}@{config.get('revision')}"
+    # The adapter's weights by the kept hashes (resolving a spec is frequent, hashing them is not free), its config
+    # by its bytes.
+    identity = f"{base_identity}|{directory_weights_hash(adapter)}|{file_sha256(adapter / ADAPTER_CONFIG)}"
     digest = hashlib.sha256(identity.encode())
-    for name in sorted(path.name for path in adapter.iterdir() if path.name.startswith("adapter_")):
-        digest.update(f"{name}:{file_sha256(adapter / name)}".encode())
     target = cache_dir() / f"adapter-{digest.hexdigest()[:16]}"
     built = _built_once(target, lambda out: _merge(adapter, base, config.get("revision"), out),
                         "merging the adapter into its base model once")

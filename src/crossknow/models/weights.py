@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from crossknow.store.atomic import atomic_write_text
+from crossknow.store.cache_dir import cache_dir
 from crossknow.store.hashing import file_sha256
 
 HASH_DIR = "weight-hashes"
@@ -21,8 +22,6 @@ HASH_DIR = "weight-hashes"
 
 
 def _kept_path(directory: Path) -> Path:
-    from crossknow.store.cache_dir import cache_dir
-
     name = hashlib.sha256(str(directory.resolve()).encode("utf-8")).hexdigest()[:32]
     return cache_dir() / HASH_DIR / f"{name}.json"
 

@@ -55,9 +55,10 @@ PATHS = ("corpus", "synonyms", "stop_words", "cache")
 METHOD_RANK = {m: k for k, m in enumerate(METHOD_ORDER)}
 
 
-def _inputs(config: PerturbConfig) -> dict[str, str]:
-    """Every input file's SHA-256, by its local path (the corpus may be a Hub dataset)."""
-    files = [data_file(config.corpus), config.synonyms, config.stop_words]
+def _inputs(config: PerturbConfig, corpus: Path) -> dict[str, str]:
+    """Every input file's SHA-256, by its local path (`corpus`: the file `config.corpus` names, perhaps a Hub
+    dataset's)."""
+    files = [corpus, config.synonyms, config.stop_words]
     for path in files:
         if path is not None and not Path(path).is_file():
             raise CrossknowError(f"file not found: {path}")
@@ -172,7 +173,8 @@ def run_perturb(
 ) -> PerturbSummary:
     """Make (or resume making) every asked variant into the run directory `out`; return the summary."""
     started, out = time.monotonic(), Path(out)
-    inputs = _inputs(config)
+    corpus = data_file(config.corpus)
+    inputs = _inputs(config, corpus)
     for spec in (config.model, config.random_tokenizer):
         if spec is not None:
             check_tokenizer_spec(spec)
@@ -182,7 +184,7 @@ def run_perturb(
         for lang in (config.lang, config.cross_lang):  # fail now if the prompts cannot name a language
             language_name(lang)
     # every input is read and checked before a tokenizer or a model loads
-    sampled = sample_documents(data_file(config.corpus), config.lang, config.n, config.seed, config.min_sentences)
+    sampled = sample_documents(corpus, config.lang, config.n, config.seed, config.min_sentences)
     synonyms = any(m in SYNONYM_METHODS for m in config.methods)
     dictionary = load_synonyms(config.synonyms) if synonyms and config.synonyms else None
     stop_words = read_stop_words(config.stop_words)

@@ -165,7 +165,7 @@ def read_all_pairs(paths: Sequence[str | Path], limit: int | None) -> tuple[list
     the same id with another English question in two files is an InputError."""
     seen: dict[str, tuple[CategoryPair, Path]] = {}
     pairs, invalid, duplicates = [], [], 0
-    for path in map(data_file, paths):
+    for path in map(Path, paths):
         found, skipped = read_category_pairs(path, limit)
         invalid += skipped
         for pair in found:
@@ -207,7 +207,8 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     """Classify `config.pairs` into the run directory `out` and write metrics.json (see the module docstring);
     `client` replaces the classifier `config` names (built only when a pair is missing)."""
     started, out = time.monotonic(), Path(out)
-    pairs, invalid, duplicates = read_all_pairs(config.pairs, config.limit)  # bad input fails before any model loads
+    files = [data_file(path) for path in config.pairs]
+    pairs, invalid, duplicates = read_all_pairs(files, config.limit)  # bad input fails before any model loads
     if client is None:
         classifier_role(config).parse(config.classifier.spec)
     built: list[StructuredClient] = [client] if client is not None else []
@@ -224,7 +225,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
     try:
         with RunDir(out) as run:
             log_path = out / CATEGORIES_FILE
-            run.open(config.model_dump(), {str(p): file_sha256(p) for p in map(data_file, config.pairs)},
+            run.open(config.model_dump(), {str(p): file_sha256(p) for p in files},
                      volatile=volatile_keys(type(config)),
                      has_results=log_path.exists() and log_path.stat().st_size > 0,
                      paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).upgrade)
