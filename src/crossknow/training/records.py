@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
@@ -29,16 +29,6 @@ RejectRule = Literal[
 wrote validly)."""
 Packing = Literal["masked", "unmasked", "none"]
 Part = Literal["knowledge", "transfer"]
-
-GRADIENT_CHECKPOINTING_HELP = (
-    "Recompute the decoder blocks' activations in the backward pass instead of keeping them: less memory for about "
-    "one more forward pass per step, the same losses (transformers' non-reentrant checkpointing)."
-)
-REPORT_TO_HELP = (
-    "Where the Trainer also logs: tensorboard, wandb, mlflow or any other integration of transformers' Trainer that "
-    "is installed (repeat for several; unset: none). The run's own step log is always written."
-)
-
 
 LoraRank = Annotated[int | None, DEFAULT_BEFORE, Field(
     ge=1, description="Train LoRA adapters of this rank (through peft) instead of the weights; unset: the weights "
@@ -77,6 +67,16 @@ def check_report_to(names: list[str]) -> list[str]:
             raise ValueError(f"{name!r} is not installed here (installed: {', '.join(installed) or 'none'}); "
                              f"install its package, e.g. pip install {name}")
     return names
+
+
+GradientCheckpointing = Annotated[bool, VOLATILE, Field(
+    description="Recompute the decoder blocks' activations in the backward pass instead of keeping them: less memory "
+    "for about one more forward pass per step, the same losses (transformers' non-reentrant checkpointing).")]
+ReportTo = Annotated[list[str], VOLATILE, AfterValidator(check_report_to), Field(
+    default_factory=list, description="Where the Trainer also logs: tensorboard, wandb, mlflow or any other "
+    "integration of transformers' Trainer that is installed (repeat for several; unset: none). The run's own step log "
+    "is always written.")]
+"""The engine options that `train` and `pitfalls finetune` share (with the LoRA ones above)."""
 
 
 class TrainConfig(RoleConfig):
@@ -197,16 +197,11 @@ class TrainConfig(RoleConfig):
         default="float32",
         description="float32, or bfloat16 mixed precision (float32 master weights; CPUs with AMX run it faster).",
     )
-    gradient_checkpointing: Annotated[bool, VOLATILE] = Field(default=False, description=GRADIENT_CHECKPOINTING_HELP)
-    report_to: Annotated[list[str], VOLATILE] = Field(default_factory=list, description=REPORT_TO_HELP)
+    gradient_checkpointing: GradientCheckpointing = False
+    report_to: ReportTo
     lora_rank: LoraRank = None
     lora_alpha: LoraAlpha = None
     lora_targets: LoraTargets = "all-linear"
-
-    @field_validator("report_to")
-    @classmethod
-    def _integrations(cls, names: list[str]) -> list[str]:
-        return check_report_to(names)
 
     @field_validator("train_layers")
     @classmethod

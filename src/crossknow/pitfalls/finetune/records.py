@@ -21,13 +21,12 @@ from crossknow.scoring.rules import Rule
 from crossknow.store.config_keys import VOLATILE
 from crossknow.training.layers import check_layer_spec
 from crossknow.training.records import (
-    GRADIENT_CHECKPOINTING_HELP,
-    REPORT_TO_HELP,
+    GradientCheckpointing,
     LoraAlpha,
     LoraRank,
     LoraTargets,
+    ReportTo,
     check_lora,
-    check_report_to,
 )
 
 Method = Literal["sft", "dpo"]
@@ -82,8 +81,8 @@ class PitfallsFinetuneConfig(Record):
     device: Annotated[TrainDevice, VOLATILE] = Field(default="auto", description=TRAIN_DEVICE_HELP)
     dtype: Literal["float32", "bfloat16"] = Field(default="float32", description="Training precision (bfloat16: "
                                                   "mixed precision) and the evaluations' compute dtype.")
-    gradient_checkpointing: Annotated[bool, VOLATILE] = Field(default=False, description=GRADIENT_CHECKPOINTING_HELP)
-    report_to: Annotated[list[str], VOLATILE] = Field(default_factory=list, description=REPORT_TO_HELP)
+    gradient_checkpointing: GradientCheckpointing = False
+    report_to: ReportTo
     lora_rank: LoraRank = None
     lora_alpha: LoraAlpha = None
     lora_targets: LoraTargets = "all-linear"
@@ -95,11 +94,6 @@ class PitfallsFinetuneConfig(Record):
         default=None, description="SQLite request cache of generative answering (unset: the "
         "user's cache directory)."
     )
-
-    @field_validator("report_to")
-    @classmethod
-    def _integrations(cls, names: list[str]) -> list[str]:
-        return check_report_to(names)
 
     @field_validator("train_layers")
     @classmethod
