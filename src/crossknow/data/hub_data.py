@@ -47,15 +47,10 @@ class HubData:
         return cls(repo, revision or None, split or None)
 
 
-def is_hub_data(value: str | Path) -> bool:
-    """Whether a data argument names a dataset on the Hub rather than a local file."""
-    return isinstance(value, str) and value.startswith(PREFIX)
-
-
 def data_file(value: str | Path) -> Path:
     """The local file of a data argument: a path as given (the caller checks that it exists), or the file that
     holds a Hub dataset's split (fetched, and converted to JSON lines where it is not one JSON file)."""
-    if not is_hub_data(value):
+    if not (isinstance(value, str) and value.startswith(PREFIX)):
         return Path(value)
     data = HubData.parse(str(value))
     snapshot = _snapshot(data, str(value))
