@@ -1,14 +1,16 @@
-"""Local generation speed: crossknow's generators against llama.cpp's own loop, on the embedded Gemma 3 270M.
+"""Local generation speed: the embedded Gemma 3 270M as users get it (`default`, which generates on llama.cpp)
+against llama.cpp's own loop, and against crossknow's transformers path of the same model.
 
-The same chat prompts, greedy, the same `max_tokens`, through each path at `batch_size=1` and at `batch_size=8`:
-- `default` (transformers, float32; `--bf16` adds bfloat16), the weights dequantised from the GGUF;
-- `llamacpp:default` (crossknow.models.llamacpp_generator), llama.cpp in process on the Q4_K_M file;
+The same chat prompts, greedy, the same `max_tokens`, through each path at several batch sizes:
+- `default`: llama.cpp in process on the Q4_K_M file, continuous batching (crossknow.models.llamacpp_generator);
+- `default --generator-backend transformers`: float32 transformers on the weights dequantised from the GGUF
+  (`--bf16` adds bfloat16), at batch 1 and 8 only (it is the slow path);
 - the peer: llama-cpp-python's `Llama.create_completion`, one stream, the same file and thread count.
-Prints one table: tokens per second of each, how many batch-8 outputs equal the same path's batch-1 outputs, and
-how many equal the float32 generator's (batch 1). Runs alternate between paths and sizes, and each reports its best
-of `--repeats`, so that load from other processes on a shared machine touches all alike.
+Prints one table: tokens per second of each, how many outputs equal the same path's batch-1 outputs, and how many
+equal the float32 generator's (batch 1). Runs alternate between paths and sizes, and each reports its best of
+`--repeats`, so that load from other processes on a shared machine touches all alike.
 
-    .venv/bin/python bench/generation_bench.py [--prompts 8] [--max-tokens 32] [--repeats 2] [--bf16]
+    .venv/bin/python bench/generation_bench.py [--prompts 32] [--max-tokens 32] [--repeats 2] [--bf16]
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ PROMPTS = (
 )
 """Real questions in English and Japanese, of different lengths."""
 
-SIZES = (1, 8)
-"""The batch sizes timed (8: the stages' default)."""
+LLAMACPP = "crossknow default (llama.cpp)"
+SIZES = {LLAMACPP: (1, 8, 32)}
+"""The batch sizes timed per path (8: the stages' default); the transformers paths take (1, 8)."""
 
 
 def timed(generator, requests: list[GenerateRequest], batch_size: int) -> tuple[float, int, list[str]]:
@@ -66,7 +69,7 @@ def timed_peer(llama, requests: list[GenerateRequest]) -> tuple[float, int, list
 def main() -> None:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prompts", type=int, default=8, help="Requests per generate call.")
+    parser.add_argument("--prompts", type=int, default=32, help="Requests per generate call.")
     parser.add_argument("--max-tokens", type=int, default=32, help="Tokens per request (greedy; most run to it).")
     parser.add_argument("--repeats", type=int, default=2, help="Timed runs of each path and batch size.")
     parser.add_argument("--bf16", action="store_true", help="Time transformers in bfloat16 too.")
@@ -77,10 +80,12 @@ def main() -> None:
     from crossknow.models.checkpoint_cache import embedded_gguf
 
     threads = len(os.sched_getaffinity(0))
-    paths = {"crossknow float32": load_generator("default", ModelOptions(device="cpu", dtype="float32"))}
+    paths = {LLAMACPP: load_generator("default", ModelOptions(device="cpu")),
+             "crossknow transformers float32": load_generator(
+                 "default", ModelOptions(device="cpu", dtype="float32", generator_backend="transformers"))}
     if args.bf16:
-        paths["crossknow bfloat16"] = load_generator("default", ModelOptions(device="cpu", dtype="bfloat16"))
-    paths["crossknow llamacpp:default"] = load_generator("llamacpp:default")
+        paths["crossknow transformers bfloat16"] = load_generator(
+            "default", ModelOptions(device="cpu", dtype="bfloat16", generator_backend="transformers"))
     peer = llama_cpp.Llama(str(embedded_gguf()), n_ctx=2048, n_threads=threads, verbose=False)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(args.prompts)]
     requests = [GenerateRequest(messages=(ChatMessage("user", p),), max_tokens=args.max_tokens) for p in prompts]
@@ -100,29 +105,29 @@ def main() -> None:
     peer_name = f"llama-cpp-python {llama_cpp.__version__}, one stream"
     for _ in range(args.repeats):
         for name, generator in paths.items():
-            for size in SIZES:
+            for size in SIZES.get(name, (1, 8)):
                 keep((name, size), *timed(generator, requests, size))
         keep((peer_name, 1), *timed_peer(peer, requests))
 
     rate = {key: tokens / seconds for key, (seconds, tokens) in best.items()}
-    float32 = texts[("crossknow float32", 1)]
+    float32 = texts[("crossknow transformers float32", 1)]
 
     def equal(a: list[str], b: list[str]) -> str:
         return f"{sum(x == y for x, y in zip(a, b, strict=True))}/{len(a)}"
 
     print(f"\nembedded Gemma 3 270M, CPU ({threads} threads), {len(requests)} chat prompts x {args.max_tokens} tokens, "
           "greedy; best of", args.repeats)
-    print("| path | batch 1 (tokens/s) | batch 8 (tokens/s) | batch 8 = batch 1 | batch 1 = float32 |")
-    print("|---|---|---|---|---|")
+    print("| path | batch 1 (tokens/s) | batch 8 | batch 32 | batch 8 = batch 1 | batch 1 = float32 |")
+    print("|---|---|---|---|---|---|")
     for name in paths:
-        one, eight = (name, 1), (name, 8)
-        print(f"| {name} | {rate[one]:.1f} | {rate[eight]:.1f} | {equal(texts[eight], texts[one])} | "
-              f"{equal(texts[one], float32)} |")
-    print(f"| {peer_name} | {rate[(peer_name, 1)]:.1f} | - | - | {equal(texts[(peer_name, 1)], float32)} |")
-    ours = "crossknow llamacpp:default"
-    print(f"\nllamacpp:default against the peer's one stream: batch 1 {rate[(ours, 1)] / rate[(peer_name, 1)]:.2f}x, "
-          f"batch 8 {rate[(ours, 8)] / rate[(peer_name, 1)]:.2f}x")
-    print(f"llamacpp:default batch 1 output equal to the peer's: {equal(texts[(ours, 1)], texts[(peer_name, 1)])}")
+        one, eight, wide = (name, 1), (name, 8), (name, 32)
+        print(f"| {name} | {rate[one]:.1f} | {rate[eight]:.1f} | {f'{rate[wide]:.1f}' if wide in rate else '-'} | "
+              f"{equal(texts[eight], texts[one])} | {equal(texts[one], float32)} |")
+    print(f"| {peer_name} | {rate[(peer_name, 1)]:.1f} | - | - | - | {equal(texts[(peer_name, 1)], float32)} |")
+    single = rate[(peer_name, 1)]
+    print(f"\n`default` against the peer's one stream: batch 1 {rate[(LLAMACPP, 1)] / single:.2f}x, batch 8 "
+          f"{rate[(LLAMACPP, 8)] / single:.2f}x, batch 32 {rate[(LLAMACPP, 32)] / single:.2f}x")
+    print(f"`default` batch 1 output equal to the peer's: {equal(texts[(LLAMACPP, 1)], texts[(peer_name, 1)])}")
 
 
 if __name__ == "__main__":

@@ -89,10 +89,10 @@ def llama_chat_server(llama_chat_server_process) -> str:
 
 @pytest.fixture(scope="session")
 def embedded_generator():
-    """The `default` generator (embedded Gemma 3 270M, float32, CPU), loaded once."""
+    """The `default` generator on transformers (embedded Gemma 3 270M, float32, CPU), loaded once."""
     from crossknow.models.registry import ModelOptions, load_generator
 
-    return load_generator("default", ModelOptions(device="cpu"))
+    return load_generator("default", ModelOptions(device="cpu", generator_backend="transformers"))
 
 
 # ---- a tiny `crossknow train` run and its trace, shared by training/, dynamics/ and cli/ tests ----------------

@@ -118,12 +118,14 @@ SECOND_FILES = {"Korean.json": PAIRS}
 
 def close_models(monkeypatch: pytest.MonkeyPatch, reached: Callable[..., object]) -> None:
     """Make `reached` run wherever a command would load a model or check its scoring path (which imports torch):
-    the registry's local weights (every local scorer, generator and tokenizer spec) and the trace and train
-    pipelines' scoring-path check."""
+    the registry's local weights (every local scorer, generator and tokenizer spec), the GGUF file a llama.cpp
+    generator decodes, and the trace and train pipelines' scoring-path check."""
     from crossknow.dynamics import trace
     from crossknow.models import specs
+    from crossknow.models.backends import local
     from crossknow.training import trainer
 
     monkeypatch.setattr(specs, "resolve_local", reached)
+    monkeypatch.setattr(local, "gguf_of", reached)
     monkeypatch.setattr(trace, "ensure_scoring_path", reached)
     monkeypatch.setattr(trainer, "ensure_scoring_path", reached)

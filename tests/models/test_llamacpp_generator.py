@@ -181,3 +181,24 @@ def test_the_spec_is_a_generator_and_scores_as_the_dequantised_gguf():
     with pytest.raises(CrossknowError, match="not found"):
         resolve_local("llamacpp:/nowhere/x.gguf")
 
+
+
+@pytest.mark.slow
+def test_a_sequence_freed_by_a_short_request_takes_the_next_one_at_once(generator, monkeypatch):
+    """Continuous batching: one 12-token answer beside four 1-token ones at batch_size 2 takes 12 decoding calls,
+    not the 14 of fixed pairs (12 + 1 + 1), and the answers written in a reused sequence are those written alone
+    (to llama.cpp's batched arithmetic: its log-probabilities move by up to 0.12 with the batch here)."""
+    requests = [GenerateRequest(prompt=PROMPTS[0], max_tokens=12, top_logprobs=1)]
+    requests += [GenerateRequest(prompt=p, max_tokens=1, top_logprobs=1) for p in (*PROMPTS[1:], PROMPTS[0])]
+    monkeypatch.setattr(generator, "batch_size", 1)
+    alone = [generator.generate([r])[0] for r in requests]
+    calls = []
+    run = generator._run
+    monkeypatch.setattr(generator, "_run", lambda entries: (calls.append(len(entries)), run(entries)))
+    monkeypatch.setattr(generator, "batch_size", 2)
+    together = generator.generate(requests)
+    assert len(calls) == 12
+    assert [r.usage.completion_tokens for r in together] == [12, 1, 1, 1, 1]
+    assert [r.text for r in together[1:]] == [r.text for r in alone[1:]]
+    for a, b in zip(together[1:], alone[1:], strict=True):
+        assert a.logprobs[0].logprob == pytest.approx(b.logprobs[0].logprob, abs=0.2)

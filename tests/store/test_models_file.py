@@ -26,3 +26,13 @@ def test_a_file_that_is_no_models_file_is_refused_by_name(tmp_path, text):
 
 def test_a_run_without_a_models_file_has_used_no_model(tmp_path):
     assert read_models(tmp_path) == {}
+
+
+def test_a_label_that_now_resolves_to_another_model_is_refused_and_the_file_kept(tmp_path):
+    record_model(tmp_path, "default", "default", "gemma (llama.cpp 0.3.36)", "completion")
+    record_model(tmp_path, "default", "default", "gemma (llama.cpp 0.3.36)", "completion")  # the same: nothing to do
+    before = (tmp_path / "models.json").read_text(encoding="utf-8")
+    with pytest.raises(CrossknowError, match="default ran as default:gemma .llama.cpp 0.3.36. in this run and would "
+                       "now run as default:gemma .dequantised.; .*--generator-backend"):
+        record_model(tmp_path, "default", "default", "gemma (dequantised)", "completion")
+    assert (tmp_path / "models.json").read_text(encoding="utf-8") == before

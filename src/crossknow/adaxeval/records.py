@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
-from crossknow.models.access import LOADING, ModelRole, ModelsRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 Status = Literal["kept", "dropped", "invalid"]
@@ -34,7 +34,7 @@ class GenerateConfig(RoleConfig):
     """Everything that decides a generation run's output (config.yaml holds it, resolved)."""
 
     ROLES = (RoleKeys("detectors"), RoleKeys("writer"))
-    SHARED = ("base_url", "api_key_env", "concurrency", "timeout_s", *LOADING)
+    SHARED = ("base_url", "api_key_env", "concurrency", "timeout_s", *GENERATING)
 
     corpus: str = Field(description="Corpus file: JSONL documents (id, lang, text, metadata.pair_id).")
     langs: list[str] = Field(

@@ -5,13 +5,13 @@ Japanese items, and the dynamics report is written; the training settings are th
 
 from __future__ import annotations
 
-import time
 from importlib import resources
 from pathlib import Path
 
 import typer
 
 from crossknow.cli.consoles import console, errors
+from crossknow.cli.phases import Phases
 from crossknow.cli.progress import bar
 
 commands = typer.Typer()
@@ -43,7 +43,7 @@ def demo(
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
-    started = time.monotonic()
+    phases = Phases()
     dtype = resolve_dtype(dtype, "cpu")
     train_dir, trace_dir = out / "train", out / "trace"
     train_config = TrainConfig(
@@ -52,13 +52,13 @@ def demo(
         micro_batch_size=batch_size, max_length=128, packing="none", save_every_steps=save_every_steps,
         train_layers=train_layers, seed=0, device="cpu", dtype=dtype,
     )
-    with bar(errors, "1/2 training on the English abstracts") as update:
+    with phases("train"), bar(errors, "1/2 training on the English abstracts") as update:
         summary = run_train(train_config, train_dir, update)
+    phases.move("train", "load", summary.load_seconds or 0.0)
     console.print(f"trained {summary.steps} steps ({summary.tokens_seen} tokens), checkpoints {summary.checkpoints}")
     trace_config = TraceConfig(
         checkpoints=[str(train_dir)], data=[str(demo_file("items.jsonl"))], train_lang="en", batch_size=16,
         device="cpu", dtype=dtype,
     )
-    report = trace_with_progress(trace_config, trace_dir, "2/2 scoring checkpoints")
-    console.print(f"demo finished in {time.monotonic() - started:.0f} s; report: {report}", soft_wrap=True,
-                  highlight=False)
+    report = trace_with_progress(trace_config, trace_dir, "2/2 scoring checkpoints", phases)
+    console.print(f"demo finished in {phases.line()}; report: {report}", soft_wrap=True, highlight=False)

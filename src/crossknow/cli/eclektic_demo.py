@@ -9,7 +9,6 @@ English only, so its transfer score is 0 with the source rows excluded (docs/ecl
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import typer
@@ -18,6 +17,7 @@ from rich.table import Table
 from crossknow.cli.consoles import console, errors
 from crossknow.cli.demo_cmd import demo_file
 from crossknow.cli.eclektic_cmd import execute
+from crossknow.cli.phases import Phases
 from crossknow.cli.progress import bar
 from crossknow.store.atomic import atomic_write_text
 
@@ -27,6 +27,9 @@ commands = typer.Typer()
 ANSWER_TOKENS = 8
 """Most tokens of a demo answer: every answer is one invented word (crossknow's choice, to keep the demo short;
 an untrained model would otherwise write to the budget)."""
+LOAD_JUDGE_SCORE = "load+judge+score"
+"""The phase of an ECLEKTIC run that is not its answers' generation: the answering model's load, the recall judge
+and the scores."""
 QUESTION_KIND = "question"
 """The demo items used: the questions (the cloze items are sentence completions, not questions)."""
 
@@ -98,7 +101,7 @@ def demo(
     from crossknow.training.records import TrainConfig
     from crossknow.training.trainer import run_train
 
-    started = time.monotonic()
+    phases = Phases()
     dtype = resolve_dtype(dtype, "cpu")
     out.mkdir(parents=True, exist_ok=True)
     data = write_demo_set(out / "set.jsonl")
@@ -107,8 +110,9 @@ def demo(
         recipe="documents", epochs=epochs, learning_rate=learning_rate, min_learning_rate=learning_rate / 10,
         batch_size=2, max_length=128, train_layers="last:4", seed=0, device="cpu", dtype=dtype,
     )
-    with bar(errors, "1/3 training on the English question-answer pairs") as update:
+    with phases("train"), bar(errors, "1/3 training on the English question-answer pairs") as update:
         summary = run_train(train_config, out / "train", update)
+    phases.move("train", "load", summary.load_seconds or 0.0)
     console.print(f"trained {summary.steps} steps ({summary.tokens_seen} tokens) in {summary.seconds:.0f} s",
                   highlight=False)
     checkpoint = out / "train" / "checkpoints" / f"checkpoint-{summary.checkpoints[-1]}"
@@ -117,9 +121,13 @@ def demo(
         config = EclekticConfig(data=str(data), model=model, judge_free=["recall"], max_tokens=ANSWER_TOKENS,
                                 device="cpu", dtype=dtype, batch_size=40, cache=str(cache or out / "requests.sqlite"))
         console.print(f"{step}/3 {label}: {model}", highlight=False, soft_wrap=True)
-        execute(config, run, "scores")
-        rebuild_eclektic_report(run)
+        with phases(LOAD_JUDGE_SCORE):
+            outcome = execute(config, run, "scores")
+        phases.move(LOAD_JUDGE_SCORE, "generate", outcome.meter.seconds)
+        with phases("report"):
+            rebuild_eclektic_report(run)
     console.print(readings_table(runs))
-    board = leaderboard_of_runs(list(runs.values()), out, labels=list(runs))
-    console.print(f"demo finished in {time.monotonic() - started:.0f} s; reports: "
-                  f"{runs['trained-en'] / 'report.html'}, {board}", highlight=False, soft_wrap=True)
+    with phases("report"):
+        board = leaderboard_of_runs(list(runs.values()), out, labels=list(runs))
+    console.print(f"demo finished in {phases.line()}; reports: {runs['trained-en'] / 'report.html'}, {board}",
+                  highlight=False, soft_wrap=True)

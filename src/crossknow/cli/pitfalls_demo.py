@@ -19,6 +19,7 @@ from rich.table import Table
 
 from crossknow.cli.consoles import console, errors
 from crossknow.cli.demo_cmd import demo_file
+from crossknow.cli.phases import Phases
 from crossknow.cli.progress import stage_bars
 from crossknow.store.atomic import atomic_write_json
 
@@ -42,6 +43,8 @@ ANSWERING = "loss (lm-eval: sum and per_char)"
 """How the demo's simulators answer, as recorded in sources.json."""
 DEVICE = "cpu"
 """Where the demo's one model runs: the CPU, wherever it runs."""
+SCORE_CHECK = "score+check"
+"""The probes' work besides the proxy's generation: the simulators' answers by loss and e5's semantic checks."""
 BEAM = {"initial_batch": 1, "width": 3, "depth": 1, "extended_depth": 2}
 """The demo's reduced beam (the paper's: 4, 12, 4, 6)."""
 
@@ -60,19 +63,22 @@ def demo(
     from crossknow.generation.clients import ClientPool
     from crossknow.pitfalls.probe.run import build_proxy
 
-    started = time.monotonic()
+    phases = Phases()
     out.mkdir(parents=True, exist_ok=True)
     pool = ClientPool(out / "requests.sqlite")
     try:
-        simulators = load_the_model(pool)
-        loaded = time.monotonic() - started
+        with phases("load"):
+            simulators = load_the_model(pool)
         sources = [str(demo_file(name).resolve()) for name in SOURCE_FILES]
         configs = three_probes(out, sources, lang, n, beam_sources, proxy_max_tokens, seed, simulators)
-        results = run_the_probes(out, configs, build_proxy(configs["np"], pool), simulators)
+        with phases(SCORE_CHECK):
+            results = run_the_probes(out, configs, build_proxy(configs["np"], pool), simulators)
+        phases.move(SCORE_CHECK, "generate", pool.meter().seconds)
     finally:
         pool.close()
-    table, total = write_reports_and_summary(out, results, loaded, started)
-    print_the_outcome(out, lang, results, table, loaded, total)
+    with phases("report"):
+        table = write_reports_and_summary(out, results, phases)
+    print_the_outcome(out, lang, results, table, phases)
 
 
 def load_the_model(pool: ClientPool) -> list[LossSimulator]:
@@ -125,14 +131,14 @@ def run_the_probes(out: Path, configs: dict[str, PitfallsProbeConfig], proxy: Pr
     return results
 
 
-def write_reports_and_summary(out: Path, results: Results, loaded: float, started: float) -> tuple[Table, float]:
+def write_reports_and_summary(out: Path, results: Results, phases: Phases) -> Table:
     """Each run's report, the side-by-side report of the three (`out`/report.html) and demo.json (accounts,
-    seconds, draws); returns the table of conversion rates and spend, and the demo's seconds so far."""
+    seconds, draws); returns the table of conversion rates and spend."""
     from crossknow.report.pitfalls_probe_report import write_probe_report, write_recipes_report
 
     table = Table("recipe", "sources", "converted", "conversion rate", "pairs", "beyond depth 0", "calls / pair",
                   "s / pair", "seconds")
-    summary = {"load_seconds": round(loaded, 1), "runs": {}}
+    summary = {"load_seconds": round(phases.seconds["load"], 1), "runs": {}}
     for name, ((account, sample), seconds) in results.items():
         per = account.per_found_pair
         table.add_row(name, str(account.sources), str(account.converted), f"{account.conversion_rate:.1%}",
@@ -142,15 +148,14 @@ def write_reports_and_summary(out: Path, results: Results, loaded: float, starte
         summary["runs"][name] = {"account": account.model_dump(mode="json"), "seconds": round(seconds, 1),
                                  "drawn": sample.drawn, "kept": sample.kept}
     write_recipes_report(out, {name: out / name for name in results})
-    total = time.monotonic() - started
-    summary["seconds"] = round(total, 1)
+    summary["seconds"] = round(phases.total(), 1)
     atomic_write_json(out / "demo.json", summary)
-    return table, total
+    return table
 
 
-def print_the_outcome(out: Path, lang: str, results: Results, table: Table, loaded: float, total: float) -> None:
+def print_the_outcome(out: Path, lang: str, results: Results, table: Table, phases: Phases) -> None:
     """Print the base-model note, the English prefilter's counts, the table, one pair of each run that found one,
-    and where the reports are."""
+    and where the seconds went and the reports are."""
     from crossknow.report.pitfalls_probe_report import base_model_note, run_config
 
     note = base_model_note({name: run_config(out / name) for name in results})
@@ -158,7 +163,7 @@ def print_the_outcome(out: Path, lang: str, results: Results, table: Table, load
         console.print(note, style="yellow", highlight=False, soft_wrap=True)
     sample = results["np"][0][1]
     console.print(f"English prefilter: {sample.kept} of {sample.drawn} drawn questions kept "
-                  f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid); model loaded in {loaded:.0f} s")
+                  f"({sample.dropped_wrong} wrong, {sample.dropped_invalid} invalid)")
     console.print(table)
     for name in results:
         lines = (out / name / "candidates.jsonl").read_text(encoding="utf-8").splitlines() \
@@ -168,5 +173,5 @@ def print_the_outcome(out: Path, lang: str, results: Results, table: Table, load
             console.print(f"a {name} pair (V = {pair['value']:.2f}, depth {pair['depth']}): "
                           f"en {pair['english']['question']!r} / {lang} {pair['target']['question']!r}",
                           highlight=False, soft_wrap=True)
-    console.print(f"demo finished in {total:.0f} s; reports: {out}/report.html and {out}/{{np,dp,beam}}/report.html",
+    console.print(f"demo finished in {phases.line()}; reports: {out}/report.html and {out}/{{np,dp,beam}}/report.html",
                   highlight=False)

@@ -11,14 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from crossknow.data.eclektic import LANGUAGES
 from crossknow.eclektic.build_documents import FilterCounts, Selection
 from crossknow.eclektic.build_pivot import PivotCheck, Texts
-from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 
 class BuildConfig(RoleConfig):
     """What `crossknow eclektic build` is asked to do; the paper's values are the defaults."""
 
-    ROLES = (RoleKeys("model", own=("base_url", "api_key_env", "concurrency", "timeout_s", *LOADING)),)
+    ROLES = (RoleKeys("model", own=("base_url", "api_key_env", "concurrency", "timeout_s", *GENERATING)),)
 
     model: ModelRole = Field(description="Generator spec that writes, translates and back-translates (the paper: "
                              "Gemini), e.g. openai:gpt-4o@https://api.openai.com/v1.")

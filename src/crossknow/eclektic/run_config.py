@@ -19,7 +19,7 @@ from crossknow.eclektic.judge import JUDGE_MAX_TOKENS
 from crossknow.eclektic.judge_free import GOLD_LOSS_JUDGE, RECALL_JUDGE, RECALL_THRESHOLD
 from crossknow.eclektic.metrics import Interval, SourceRows
 from crossknow.eclektic.prompts import Setting
-from crossknow.models.access import LOADING, ModelRole, ModelsRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 JUDGE_FREE = (RECALL_JUDGE, GOLD_LOSS_JUDGE)
@@ -52,7 +52,7 @@ class EclekticConfig(ScoreConfig, RoleConfig):
 
     ROLES = (RoleKeys("model", own=("base_url", "api_key_env")),
              RoleKeys("judges", own=("base_url", "api_key_env"), prefix="judge_"))
-    SHARED = ("concurrency", "timeout_s", "device", "dtype", *LOADING)
+    SHARED = ("concurrency", "timeout_s", "device", "dtype", *GENERATING)
 
     data: str = Field(description="The set: ECLEKTIC's released JSON lines, or crossknow's QA/MC item file with "
                       "pair_id and source_lang (see crossknow.eclektic.examples).")

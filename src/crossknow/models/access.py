@@ -24,6 +24,9 @@ Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImplementation = Literal["eager", "sdpa", "flash_attention_2"]
 """transformers' attention kernels of a local model."""
 
+GeneratorBackend = Literal["auto", "llamacpp", "transformers"]
+"""The engine that generates with a GGUF model (`default`, `gguf:FILE`)."""
+
 
 class ModelAccess(BaseModel):
     """How one role's models are reached and run: their server, key variable, device, dtype and patience."""
@@ -48,6 +51,12 @@ class ModelAccess(BaseModel):
         default=None, description="Attention kernel of local models (unset: transformers' choice); the numbers "
         "agree within float tolerance."
     )
+    generator_backend: GeneratorBackend = Field(
+        default="auto", description="Engine that generates with a GGUF model (default, gguf:FILE): auto (llama.cpp "
+        "on its quantised weights when the model runs on the CPU and llama-cpp-python is installed, else "
+        "transformers), llamacpp, or transformers (the weights dequantised to --dtype). Scores always come from "
+        "transformers."
+    )
     concurrency: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Requests in flight per server (1 for a llama.cpp server, which answers one at "
         "a time); does not change the output."
@@ -61,7 +70,7 @@ class ModelAccess(BaseModel):
         return ModelOptions(device=self.device, dtype=self.dtype, base_url=self.base_url,
                             api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
                             trust_remote_code=self.trust_remote_code, attn_implementation=self.attn_implementation,
-                            **run_settings)
+                            generator_backend=self.generator_backend, **run_settings)
 
 
 class ModelRole(ModelAccess):
@@ -82,6 +91,9 @@ ACCESS_FIELDS = tuple(ModelAccess.model_fields)
 LOADING = ("trust_remote_code", "attn_implementation")
 """The settings of how a local model loads, beyond device and dtype: the options of every command's local model
 roles."""
+
+GENERATING = (*LOADING, "generator_backend")
+"""The settings of a role whose local models generate: how they load and which engine decodes a GGUF."""
 
 
 @dataclass(frozen=True)

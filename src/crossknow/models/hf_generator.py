@@ -2,8 +2,8 @@
 
 A completion prompt is tokenised as it is, after BOS; chat messages take the tokenizer's chat template, else Gemma's
 turn format with system text opening the first user turn. `prompt_format` "auto" is 'chat' with a template and
-'completion' without (the embedded GGUF has none). Decoding is `crossknow.models.local_generator`'s; `score_answers`
-scores continuations exactly through an HFScorer on this generator's loaded weights (yes/no confidence).
+'completion' without (the embedded GGUF has none). Decoding and `score_answers` are
+`crossknow.models.local_generator`'s; its scorer is an HFScorer on this generator's loaded weights.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models.chat_format import gemma_prompt, request_ids, resolve_prompt_format
-from crossknow.models.generator import AnswerContinuation, ChatMessage, GenerateRequest, PromptFormat
-from crossknow.models.protocol import Scorer, ScoreRequest
+from crossknow.models.generator import ChatMessage, GenerateRequest, PromptFormat
+from crossknow.models.protocol import Scorer
 
 try:
     from crossknow.models.device import resolve_device
@@ -80,8 +80,10 @@ class HFGenerator(LocalGenerator):
         return request_ids(self.tokenizer, request)
 
     def decode(self, rows: list[DecodeRow]) -> None:
-        """Decode `rows` together (crossknow.models.hf_decoding)."""
-        decode_batch(self.model, rows, self.stop_ids, self._pad_id, self.tokenizer.decode)
+        """Decode `rows` in batches of `batch_size` (crossknow.models.hf_decoding)."""
+        for start in range(0, len(rows), self.batch_size):
+            decode_batch(self.model, rows[start : start + self.batch_size], self.stop_ids, self._pad_id,
+                         self.tokenizer.decode)
 
     def detokenize(self, ids: list[int]) -> str:
         """The tokenizer's text of `ids`."""
@@ -108,20 +110,6 @@ class HFGenerator(LocalGenerator):
                 device=self.device, dtype=self.dtype, batch_size=self.batch_size, loaded=(self.tokenizer, self.model),
             )
         return self._scorer
-
-    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
-        """Summed log-probability of each continuation after its prompt and answer prefix, exactly,
-        through `scorer()` (the scoring rules of crossknow.models.boundary)."""
-        scored = self.scorer().score(
-            [ScoreRequest(self._answer_context(r), r.continuation) for r in requests]
-        )
-        return [result.logprob_sum for result in scored]
-
-    def _answer_context(self, request: AnswerContinuation) -> str:
-        """The text before a continuation: the prompt (chat markup for messages, as it is for a completion
-        prompt) and the answer's prefix."""
-        prompt = request.prompt if request.prompt is not None else self.prompt_text(request.messages)
-        return prompt + request.answer_prefix
 
 
 def chat_prompt_text(tokenizer: Any, messages: Sequence[ChatMessage]) -> str:

@@ -1,9 +1,11 @@
-"""Generator on llama.cpp, in this process (the `llamacpp:FILE` and `llamacpp:default` specs): a GGUF model decoded by
-llama.cpp's kernels on its quantised weights, several requests at once (why, and how fast: docs/speed.md).
+"""Generator on llama.cpp, in this process: a GGUF model decoded by llama.cpp's kernels on its quantised weights
+(`default` and `gguf:FILE` on the CPU, `llamacpp:FILE`; why, and how fast: docs/speed.md).
 
-A batch's requests are sequences of one llama.cpp context, each token chosen by `DecodeRow.step` as in the
-transformers generator; flash attention is off, as in llama-cpp-python's own loop, so that texts and
-log-probabilities equal that loop's. As a scorer, a `llamacpp:` spec scores through transformers on the same GGUF.
+Continuous batching: up to `batch_size` requests are sequences of one llama.cpp context at once, and a request that
+ends gives its sequence to the next waiting one, whose prompt goes into the same `llama_decode` call as the others'
+next tokens. Each token is chosen by `DecodeRow.step` as in the transformers generator; flash attention is off, as in
+llama-cpp-python's own loop, so that a request decoded alone has that loop's text and log-probabilities. Scores
+(`score_answers`, and a pool's scorer of the same spec) come from the transformers scorer the backend gives.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import os
 import warnings
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models.chat_format import gemma_prompt, resolve_prompt_format
 from crossknow.models.generator import ChatMessage, GenerateRequest, PromptFormat
+from crossknow.models.protocol import Scorer
 
 try:
     import llama_cpp
@@ -97,7 +100,10 @@ class LlamaCppGenerator(LocalGenerator):
         threads: int | None = None,
         constrain_json: bool = True,
         prompt_format: str = "auto",
+        scorer: Callable[[], Scorer] | None = None,
     ):
+        """`scorer`: builds the transformers scorer of the same model, when first asked (None: this generator
+        does not score)."""
         if batch_size < 1:
             raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
         path = Path(gguf_file)
@@ -126,6 +132,15 @@ class LlamaCppGenerator(LocalGenerator):
         self.stop_ids = self._stop_ids()
         self.constrain_json = constrain_json and json_constraints_available()
         self._json_constraints: JsonConstraintFactory | None = None
+        self._make_scorer, self._scorer = scorer, None
+
+    def scorer(self) -> Scorer:
+        """The transformers scorer of this model, built on first need."""
+        if self._scorer is None:
+            if self._make_scorer is None:
+                raise CrossknowError(f"{self.name}: this llama.cpp generator was built without a scorer")
+            self._scorer = self._make_scorer()
+        return self._scorer
 
     @property
     def chat_template(self) -> str | None:
@@ -233,34 +248,43 @@ class LlamaCppGenerator(LocalGenerator):
             self._handles["batch"] = llama_cpp.llama_batch_init(BATCH_TOKENS, 0, 1)
 
     def decode(self, rows: list[DecodeRow]) -> None:
-        """Decode `rows` together (see the module docstring), filling each row's output in place."""
-        live = [j for j, row in enumerate(rows) if row.budget > 0]
-        if not live:
+        """Decode every row, `batch_size` at once, continuously (see the module docstring)."""
+        waiting = deque(j for j, row in enumerate(rows) if row.budget > 0)
+        if not waiting:
             return
-        self._ensure_context(max(len(rows[j].prompt) + rows[j].budget for j in live), len(rows))
+        slots = min(self.batch_size, len(waiting))
+        self._ensure_context(max(len(rows[j].prompt) + rows[j].budget for j in waiting), slots)
         memory = llama_cpp.llama_get_memory(self._handles["context"])
         llama_cpp.llama_memory_clear(memory, True)
-        entries = [(token, position, j, position == len(rows[j].prompt) - 1)
-                   for j in live for position, token in enumerate(rows[j].prompt)]
-        going: list[int] = []
-        for start in range(0, len(entries), self._batch_tokens):
-            chunk = entries[start : start + self._batch_tokens]
-            self._run(chunk)
-            for index, (_, _, j, last) in enumerate(chunk):
-                if last and self._step(rows[j], index):
-                    going.append(j)
-                elif last:
-                    llama_cpp.llama_memory_seq_rm(memory, j, -1, -1)
-        while going:
-            self._run([(rows[j].generated[-1], len(rows[j].prompt) + len(rows[j].generated) - 1, j, True)
-                       for j in going])
-            still = []
-            for index, j in enumerate(going):
-                if self._step(rows[j], index):
-                    still.append(j)
-                else:
-                    llama_cpp.llama_memory_seq_rm(memory, j, -1, -1)
-            going = still
+        free = deque(range(slots))
+        fed: dict[int, tuple[int, int]] = {}  # sequence -> (row, prompt tokens in the context)
+        while waiting or fed:
+            while waiting and free:
+                fed[free.popleft()] = (waiting.popleft(), 0)
+            entries: list[tuple[int, int, int, bool]] = []
+            asked: list[tuple[int, int]] = []  # (batch index, sequence) of the entries whose logits choose a token
+            for sequence, (j, done) in fed.items():  # rows already decoding first: one token each
+                prompt = rows[j].prompt
+                if done == len(prompt):
+                    asked.append((len(entries), sequence))
+                    entries.append((rows[j].generated[-1], done + len(rows[j].generated) - 1, sequence, True))
+            for sequence, (j, done) in fed.items():  # then prompts, as far as the call has room
+                prompt = rows[j].prompt
+                take = min(len(prompt) - done, self._batch_tokens - len(entries))
+                if done == len(prompt) or take <= 0:
+                    continue
+                end = done + take
+                entries.extend((prompt[p], p, sequence, p == len(prompt) - 1) for p in range(done, end))
+                fed[sequence] = (j, end)
+                if end == len(prompt):
+                    asked.append((len(entries) - 1, sequence))
+            self._run(entries)
+            for index, sequence in asked:
+                j = fed[sequence][0]
+                if not self._step(rows[j], index):
+                    llama_cpp.llama_memory_seq_rm(memory, sequence, -1, -1)
+                    del fed[sequence]
+                    free.append(sequence)
 
     def _run(self, entries: list[tuple[int, int, int, bool]]) -> None:
         """One `llama_decode` of (token, position, sequence, wants logits) entries."""

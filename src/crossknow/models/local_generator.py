@@ -3,7 +3,8 @@ turned into decoding rows, batches sorted by prompt length, rows turned into res
 
 Greedy at temperature 0, else pure temperature sampling from a `torch.Generator` seeded with the request's seed
 (the same text every time; the global RNG left alone). A subclass gives the model's side: `request_ids`, `decode`,
-`detokenize`, `max_positions`, `stop_ids` and `json_constraints`.
+`detokenize`, `max_positions`, `stop_ids`, `json_constraints`, `prompt_text` and `scorer`: answers are scored
+(`score_answers`, the yes/no confidence) exactly, by the engine's transformers scorer of the same model.
 """
 
 from __future__ import annotations
@@ -13,9 +14,18 @@ from collections.abc import Sequence
 import torch
 
 from crossknow.errors import CrossknowError
-from crossknow.models.generator import GenerateRequest, GenerateResult, PromptFormat, TokenAlternatives, Usage
+from crossknow.models.generator import (
+    AnswerContinuation,
+    ChatMessage,
+    GenerateRequest,
+    GenerateResult,
+    PromptFormat,
+    TokenAlternatives,
+    Usage,
+)
 from crossknow.models.hf_decoding import DecodeRow, Step
 from crossknow.models.json_constraint import JsonConstraintFactory
+from crossknow.models.protocol import Scorer, ScoreRequest
 
 
 class LocalGenerator:
@@ -41,7 +51,8 @@ class LocalGenerator:
         raise NotImplementedError
 
     def decode(self, rows: list[DecodeRow]) -> None:
-        """Decode `rows` together, filling each row's output in place."""
+        """Decode every row of `rows` (longest prompt first), at most `batch_size` at once, filling each row's
+        output in place."""
         raise NotImplementedError
 
     def detokenize(self, ids: list[int]) -> str:
@@ -56,6 +67,26 @@ class LocalGenerator:
         """The factory of JSON grammar constraints over this model's vocabulary, built on first need."""
         raise NotImplementedError
 
+    def prompt_text(self, messages: Sequence[ChatMessage]) -> str:
+        """A chat prompt as text, ending where the model's answer starts, without BOS."""
+        raise NotImplementedError
+
+    def scorer(self) -> Scorer:
+        """The transformers Scorer of this model (built once)."""
+        raise NotImplementedError
+
+    def score_answers(self, requests: Sequence[AnswerContinuation]) -> list[float]:
+        """Summed log-probability of each continuation after its prompt and answer prefix, exactly, through
+        `scorer()` (the scoring rules of crossknow.models.boundary)."""
+        scored = self.scorer().score([ScoreRequest(self._answer_context(r), r.continuation) for r in requests])
+        return [result.logprob_sum for result in scored]
+
+    def _answer_context(self, request: AnswerContinuation) -> str:
+        """The text before a continuation: the prompt (chat markup for messages, as it is for a completion
+        prompt) and the answer's prefix."""
+        prompt = request.prompt if request.prompt is not None else self.prompt_text(request.messages)
+        return prompt + request.answer_prefix
+
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         """Answer every request, `batch_size` at a time; results are in request order."""
         prompts = [self.request_ids(r) for r in requests]
@@ -66,8 +97,7 @@ class LocalGenerator:
                                      f"{limit} positions")
         rows = [self._row(ids, r, limit) for ids, r in zip(prompts, requests, strict=True)]
         order = sorted(range(len(rows)), key=lambda i: len(prompts[i]), reverse=True)
-        for start in range(0, len(order), self.batch_size):
-            self.decode([rows[i] for i in order[start : start + self.batch_size]])
+        self.decode([rows[i] for i in order])
         return [self._result(row, r) for row, r in zip(rows, requests, strict=True)]
 
     def _row(self, prompt: list[int], request: GenerateRequest, limit: int | None) -> DecodeRow:

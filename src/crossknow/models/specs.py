@@ -185,6 +185,9 @@ class ModelOptions:
     """Run the modelling code a local checkpoint ships (transformers' `trust_remote_code`)."""
     attn_implementation: str | None = None
     """transformers' attention kernel of a local model ('eager', 'sdpa', ...); None: transformers' choice."""
+    generator_backend: str = "auto"
+    """Which engine generates with a GGUF model (`default`, `gguf:FILE`): 'llamacpp', 'transformers', or 'auto'
+    (see crossknow.models.backends.local)."""
     batch_size: int = 8
     """Items (contexts) per forward pass of local scorers."""
     base_url: str | None = None

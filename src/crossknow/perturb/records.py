@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from crossknow.data.schemas import LanguageTag, Record
 from crossknow.data.sequence_variants import PARTIAL_SEGMENTS, REWRITE_METHODS, Method
-from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 SYNONYM_METHODS: tuple[str, ...] = ("monosyn", "mltsyn")
@@ -62,7 +62,7 @@ def _percent(values: list[int], what: str) -> list[int]:
 class PerturbConfig(RoleConfig):
     """Everything that decides the variants of `crossknow perturb` (config.yaml of its run directory)."""
 
-    ROLES = (RoleKeys("generator", own=("base_url", "api_key_env", "concurrency", "timeout_s", *LOADING)),)
+    ROLES = (RoleKeys("generator", own=("base_url", "api_key_env", "concurrency", "timeout_s", *GENERATING)),)
 
     corpus: str = Field(description="Corpus JSONL (id, lang, text): each document of --lang is a training sequence.")
     lang: LanguageTag = Field(default="ja", description="Language of the sequences to sample.")

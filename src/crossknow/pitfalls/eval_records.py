@@ -9,7 +9,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.models.access import LOADING, ModelsRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelsRole, RoleConfig, RoleKeys
 from crossknow.pitfalls.simulate import SIMULATION_MAX_TOKENS, SIMULATION_TEMPERATURE
 from crossknow.scoring.rules import Rule
 from crossknow.store.config_keys import VOLATILE
@@ -24,7 +24,7 @@ class PitfallsEvalConfig(RoleConfig):
     """Everything that decides an evaluation of models on bilingual pairs."""
 
     ROLES = (RoleKeys("models", own=("base_url", "api_key_env", "device", "dtype", "concurrency", "timeout_s",
-                                     *LOADING)),)
+                                     *GENERATING)),)
 
     pairs: str = Field(description="A released <Language>.json pair file, or a crossknow item file whose English "
                        "and target-language items share a pair_id.")

@@ -1,14 +1,12 @@
 """The report of a trace run directory: its header (`run_meta`), rebuilding it from the files the run wrote
-(`rebuild_report`), and a trace followed by its report (`trace_and_report`)."""
+(`rebuild_report`), and the accuracy lines a command prints (`accuracy_lines`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crossknow.dynamics.trace_config import TraceConfig
 from crossknow.errors import CrossknowError
 from crossknow.report.build import DYNAMICS_FILE, build_report
 from crossknow.store.run_dir import CONFIG_FILE, INPUTS_FILE
@@ -91,19 +89,6 @@ def rebuild_report(run: Path, first_step: int | None = None, last_step: int | No
     train_log = _read_parquet(log_path) if log_path.is_file() else None
     return build_report(trace, out or run, train_log=train_log, meta=run_meta(run), first_step=first_step,
                         last_step=last_step)
-
-
-def trace_and_report(
-    config: TraceConfig, out: Path, on_progress: Callable[[int, int, str], None] | None = None
-) -> Path:
-    """Score the checkpoints of `config` into run directory `out` (`on_progress` as `run_trace` calls it),
-    copy the training run's log and config beside the scores when a checkpoint source is a training run,
-    and write the report; returns the report's path."""
-    from crossknow.dynamics.trace import copy_training_record, run_trace
-
-    run_trace(config, out, on_progress)
-    copy_training_record(config.checkpoints.specs, out)
-    return rebuild_report(out)
 
 
 def accuracy_lines(report_dir: Path) -> list[str]:

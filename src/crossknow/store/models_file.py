@@ -48,8 +48,15 @@ def _entry(value: str | ModelEntry) -> ModelEntry:
 
 
 def record_model(run_dir: Path, label: str, backend: str, model_id: str, prompt_format: str | None = None) -> None:
-    """Add or update `label`'s entry in `run_dir`'s models.json (written atomically)."""
+    """Add or update `label`'s entry in `run_dir`'s models.json (written atomically). A label that resolves to
+    another model than the run recorded (another engine, version or revision) is an error: the run's results would
+    mix two models."""
     models = read_models(run_dir)
     entry = {"model": f"{backend}:{model_id}"} | ({"prompt_format": prompt_format} if prompt_format else {})
+    recorded = models.get(label, {}).get("model")
+    if recorded is not None and recorded != entry["model"]:
+        raise CrossknowError(f"{run_dir}: {label} ran as {recorded} in this run and would now run as "
+                             f"{entry['model']}; resume it with the same engine and model (--generator-backend "
+                             "picks the engine of a GGUF model), or use another run directory")
     if models.get(label) != entry:
         atomic_write_json(Path(run_dir) / MODELS_FILE, models | {label: entry})

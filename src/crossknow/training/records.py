@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.models.device import TRAIN_DEVICE_HELP, TrainDevice
 from crossknow.models.registry import check_spec
 from crossknow.store.config_keys import DEFAULT_BEFORE, VOLATILE
@@ -82,8 +82,8 @@ ReportTo = Annotated[list[str], VOLATILE, AfterValidator(check_report_to), Field
 class TrainConfig(RoleConfig):
     """Everything that decides a training run's result (saved as config.yaml)."""
 
-    ROLES = (RoleKeys("qa_generator", own=("base_url", "api_key_env", "device", "concurrency", "timeout_s", *LOADING),
-                      prefix="qa_"),)
+    ROLES = (RoleKeys("qa_generator", prefix="qa_",
+                      own=("base_url", "api_key_env", "device", "concurrency", "timeout_s", *GENERATING)),)
 
     model: str = Field(default="default", description="Model spec to start from: default or hf:PATH_OR_ID[@REVISION].")
     corpus: str = Field(description="Knowledge-injection corpus C_K: JSONL documents (id, lang, text, metadata), or "
@@ -361,4 +361,8 @@ class TrainSummary(Record):
     checkpoints: list[int] = Field(description="Steps of the saved checkpoints (checkpoints/checkpoint-STEP).")
     seconds: float = Field(
         description="Wall-clock seconds of the last invocation (a resumed run counts only its part)."
+    )
+    load_seconds: float | None = Field(
+        default=None, description="Of `seconds`, those spent making the model ready: converting it (once) and "
+        "loading it; None in runs written before it was counted."
     )

@@ -201,10 +201,12 @@ def run_train(
     args = hf_training_arguments(config, out)
     qa, qa_summary = _question_answer_pairs(config, inputs.knowledge, args, out)
     inputs.parts["knowledge"] += qa_examples(qa)
+    loading = time.monotonic()
     path, revision = model_source(config.model)
     torch.manual_seed(config.seed)
     # float32 master weights, on the CPU until the Trainer places them (and switches to train mode)
     tokenizer, model = load_causal_lm(path, revision, config.model, "cpu", "float32")
+    load_seconds = time.monotonic() - loading
     mix = _mix(config, out, inputs.parts, tokenizer, qa)
     collate = SequenceCollator(pad_token_id(tokenizer))
     if config.packing == "masked":
@@ -234,6 +236,7 @@ def run_train(
         total_parameters=total,
         checkpoints=sorted(saved),
         seconds=round(time.monotonic() - started, 3),
+        load_seconds=round(load_seconds, 3),
     )
     _write_results(out, summary, saved)
     return summary

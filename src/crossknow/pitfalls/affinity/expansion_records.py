@@ -9,7 +9,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.store.config_keys import VOLATILE
 
 ExpandFrom = Literal["seed", "english"]
@@ -19,7 +19,7 @@ class ExpandConfig(RoleConfig):
     """Everything that decides an expansion of seed pairs into other languages."""
 
     ROLES = (RoleKeys("proxy", own=("base_url", "api_key_env", "device", "dtype", "concurrency", "timeout_s",
-                                    *LOADING)),)
+                                    *GENERATING)),)
 
     seeds: list[str] = Field(min_length=2, description="Seed pair files, one per seed language: the release's "
                              "<Language>.json (repeat the option for each; at least two languages).")

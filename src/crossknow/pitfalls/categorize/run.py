@@ -25,7 +25,7 @@ from crossknow.errors import CrossknowError, InputError
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, StructuredClient
-from crossknow.models.access import LOADING, ModelRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.pitfalls.categories import (
     CATEGORIES_FILE,
     CategoryLog,
@@ -50,7 +50,7 @@ class CategorizeConfig(RoleConfig):
     """Everything that decides a categorize run."""
 
     ROLES = (RoleKeys("classifier", own=("base_url", "api_key_env", "device", "dtype", "concurrency", "timeout_s",
-                                         *LOADING)),)
+                                         *GENERATING)),)
 
     pairs: list[str] = Field(min_length=1, description="Pair file: a release <Language>.json, a crossknow item file "
                              "with pair ids (candidate_items.jsonl, items.jsonl) or a probe's candidates.jsonl.")

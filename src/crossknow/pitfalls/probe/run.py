@@ -20,7 +20,7 @@ from crossknow.errors import CrossknowError
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.generation.structured import CostMeter, sum_meters
-from crossknow.models.access import LOADING, ModelAccess, ModelRole, ModelsRole, RoleConfig, RoleKeys
+from crossknow.models.access import GENERATING, ModelAccess, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.registry import parse_spec
 from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.categories import categorize_candidates
@@ -50,7 +50,7 @@ class PitfallsProbeConfig(RoleConfig):
 
     ROLES = (RoleKeys("proxy", own=("api_key_env",), prefix="proxy_"), RoleKeys("simulators", own=("api_key_env",)),
              RoleKeys("judge", own=("base_url", "api_key_env"), prefix="judge_"))
-    SHARED = ("device", "dtype", "concurrency", "timeout_s", *LOADING)
+    SHARED = ("device", "dtype", "concurrency", "timeout_s", *GENERATING)
 
     recipe: Literal["paper", "np", "dp"] = Field(description="paper: beam search (Appendix B.1); np: translation "
                                                  "only; dp: one direct perturbation.")
