@@ -8,11 +8,11 @@ import torch
 from crossknow.models import logit_head
 
 
-@pytest.mark.parametrize("tile, min_slice", [(logit_head.TILE_ELEMENTS, logit_head.MIN_SLICE), (40_000, 3_000)])
-def test_streamed_log_probabilities_equal_the_whole_log_softmax(embedded_scorer, monkeypatch, tile, min_slice):
-    """Default tiles, and tiles so small that the vocabulary is cut in ~90 uneven slices and the rows in chunks."""
-    monkeypatch.setattr(logit_head, "TILE_ELEMENTS", tile)
-    monkeypatch.setattr(logit_head, "MIN_SLICE", min_slice)
+@pytest.mark.parametrize("width, rows", [(logit_head.SLICE, logit_head.ROWS), (3_000, 5)])
+def test_streamed_log_probabilities_equal_the_whole_log_softmax(embedded_scorer, monkeypatch, width, rows):
+    """Default slices, and slices so small that the vocabulary is cut in ~90 uneven slices and the rows in chunks."""
+    monkeypatch.setattr(logit_head, "SLICE", width)
+    monkeypatch.setattr(logit_head, "ROWS", rows)
     scorer = embedded_scorer
     ids = torch.tensor([scorer.tokenizer("The capital of France is Paris. 日本の首都は東京です。").input_ids])
     with torch.inference_mode():
@@ -28,7 +28,7 @@ def test_streamed_log_probabilities_equal_the_whole_log_softmax(embedded_scorer,
         logprob, is_top = scorer._head.target_logprobs(hidden, source_rows, targets)
     expected = full[source_rows, targets]
     # float32 sums over 262k words against float64: 1.2e-5 at most measured on an Intel Xeon (AVX-512 kernels) with
-    # the small tiles, less on AMD; 5e-5 is still far below any difference between two words' log-probabilities
+    # the small slices, less on AMD; 5e-5 is still far below any difference between two words' log-probabilities
     assert torch.allclose(logprob.double(), expected, atol=5e-5, rtol=0)
     assert is_top.tolist() == (targets == greedy[source_rows]).tolist()
     assert is_top[: n // 2].all()  # the argmax targets are flagged greedy

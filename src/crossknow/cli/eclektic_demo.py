@@ -2,8 +2,8 @@
 
 The 40 invented facts of the tracing demo are asked closed-book in English and Japanese. The embedded Gemma 3 270M
 is trained on the English question-answer pairs only, as the completion prompt's "Question: ...\\nAnswer: ..."
-blocks; it and the base model answer all 80, judged by answer recall. Expected: the trained model answers in
-English only, so its transfer score is 0 with the source rows excluded (docs/eclektic.md).
+blocks; it and the base model answer all 80 (both on transformers), judged by answer recall. Expected: the trained
+model answers in English only, so its transfer score is 0 with the source rows excluded (docs/eclektic.md).
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ an untrained model would otherwise write to the budget)."""
 LOAD_JUDGE_SCORE = "load+judge+score"
 """The phase of an ECLEKTIC run that is not its answers' generation: the answering model's load, the recall judge
 and the scores."""
+ENGINE = "transformers"
+"""The engine both models answer on: the trained checkpoint generates on transformers, so the base model does too
+(crossknow's choice for this demo: the two differ by their training alone, not by llama.cpp's quantised arithmetic;
+on these short few-shot answers, whose time goes to reading the prompts, the two engines take about as long)."""
 QUESTION_KIND = "question"
 """The demo items used: the questions (the cloze items are sentence completions, not questions)."""
 
@@ -119,7 +123,8 @@ def demo(
     runs = {"base": out / "base", "trained-en": out / "trained"}
     for step, (label, run), model in zip((2, 3), runs.items(), ("default", f"hf:{checkpoint}"), strict=True):
         config = EclekticConfig(data=str(data), model=model, judge_free=["recall"], max_tokens=ANSWER_TOKENS,
-                                device="cpu", dtype=dtype, batch_size=40, cache=str(cache or out / "requests.sqlite"))
+                                device="cpu", dtype=dtype, generator_backend=ENGINE, batch_size=40,
+                                cache=str(cache or out / "requests.sqlite"))
         console.print(f"{step}/3 {label}: {model}", highlight=False, soft_wrap=True)
         with phases(LOAD_JUDGE_SCORE):
             outcome = execute(config, run, "scores")
