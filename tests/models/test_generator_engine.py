@@ -32,7 +32,7 @@ def test_auto_takes_llama_cpp_on_the_cpu_and_the_choice_given_otherwise():
     assert llamacpp_decodes(ModelOptions(device="cpu", generator_backend="llamacpp"))
     assert not llamacpp_decodes(ModelOptions(device="cpu", generator_backend="transformers"))
     with pytest.raises(CrossknowError, match="generator backend must be one of auto, llamacpp, transformers"):
-        llamacpp_decodes(ModelOptions(generator_backend="vllm"))
+        llamacpp_decodes(ModelOptions(generator_backend="vllm"))  # type: ignore[arg-type]
 
 
 def test_without_llama_cpp_python_auto_says_so_once_and_takes_transformers(without_llama_cpp, caplog):

@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from crossknow.models.device import DEVICE_HELP, Device
-from crossknow.models.specs import ModelOptions
+from crossknow.models.specs import GeneratorBackend, ModelOptions
 from crossknow.store.config_keys import VOLATILE, with_defaults
 
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
@@ -23,9 +23,6 @@ Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 
 AttnImplementation = Literal["eager", "sdpa", "flash_attention_2"]
 """transformers' attention kernels of a local model."""
-
-GeneratorBackend = Literal["auto", "llamacpp", "transformers"]
-"""The engine that generates with a GGUF model (`default`, `gguf:FILE`)."""
 
 
 class ModelAccess(BaseModel):

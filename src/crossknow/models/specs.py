@@ -172,6 +172,10 @@ def weights_hash(spec: str) -> str:
     return spec
 
 
+GeneratorBackend = Literal["auto", "llamacpp", "transformers"]
+"""The engine that generates with a GGUF model (`default`, `gguf:FILE`)."""
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     """How a backend reaches and runs a model, whether it scores or generates: one record for every backend and
@@ -185,9 +189,8 @@ class ModelOptions:
     """Run the modelling code a local checkpoint ships (transformers' `trust_remote_code`)."""
     attn_implementation: str | None = None
     """transformers' attention kernel of a local model ('eager', 'sdpa', ...); None: transformers' choice."""
-    generator_backend: str = "auto"
-    """Which engine generates with a GGUF model (`default`, `gguf:FILE`): 'llamacpp', 'transformers', or 'auto'
-    (see crossknow.models.backends.local)."""
+    generator_backend: GeneratorBackend = "auto"
+    """Which engine generates with a GGUF model (see crossknow.models.backends.local)."""
     batch_size: int = 8
     """Items (contexts) per forward pass of local scorers."""
     base_url: str | None = None

@@ -9,6 +9,7 @@ else on transformers, on the dequantised weights."""
 from __future__ import annotations
 
 import logging
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,14 +17,12 @@ from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models import specs
 from crossknow.models.generator import Generator
 from crossknow.models.protocol import Scorer
-from crossknow.models.specs import ModelOptions, ModelSpec, gguf_file, register_backend
+from crossknow.models.specs import GeneratorBackend, ModelOptions, ModelSpec, gguf_file, register_backend
 
 if TYPE_CHECKING:
     from crossknow.models.hf_loading import LoadSettings
 
 log = logging.getLogger(__name__)
-
-GENERATOR_BACKENDS = ("auto", "llamacpp", "transformers")
 
 
 def load_settings(options: ModelOptions) -> LoadSettings:
@@ -59,9 +58,9 @@ def gguf_of(parsed: ModelSpec) -> tuple[Path, str]:
 def llamacpp_decodes(options: ModelOptions) -> bool:
     """Whether a GGUF model generates on llama.cpp under `options` (see the module docstring); 'auto' without
     llama-cpp-python says so in one line."""
-    choice = options.generator_backend
-    if choice not in GENERATOR_BACKENDS:
-        raise CrossknowError(f"generator backend must be one of {', '.join(GENERATOR_BACKENDS)}; got {choice!r}")
+    choice, known = options.generator_backend, typing.get_args(GeneratorBackend)
+    if choice not in known:
+        raise CrossknowError(f"generator backend must be one of {', '.join(known)}; got {choice!r}")
     if choice != "auto":
         return choice == "llamacpp"
     from crossknow.models.device import resolve_device
