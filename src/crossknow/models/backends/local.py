@@ -3,8 +3,8 @@ Scores come from crossknow's transformers scorer (a GGUF dequantised once into a
 
 A GGUF model generates on llama.cpp, on its own quantised weights, where `generator_backend` is 'llamacpp', or 'auto'
 with the model on the CPU and llama-cpp-python installed (crossknow's choice: the GGUF is the model as published, and
-llama.cpp decodes it several times faster than float32 transformers; on a GPU transformers is the faster engine);
-else on transformers, on the dequantised weights."""
+llama.cpp writes tokens several times faster than float32 transformers on the CPU; on a GPU transformers runs there,
+and the lock builds llama.cpp for the CPU); else on transformers, on the dequantised weights."""
 
 from __future__ import annotations
 
