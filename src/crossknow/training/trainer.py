@@ -187,10 +187,10 @@ def run_train(
     inputs = _read_inputs(config)
     ensure_scoring_path()
     import torch
-    from transformers import Trainer
     from transformers.trainer_callback import PrinterCallback
 
     from crossknow.models.hf_loading import load_causal_lm
+    from crossknow.training.labelled_loss import LabelledLossTrainer
 
     out = Path(out)
     checkpoints = complete_checkpoints(out / "checkpoints")
@@ -216,7 +216,7 @@ def run_train(
     else:
         model, trainable, total = with_lora(model, config.lora_rank, config.lora_alpha, config.lora_targets)
 
-    trainer = Trainer(
+    trainer = LabelledLossTrainer(
         model=model, args=args, train_dataset=mix.rows, data_collator=collate, processing_class=tokenizer,
         callbacks=_callbacks(config, out, on_progress),
     )

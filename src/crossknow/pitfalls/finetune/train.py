@@ -93,9 +93,9 @@ def _dpo_arguments(config: PitfallsFinetuneConfig, args: Any) -> Any:
 
 def _sft_trainer(tokenizer: Any, model: Any, args: Any, train: Sequence[SFTExample],
                  validation: Sequence[SFTExample], callbacks: list[Any]) -> Any:
-    from transformers import Trainer
+    from crossknow.training.labelled_loss import LabelledLossTrainer
 
-    return Trainer(model=model, args=args, train_dataset=[sft_row(tokenizer, e) for e in train],
+    return LabelledLossTrainer(model=model, args=args, train_dataset=[sft_row(tokenizer, e) for e in train],
                    eval_dataset=[sft_row(tokenizer, e) for e in validation] or None,
                    data_collator=PromptTargetCollator(pad_token_id(tokenizer)), processing_class=tokenizer,
                    callbacks=callbacks)
