@@ -36,7 +36,8 @@ from crossknow.eclektic.metrics import eclektic_metrics
 from crossknow.eclektic.run import run_eclektic
 from crossknow.eclektic.run_config import EclekticConfig
 from crossknow.eclektic.shots import INVENTED
-from crossknow.generation.structured import CompletionPrompt, StructuredClient
+from crossknow.generation.ask import CompletionPrompt
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import AnswerContinuation
 from crossknow.report.eclektic_report import BASE_MODEL_NOTE, eclektic_report
 from crossknow.store.models_file import MODELS_FILE

@@ -13,10 +13,10 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.ask import ChatPrompt
 from crossknow.generation.pricing import ModelPrice, PriceTable
 from crossknow.generation.structured import (
     RETRY_NOTE,
-    ChatPrompt,
     StructuredClient,
     parse_structured,
     request_identity,

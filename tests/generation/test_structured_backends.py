@@ -15,8 +15,9 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from crossknow.generation.ask import ChatPrompt
 from crossknow.generation.confidence import scored_yes_probability
-from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import ChatMessage
 from crossknow.models.openai_generator import OpenAIGenerator
 from crossknow.models.protocol import ScoreRequest

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, StructuredClient, TextOutput
+from crossknow.generation.ask import ChatPrompt, TextOutput
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import Usage
 from crossknow.store.request_cache import RequestCache
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from crossknow.errors import CrossknowError, ModelSpecError
-from crossknow.generation.structured import CompletionPrompt, StructuredClient, TextOutput
+from crossknow.generation.ask import CompletionPrompt, TextOutput
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import ChatMessage, GenerateRequest
 from crossknow.models.protocol import ScoreRequest
 from crossknow.models.registry import ModelOptions, check_spec, load_generator, split_prompt_format

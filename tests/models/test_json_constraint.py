@@ -15,7 +15,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 import crossknow.models.hf_decoding as hf_decoding
-from crossknow.generation.structured import ChatPrompt, StructuredClient
+from crossknow.generation.ask import ChatPrompt
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import ChatMessage, GenerateRequest
 from crossknow.models.json_constraint import LOOP_MIN_CHARS, open_string_content, repeats_in_open_string
 

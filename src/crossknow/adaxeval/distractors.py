@@ -17,7 +17,8 @@ from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import DistractorRecord, DroppedOption, QueryRecord
 from crossknow.adaxeval.stages import Rounds, StageRow, ask_fields, ask_in_rounds, first_line, normalise
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import CompletionPrompt, StructuredClient, TextParser, one_line
+from crossknow.generation.ask import CompletionPrompt, TextParser, one_line
+from crossknow.generation.structured import StructuredClient
 
 N_DISTRACTORS = 3
 

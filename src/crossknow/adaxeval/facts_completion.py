@@ -15,7 +15,8 @@ from crossknow.adaxeval.checks import occurs
 from crossknow.adaxeval.prompts import PromptTable
 from crossknow.adaxeval.records import CallInfo, DetectorVote, SentenceRecord, Triple
 from crossknow.adaxeval.stages import ask_fields, call_info, merged_call, normalise, transport_failed
-from crossknow.generation.structured import YES_THRESHOLD, StructuredClient, TextParser
+from crossknow.generation.ask import TextParser
+from crossknow.generation.structured import YES_THRESHOLD, StructuredClient
 
 NOT_ASKED = "not asked: a base-model detector answers the fields only (crossknow.adaxeval.facts_completion)"
 """The `reasoning` of a completion-form vote."""

@@ -20,7 +20,8 @@ from crossknow.adaxeval.records import EntityRecord, SentenceRecord
 from crossknow.adaxeval.stages import StageRow, ask_fields, call_info, first_line, transport_failed
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import StructuredClient, TextParser
+from crossknow.generation.ask import TextParser
+from crossknow.generation.structured import StructuredClient
 
 MIN_ENTITIES = 2
 """The paper keeps sentences with at least two entities."""

@@ -18,8 +18,8 @@ from typing import Any
 
 from crossknow.data.guarded import load_yaml
 from crossknow.errors import CrossknowError, InputError
+from crossknow.generation.ask import ChatPrompt, CompletionPrompt, one_line
 from crossknow.generation.confidence import CONTENT_FREE_INPUTS
-from crossknow.generation.structured import ChatPrompt, CompletionPrompt, one_line
 
 TASKS: dict[str, frozenset[str]] = {
     "ner": frozenset({"sentence"}),

@@ -27,7 +27,8 @@ from crossknow.adaxeval.stages import (
     normalise,
 )
 from crossknow.data.schemas import BLANK, Record
-from crossknow.generation.structured import StructuredClient, TextParser
+from crossknow.generation.ask import TextParser
+from crossknow.generation.structured import StructuredClient
 
 QUESTION_ENDS = ("?", "？", "か", "か。")
 """How a question written on the completion path must end."""

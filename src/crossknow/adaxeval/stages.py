@@ -17,14 +17,8 @@ import pyarrow as pa
 
 from crossknow.adaxeval.records import CallInfo, Status
 from crossknow.data.schemas import Record
-from crossknow.generation.structured import (
-    ChatPrompt,
-    CompletionPrompt,
-    StructuredClient,
-    StructuredOutcome,
-    TextOutput,
-    TextParser,
-)
+from crossknow.generation.ask import ChatPrompt, CompletionPrompt, TextOutput, TextParser
+from crossknow.generation.structured import StructuredClient, StructuredOutcome
 from crossknow.store.run_dir import ShardedTable
 
 R = TypeVar("R", bound=Record)

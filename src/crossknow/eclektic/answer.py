@@ -18,7 +18,8 @@ from crossknow.eclektic.completion_prompts import answer_completion, choose_shot
 from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import answer_prompt, check_setting
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, CostMeter, Prompt, StructuredClient, TextOutput
+from crossknow.generation.ask import Ask, ChatPrompt, Reading, TextOutput
+from crossknow.generation.structured import CostMeter, StructuredClient
 
 ANSWER_MAX_TOKENS = 256
 """Default output budget of an answer (crossknow's choice: ECLEKTIC's answers are short facts)."""
@@ -62,8 +63,8 @@ def parse_answer(text: str) -> tuple[str, None]:
     return text.strip(), None
 
 
-ANSWER_OUTPUT = TextOutput(parse_answer)
-"""Free text, parsed by `parse_answer`; only a failed request is retried (with the next seed)."""
+ANSWER_READING = Reading(TextOutput(parse_answer), TextOutput(parse_answer))
+"""Free text in either form, parsed by `parse_answer`; only a failed request is retried (with the next seed)."""
 
 
 def answer_questions(
@@ -95,14 +96,14 @@ def answer_questions(
         for q_id, _, lang in eclektic_set.examples()
         for sample in range(n_samples)
     ]
-    prompts = [question_prompt(client, setting, question, shot_pool or eclektic_set) for question, _ in asks]
+    questions = [question_ask(setting, question, shot_pool or eclektic_set) for question, _ in asks]
     seeds = [client.seed + sample * client.max_attempts for _, sample in asks]
     rows: list[AnswerRow] = []
     if on_progress:
         on_progress(0, len(asks), client.meter)
     for start in range(0, len(asks), batch_size):
         end = start + batch_size
-        outcomes = client.call_many(prompts[start:end], ANSWER_OUTPUT, seeds=seeds[start:end])
+        outcomes = client.ask_many(questions[start:end], ANSWER_READING, seeds=seeds[start:end])
         for (question, sample), seed, outcome in zip(asks[start:end], seeds[start:end], outcomes, strict=True):
             rows.append(AnswerRow(
                 q_id=question.q_id, lang=question.lang, source_lang=question.source_lang, setting=setting,
@@ -114,12 +115,11 @@ def answer_questions(
     return rows_table(rows, ANSWER_SCHEMA)
 
 
-def question_prompt(client: StructuredClient, setting: str, question: Question, shot_pool: EclekticSet) -> Prompt:
-    """How `client`'s model is asked `question` in `setting`: the paper's chat message, or for a base model
-    the few-shot completion prompt with shots from `shot_pool` (`crossknow.eclektic.completion_prompts`)."""
-    if client.prompt_format == "completion":
-        return answer_completion(setting, question, choose_shots(shot_pool, question))
-    return ChatPrompt(None, answer_prompt(setting, question))
+def question_ask(setting: str, question: Question, shot_pool: EclekticSet) -> Ask:
+    """`question` asked in `setting`: the paper's chat message, and for a base model the few-shot completion prompt
+    with shots from `shot_pool` (`crossknow.eclektic.completion_prompts`)."""
+    return Ask(ChatPrompt(None, answer_prompt(setting, question)),
+               answer_completion(setting, question, choose_shots(shot_pool, question)))
 
 
 def rows_table(rows: Sequence[Record], schema: pa.Schema) -> pa.Table:

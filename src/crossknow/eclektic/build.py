@@ -36,16 +36,9 @@ from crossknow.eclektic.build_prompts import (
 from crossknow.eclektic.build_records import BuildConfig, BuildSummary, BuiltQuestion, Translation
 from crossknow.eclektic.review_sheet import export_sheet
 from crossknow.errors import CrossknowError
+from crossknow.generation.ask import ChatPrompt, Prompt, TextOutput, TextParser
 from crossknow.generation.clients import Role
-from crossknow.generation.structured import (
-    ChatPrompt,
-    CostMeter,
-    Prompt,
-    StructuredClient,
-    StructuredOutcome,
-    TextOutput,
-    TextParser,
-)
+from crossknow.generation.structured import CostMeter, StructuredClient, StructuredOutcome
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256

@@ -5,8 +5,8 @@ or character bigrams in Japanese and Chinese, so that word boundaries are respec
 
 from __future__ import annotations
 
+from crossknow.generation.ask import one_line
 from crossknow.generation.overlap import is_stretch_of, longest_run, share_in, units
-from crossknow.generation.structured import one_line
 
 COPY_SHARE = 0.8
 """A question whose longest run shared with the paragraph covers this share of it (and at least `COPY_MIN_UNITS`

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from crossknow.eclektic.build_checks import answer_problem, question_problem
 from crossknow.eclektic.prompts import language_name
 from crossknow.eclektic.shots import invented
+from crossknow.generation.ask import CompletionPrompt, TextOutput, TextParser, one_line
 from crossknow.generation.echo import echoed_example
-from crossknow.generation.structured import CompletionPrompt, TextOutput, TextParser, one_line
 
 GENERATION_SHOTS: tuple[tuple[str, str, str], ...] = (
     ("The Great Barrier Reef is the world's largest coral reef system, composed of over 2,900 individual reefs and "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from crossknow.eclektic.build_checks import answer_problem, question_problem
 from crossknow.eclektic.prompts import language_name
-from crossknow.generation.structured import TextParser
+from crossknow.generation.ask import TextParser
 
 GENERATION_TEMPLATE = """**Task:** Formulate a question in {lang_name} that requires a deep understanding of a given {lang_name} Wikipedia paragraph.
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import setting_preamble
 from crossknow.eclektic.shots import invented
-from crossknow.generation.structured import CompletionPrompt, one_line
+from crossknow.generation.ask import CompletionPrompt, one_line
 
 SHOTS = 3
 """Questions of the set shown before the asked one (crossknow's choice)."""

@@ -19,14 +19,8 @@ from crossknow.eclektic.completion_prompts import judge_completion
 from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import judge_prompt
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import (
-    YES_THRESHOLD,
-    ChatPrompt,
-    StructuredClient,
-    StructuredOutcome,
-    TextOutput,
-    sum_meters,
-)
+from crossknow.generation.ask import YES_NO, Ask, ChatPrompt, Reading, TextOutput, yes_no_value
+from crossknow.generation.structured import YES_THRESHOLD, StructuredClient, StructuredOutcome, sum_meters
 
 JUDGE_MAX_TOKENS = 16
 """Default output budget of a judge: one word, with room for stray markup (crossknow's choice)."""
@@ -55,8 +49,8 @@ def parse_verdict(text: str) -> tuple[bool | None, str | None]:
     return None, f"not a single YES or NO: {shown!r}"
 
 
-VERDICT_OUTPUT = TextOutput(parse_verdict, retry_note=JUDGE_RETRY_NOTE)
-"""Free text parsed by `parse_verdict`."""
+JUDGE_READING = Reading(TextOutput(yes_no_value(parse_verdict), retry_note=JUDGE_RETRY_NOTE), YES_NO)
+"""A chat judge's free text parsed by `parse_verdict` (1.0 for YES, 0.0 for NO); a base model's P(yes)."""
 
 
 class JudgementRow(Record):
@@ -140,15 +134,13 @@ def judge_answers(
 def ask_judge(client: StructuredClient, asked: list[tuple[dict, Question]]) -> list[tuple[bool | None, str,
                                                                                          StructuredOutcome]]:
     """(verdict, raw, outcome) for each (answer row, its question row): the paper's chat prompt for a chat model,
-    the yes/no completion prompt scored by P(yes) for a base model (see the module docstring)."""
-    if client.prompt_format == "completion":
-        outcomes = client.yes_no_many([judge_completion(question.context or "", question.question, row["text"])
-                                       for row, question in asked])
-        return [(None, o.raw_text, o) if o.value is None else (o.value >= YES_THRESHOLD, f"{o.value:.4f}", o)
-                for o in outcomes]
-    prompts = [ChatPrompt(None, judge_prompt(row["lang"], question.context or "", question.question, row["text"]))
-               for row, question in asked]
-    return [(o.value, o.raw_text, o) for o in client.call_many(prompts, VERDICT_OUTPUT)]
+    the yes/no completion prompt scored by P(yes) for a base model (see the module docstring); the verdict is
+    P(yes) >= YES_THRESHOLD, and raw the judge's words, or P(yes) where it wrote none."""
+    asks = [Ask(ChatPrompt(None, judge_prompt(row["lang"], question.context or "", question.question, row["text"])),
+                judge_completion(question.context or "", question.question, row["text"]))
+            for row, question in asked]
+    return [(None, o.raw_text, o) if o.value is None else (o.value >= YES_THRESHOLD, o.raw_text or f"{o.value:.4f}", o)
+            for o in client.ask_many(asks, JUDGE_READING)]
 
 
 def unasked_judgement(answer: dict, judge: str) -> JudgementRow:

@@ -12,13 +12,14 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.ask import YES_NO, Ask, CompletionPrompt, Prompt, Reading, TextOutput, TextParser
 from crossknow.generation.confidence import (
     YES_NO_VALUES,
     answer_probability,
@@ -59,55 +60,10 @@ YES_THRESHOLD = 0.5
 likely of the two words)."""
 
 
-@dataclass(frozen=True)
-class ChatPrompt:
-    """What a pipeline stage asks: an optional system message and one user message."""
-
-    system: str | None
-    user: str
-    stop: tuple[str, ...] = ()
-    """Strings that end the output where they first appear (e.g. the next line of a few-shot prompt)."""
-
-
-@dataclass(frozen=True)
-class CompletionPrompt:
-    """What a pipeline stage asks a base model: text it continues as it is (no chat markup), ended by a
-    stop string (by default the end of the line)."""
-
-    text: str
-    stop: tuple[str, ...] = ("\n",)
-    """Strings that end the output where they first appear."""
-
-
-def one_line(text: str) -> str:
-    """`text` with every run of whitespace (newlines included) as one space: an input of a completion prompt whose
-    fields end at the newline, so that the stop ends the model's field and never an input's text."""
-    return " ".join(text.split())
-
-
 def prompt_format_of(generator: Generator) -> str:
     """'chat' or 'completion': the form `generator` is asked in where a stage can ask either way (chat for a
     generator that does not say)."""
     return getattr(generator, "prompt_format", "chat")
-
-
-Prompt = ChatPrompt | CompletionPrompt
-"""Either form of prompt; `StructuredClient.prompt_format` says which one a client's model takes."""
-
-TextParser = Callable[[str], tuple[Any, "str | None"]]
-"""(raw output) -> (value, None) when the output is valid, else (None, why not); None is never a
-valid value."""
-
-
-@dataclass(frozen=True)
-class TextOutput:
-    """Ask for free text rather than JSON: no `json_schema` in the request, `parse` decides validity."""
-
-    parse: TextParser
-    """(raw output) -> (value, None), or (None, why the output is invalid)."""
-    retry_note: str = ""
-    """Appended to the user message from the second attempt on; '' resends the prompt unchanged
-    (only the seed differs)."""
 
 
 @dataclass(frozen=True)
@@ -224,6 +180,22 @@ class StructuredClient:
     def prompt_format(self) -> str:
         """'chat' or 'completion': the form this client's model is asked in where a stage can ask either way."""
         return prompt_format_of(self.generator)
+
+    def ask_many(
+        self, asks: Sequence[Ask], reading: Reading, *, seeds: Sequence[int] | None = None
+    ) -> list[StructuredOutcome]:
+        """One outcome per ask, in order, each asked in the rendering this client's model takes (`prompt_format`) and
+        read as `reading` says for that form: `call_many`, or `yes_no_many` for a YES_NO completion (which takes no
+        seeds: it scores, or reads the written word greedily)."""
+        completion = self.prompt_format == "completion"
+        if completion and reading.completion == YES_NO:
+            return self.yes_no_many([ask.completion for ask in asks])
+        output = reading.completion if completion else reading.chat
+        assert not isinstance(output, str)
+        parsers = [ask.completion_parse if completion else ask.chat_parse for ask in asks]
+        default = self._output_form(output, None)[2]
+        return self.call_many([ask.completion if completion else ask.chat for ask in asks], output, seeds=seeds,
+                              parsers=None if not any(parsers) else [parse or default for parse in parsers])
 
     def call_many(
         self,

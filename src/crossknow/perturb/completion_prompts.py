@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.ask import CompletionPrompt, TextParser, one_line
 from crossknow.generation.echo import echoed_example
-from crossknow.generation.structured import CompletionPrompt, TextParser, one_line
 from crossknow.perturb.prompts import language_name
 
 UNCHANGED = "the rewrite repeats the sentence unchanged"

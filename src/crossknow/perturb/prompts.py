@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, field_validator
 
 from crossknow.data import languages
-from crossknow.generation.structured import ChatPrompt
+from crossknow.generation.ask import ChatPrompt
 
 LANGUAGES = ("en", "ja", "zh", "ko", "de", "fr", "es")
 """The languages the rewrite prompts can name."""

@@ -14,13 +14,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import (
-    TRANSPORT_FAILURE,
-    CostMeter,
-    StructuredClient,
-    StructuredOutcome,
-    TextOutput,
-)
+from crossknow.generation.ask import TextOutput
+from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, StructuredOutcome
 from crossknow.perturb.completion_prompts import (
     UNCHANGED,
     check_completion_languages,

@@ -19,14 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from crossknow.data.jsonl import iter_json_lines, validation_problem
 from crossknow.data.schemas import Record
 from crossknow.errors import InputError
-from crossknow.generation.structured import (
-    TRANSPORT_FAILURE,
-    ChatPrompt,
-    CompletionPrompt,
-    StructuredClient,
-    TextOutput,
-    one_line,
-)
+from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput, one_line
+from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient
 from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, read_appended_records
 
 CATEGORIES: tuple[str, ...] = (
@@ -163,6 +157,10 @@ def read_category(text: str) -> tuple[str | None, str | None]:
     return None, f"category: not one of the six domains: {line[:60]!r}"
 
 
+CLASSIFIER_READING = Reading(CategoryAnswer, TextOutput(read_category))
+"""A chat model's JSON answer (CategoryAnswer), a base model's line read by `read_category` (the domain's name)."""
+
+
 def classify_pairs(pairs: Sequence[CategoryPair], client: StructuredClient) -> list[CategoryRow]:
     """One row per pair, in order, from one `call_many` of the structured client (its cache and retries), in the
     form the client's model takes (see the module docstring). An answer still invalid after the client's attempts
@@ -170,18 +168,15 @@ def classify_pairs(pairs: Sequence[CategoryPair], client: StructuredClient) -> l
     with `TRANSPORT_FAILURE` (the caller does not record it, so a later run asks again)."""
     if not pairs:
         return []
-    completion = client.prompt_format == "completion"
-    if completion:
-        outcomes = client.call_many([classify_completion_prompt(pair) for pair in pairs], TextOutput(read_category))
-    else:
-        outcomes = client.call_many([classify_prompt(pair) for pair in pairs], CategoryAnswer)
+    outcomes = client.ask_many([Ask(classify_prompt(pair), classify_completion_prompt(pair)) for pair in pairs],
+                               CLASSIFIER_READING)
     rows = []
     for pair, outcome in zip(pairs, outcomes, strict=True):
         value = outcome.value if outcome.valid else None
-        category = (value if completion else value.category) if value else None
+        answered = isinstance(value, CategoryAnswer)  # a chat answer gives its reasoning, a base model's the name alone
         rows.append(CategoryRow(
-            pair_id=pair.pair_id, lang=pair.lang, category=category,
-            reasoning=value.reasoning if value and not completion else None,
+            pair_id=pair.pair_id, lang=pair.lang, category=value.category if answered else value,
+            reasoning=value.reasoning if answered else None,
             error=None if value else outcome.error or "invalid output", attempts=outcome.attempts,
             reference=pair.reference))
     return rows

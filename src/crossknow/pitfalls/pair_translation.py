@@ -18,17 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from crossknow.data.languages import language_name
 from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
+from crossknow.generation.ask import ChatPrompt, CompletionPrompt, TextOutput, TextParser
 from crossknow.generation.echo import echoed_example, holds
 from crossknow.generation.overlap import longest_run, units
-from crossknow.generation.structured import (
-    TRANSPORT_FAILURE,
-    ChatPrompt,
-    CompletionPrompt,
-    StructuredClient,
-    TextOutput,
-    TextParser,
-    parse_structured,
-)
+from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient, parse_structured
 from crossknow.pitfalls.prompts import (
     TRANSLATION_SHOTS,
     TRANSLATION_TEMPLATES,

@@ -9,7 +9,7 @@ For base models the probe asks with crossknow's few-shot completion prompts, one
 
 from __future__ import annotations
 
-from crossknow.generation.structured import one_line
+from crossknow.generation.ask import one_line
 
 PERTURBATION_TEMPLATE = """[Instruction]
 You are an expert at subtly embedding distractions based on the incorrect option provided. Your task is to generate a distraction that aligns with the incorrect option without altering the original question’s quality or meaning. Follow these specific rules:

@@ -12,17 +12,10 @@ from dataclasses import dataclass, replace
 from pydantic import BaseModel, ConfigDict, Field
 
 from crossknow.data.languages import language_code
+from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextParser
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import (
-    ChatPrompt,
-    CompletionPrompt,
-    StructuredClient,
-    TextOutput,
-    TextParser,
-    parse_structured,
-    prompt_format_of,
-)
+from crossknow.generation.structured import StructuredClient, parse_structured, prompt_format_of
 from crossknow.models.generator import Generator
 from crossknow.pitfalls.pair_translation import FIELD, coded, field_parser, translate_pairs, translation_examples
 from crossknow.pitfalls.prompts import TRANSLATE_TEXT_TEMPLATE, translation_completion
@@ -88,18 +81,13 @@ class ProxyLLM:
         (`field_problem`; on the completion path also an output that repeats an example's translation)."""
         lang = language_code(language)
         asked = [i for i, text in enumerate(texts) if text.strip()]
-        completion = self.translator.prompt_format == "completion"
-        parsers = [field_parser((texts[i],), language, mostly=completion,
-                                examples=translation_examples(lang, (texts[i],)) if completion else ()) for i in asked]
-        prompts: list[ChatPrompt | CompletionPrompt]
-        if completion:
-            prompts = [CompletionPrompt(translation_completion(texts[i], lang, language)) for i in asked]
-            schema: type[TranslatedText] | TextOutput = FIELD
-        else:
-            prompts = [ChatPrompt(None, TRANSLATE_TEXT_TEMPLATE.format(language=language, text=texts[i]))
-                       for i in asked]
-            schema, parsers = TranslatedText, [_translated_text_parser(parse) for parse in parsers]
-        outcomes = self.translator.call_many(prompts, schema, parsers=parsers) if prompts else []
+        asks = [Ask(ChatPrompt(None, TRANSLATE_TEXT_TEMPLATE.format(language=language, text=texts[i])),
+                    CompletionPrompt(translation_completion(texts[i], lang, language)),
+                    chat_parse=_translated_text_parser(field_parser((texts[i],), language, mostly=False)),
+                    completion_parse=field_parser((texts[i],), language,
+                                                  examples=translation_examples(lang, (texts[i],))))
+                for i in asked]
+        outcomes = self.translator.ask_many(asks, TRANSLATION_READING) if asks else []
         result: list[tuple[str | None, str | None]] = [("", None)] * len(texts)
         for i, outcome in zip(asked, outcomes, strict=True):
             valid = outcome.valid
@@ -116,6 +104,10 @@ def proxy_temperatures(generator: Generator) -> tuple[float, float]:
     """(perturbation, translation) temperatures of the proxy `generator`: Appendix B.1's 0.7 and 0.001, or both 0
     for a base model asked by completion (see `ProxyLLM`)."""
     return (0.0, 0.0) if prompt_format_of(generator) == "completion" else (0.7, 0.001)
+
+
+TRANSLATION_READING = Reading(TranslatedText, FIELD)
+"""A chat model's JSON translation, a base model's one line; each text's own parser checks either."""
 
 
 def _translated_text_parser(check: TextParser) -> TextParser:

@@ -19,14 +19,9 @@ from pydantic import ValidationError
 
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
+from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput
 from crossknow.generation.clients import ClientPool, Role
-from crossknow.generation.structured import (
-    ChatPrompt,
-    CompletionPrompt,
-    StructuredClient,
-    TextOutput,
-    prompt_format_of,
-)
+from crossknow.generation.structured import StructuredClient, prompt_format_of
 from crossknow.models.protocol import Scorer
 from crossknow.scoring.normalise import Normalisation, OptionScore, predict
 from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, option_requests
@@ -114,6 +109,10 @@ RETRY_NOTE = (
 )
 """crossknow's choice: appended from the second attempt on (at temperature 0.001 a new seed alone barely
 changes the output). Not in the paper."""
+
+SIMULATOR_READING = Reading(TextOutput(lambda _: (None, "no parser"), RETRY_NOTE),
+                            TextOutput(lambda _: (None, "no parser")))
+"""Free text in either form, read by each question's own parser; a chat answer's retries carry RETRY_NOTE."""
 
 _PLACEHOLDER = re.compile(r"\{(question|choices)\}")
 _FINAL_ANSWER = re.compile(r'\{\s*"final_answer"\s*:\s*("(?:[^"\\]|\\.)*")\s*\}')
@@ -254,16 +253,11 @@ class GenerativeSimulator:
         if len(draws) != len(questions):
             raise CrossknowError(f"{len(draws)} draws for {len(questions)} questions")
         seeds = [resimulation_seed(self.client.seed, draw, self.client.max_attempts) for draw in draws]
-        if self.prompt_format == "completion":
-            note, read = "", extract_letter
-            prompts: list[ChatPrompt | CompletionPrompt] = [CompletionPrompt(completion_answer_prompt(q))
-                                                            for q in questions]
-        else:
-            note, read = RETRY_NOTE, extract_choice
-            prompts = [ChatPrompt(None, answer_prompt(question)) for question in questions]
-        parsers = [lambda text, choices=question.choices: read(text, choices) for question in questions]
-        outcomes = self.client.call_many(prompts, TextOutput(lambda _: (None, "no parser"), note), seeds=seeds,
-                                         parsers=parsers)
+        asks = [Ask(ChatPrompt(None, answer_prompt(question)), CompletionPrompt(completion_answer_prompt(question)),
+                    chat_parse=lambda text, choices=question.choices: extract_choice(text, choices),
+                    completion_parse=lambda text, choices=question.choices: extract_letter(text, choices))
+                for question in questions]
+        outcomes = self.client.ask_many(asks, SIMULATOR_READING, seeds=seeds)
         return [SimAnswer(outcome.value, outcome.raw_text or None, outcome.error, seed + max(outcome.attempts, 1) - 1)
                 for outcome, seed in zip(outcomes, seeds, strict=True)]
 

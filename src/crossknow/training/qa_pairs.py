@@ -16,15 +16,9 @@ from typing import Any, get_args
 from pydantic import Field
 
 from crossknow.data.schemas import Record
+from crossknow.generation.ask import TextOutput, TextParser
 from crossknow.generation.clients import ClientPool, Role
-from crossknow.generation.structured import (
-    StructuredClient,
-    StructuredOutcome,
-    TextOutput,
-    TextParser,
-    parse_structured,
-    prompt_format_of,
-)
+from crossknow.generation.structured import StructuredClient, StructuredOutcome, parse_structured, prompt_format_of
 from crossknow.training.qa_checks import answer_problem, pair_rules, question_problem, repeated, screen_pairs
 from crossknow.training.qa_prompts import (
     FEW_SHOT,

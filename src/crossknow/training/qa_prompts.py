@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import ChatPrompt, CompletionPrompt
+from crossknow.generation.ask import ChatPrompt, CompletionPrompt
 
 QA_PROMPTS: dict[str, str] = {
     "en": (

@@ -14,7 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from crossknow.generation.structured import ChatPrompt, CompletionPrompt, StructuredClient
+from crossknow.generation.ask import YES_NO, Ask, ChatPrompt, CompletionPrompt, Reading
+from crossknow.generation.structured import StructuredClient, parse_structured
 from crossknow.pitfalls.simulate import lettered
 
 JUDGE_THRESHOLD = 0.5
@@ -70,6 +71,16 @@ class SameQuestion(BaseModel):
     same_question: Literal["yes", "no"] = Field(description="Whether the second asks the same question.")
 
 
+def _same_question(text: str) -> tuple[float | None, str | None]:
+    """1.0 or 0.0 for a chat judge's SameQuestion answer yes or no, else why the output is invalid."""
+    answer, error = parse_structured(text, SameQuestion)
+    return (None, error) if answer is None else (1.0 if answer.same_question == "yes" else 0.0, None)
+
+
+JUDGE_READING = Reading(SameQuestion, YES_NO)
+"""A chat judge's JSON answer (`_same_question`), a base model's P(yes)."""
+
+
 class JudgeSimilarity:
     """An LLM judge as a `Similarity`: per pair, 1.0 (yes) or 0.0 (no) from a chat model, P(yes) from a base
     model (completion form), or NaN (invalid after retries)."""
@@ -94,9 +105,8 @@ class JudgeSimilarity:
     def similarity(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """The judge's S for each (first, second) pair, in order, through the client's cache (see the module
         docstring)."""
-        if self.prompt_format == "completion":
-            outcomes = self.client.yes_no_many([CompletionPrompt(completion_judge_prompt(a, b)) for a, b in pairs])
-            return [o.value if o.valid else math.nan for o in outcomes]
-        prompts = [ChatPrompt(None, JUDGE_TEMPLATE.format(first=a, second=b)) for a, b in pairs]
-        outcomes = self.client.call_many(prompts, SameQuestion) if prompts else []
-        return [(1.0 if o.value.same_question == "yes" else 0.0) if o.valid else math.nan for o in outcomes]
+        asks = [Ask(ChatPrompt(None, JUDGE_TEMPLATE.format(first=a, second=b)),
+                    CompletionPrompt(completion_judge_prompt(a, b)), chat_parse=_same_question)
+                for a, b in pairs]
+        outcomes = self.client.ask_many(asks, JUDGE_READING) if asks else []
+        return [o.value if o.valid else math.nan for o in outcomes]

@@ -14,12 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from crossknow.generation.structured import (
-    ChatPrompt,
-    CompletionPrompt,
-    TextOutput,
-    TextParser,
-)
+from crossknow.generation.ask import ChatPrompt, CompletionPrompt, TextOutput, TextParser
 from crossknow.pitfalls.pair_translation import (
     EMPTY_OUTPUT,
     coded,
