@@ -116,7 +116,7 @@ def test_an_adopted_generator_gets_clients_like_a_built_one_and_survives_release
     cold, warm = pool.client("scripted", Role()), pool.client("scripted", Role(temperature=0.7))
     assert cold.generator is warm.generator is held and cold is not warm
     assert pool.client("scripted", Role(server_flag="--judge-base-url")) is cold  # same settings: one client
-    assert cold.cache is pool.request_cache() is not None and made.generators == []
+    assert cold.calls.cache is pool.request_cache() is not None and made.generators == []
     pool.release()
     assert pool.generator("scripted", Role()) is held
 
@@ -135,12 +135,12 @@ def test_a_pool_over_the_callers_cache_shares_it_and_leaves_it_open(tmp_path):
     with Counted(tmp_path / "requests.sqlite") as cache:
         pool = ClientPool.over(cache)
         pool.adopt("scripted", held)
-        assert pool.client("scripted", Role()).cache is cache
+        assert pool.client("scripted", Role()).calls.cache is cache
         pool.close()
         assert cache.closed == 0  # the caller's to close
     uncached = ClientPool.over(None)
     uncached.adopt("scripted", held)
-    assert uncached.client("scripted", Role()).cache is None and uncached.request_cache() is None
+    assert uncached.client("scripted", Role()).calls.cache is None and uncached.request_cache() is None
 
 
 def test_a_generator_that_does_not_share_its_weights_leaves_the_scorer_its_own_load(tmp_path):

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from crossknow.adaxeval.clients import Clients
 from crossknow.adaxeval.records import GenerateConfig
 from crossknow.generation.ask import ChatPrompt
-from crossknow.generation.structured import StructuredClient, request_identity
+from crossknow.generation.cached_calls import request_identity
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import ChatMessage, GenerateRequest, GenerationFailed
 from crossknow.models.openai_generator import OpenAIGenerator
 from crossknow.models.registry import ModelOptions, load_generator

@@ -14,15 +14,9 @@ from pydantic import BaseModel, ConfigDict
 
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import ChatPrompt
+from crossknow.generation.cached_calls import request_identity, result_from_dict, result_to_dict
 from crossknow.generation.pricing import ModelPrice, PriceTable
-from crossknow.generation.structured import (
-    RETRY_NOTE,
-    StructuredClient,
-    parse_structured,
-    request_identity,
-    result_from_dict,
-    result_to_dict,
-)
+from crossknow.generation.structured import RETRY_NOTE, StructuredClient, parse_structured
 from crossknow.models.generator import (
     AnswerContinuation,
     ChatMessage,

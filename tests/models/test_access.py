@@ -79,3 +79,24 @@ def test_the_command_line_sets_each_role_and_an_error_names_the_flag_that_set_it
     assert seen[0].model.device == seen[0].judges.device == "cpu"
     refused = CliRunner().invoke(app, [*args, "--concurrency", "0"])
     assert str(refused.exception) == "--concurrency: Input should be greater than or equal to 1"
+
+
+def test_a_run_recorded_before_the_engine_choice_resumes_on_transformers_only(tmp_path):
+    def dump(**changes):
+        return EclekticConfig(data="d.jsonl", model="default", judge_free=["recall"], **changes).model_dump()
+
+    written = dump()
+    del written["model"]["generator_backend"]  # as crossknow wrote it before the choice existed
+    run = tmp_path / "run"
+    with RunDir(run) as opened:
+        opened.open(written, {}, has_results=False)
+    assert EclekticConfig.recorded(written)["model"]["generator_backend"] == "transformers"
+    refused = r"model\.generator_backend: 'transformers' -> 'auto'"
+    with RunDir(run) as opened, pytest.raises(CrossknowError, match=refused):
+        opened.open(dump(), {}, has_results=True, upgrade=EclekticConfig.recorded)
+    with RunDir(run) as opened:  # the engine those runs used: resumed
+        opened.open(dump(generator_backend="transformers"), {}, has_results=True, upgrade=EclekticConfig.recorded)
+    assert EclekticConfig.recorded(dump())["model"]["generator_backend"] == "auto"  # a recorded choice is kept
+    flat = EvaluateConfig(data="d.jsonl").model_dump()
+    del flat["model"]["generator_backend"]  # evaluate takes no engine choice: its default stands
+    assert EvaluateConfig.recorded(flat)["model"]["generator_backend"] == "auto"

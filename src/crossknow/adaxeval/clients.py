@@ -12,9 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from crossknow.adaxeval.records import GenerateConfig
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import ClientPool, MakeGenerator, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.generation.structured import StructuredClient
 from crossknow.store.models_file import ModelEntry, read_models
 from crossknow.store.spend_ledger import SpendLedger
 

@@ -42,8 +42,8 @@ from crossknow.data.corpus import CorpusPairs, Document, pair_documents, read_co
 from crossknow.data.hub_data import data_file
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
+from crossknow.generation.cached_calls import CostMeter, sum_meters
 from crossknow.generation.clients import MakeGenerator
-from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.registry import load_generator
 from crossknow.store.atomic import atomic_write_json, atomic_write_text
 from crossknow.store.cache_dir import cache_dir
@@ -197,7 +197,7 @@ def _open_run(
     backends = _local_ner_backends(resolved, clients, prompts)
     run_dir = RunDir(out)
     run_dir.open(resolved, {str(corpus_path): file_sha256(corpus_path)}, volatile=volatile_keys(type(config)),
-                 upgrade=type(config).upgrade)
+                 upgrade=type(config).recorded)
     position = {doc.id: k for k, doc in enumerate(documents)}
     return _Run(config, out, resolved, prompts, pairs, position, clients, backends, run_dir, on_progress)
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from crossknow.adaxeval.records import GenerateConfig
 from crossknow.cli.consoles import console, errors
 from crossknow.cli.options import config_command
-from crossknow.generation.structured import CostMeter
+from crossknow.generation.cached_calls import CostMeter
 
 commands = typer.Typer()
 """This module's command, which `crossknow.cli.app` imports when it is asked for (`crossknow.cli.lazy`)."""

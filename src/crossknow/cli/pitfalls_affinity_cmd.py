@@ -25,7 +25,7 @@ def expand(
     """Translate sampled seed pairs into every other seed language (original part with its choices and answer
     as one checked output, inserted text separately); write items.jsonl, metrics.json and report.html."""
     from crossknow.cli.progress import spent
-    from crossknow.generation.structured import CostMeter
+    from crossknow.generation.cached_calls import CostMeter
     from crossknow.pitfalls.affinity.expansion import run_expand
     from crossknow.report.pitfalls_affinity_report import write_expand_report
 

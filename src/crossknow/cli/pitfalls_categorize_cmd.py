@@ -51,7 +51,7 @@ def categorize(
     """Classify the English side of every pair into the six subject domains of the paper's Table 4; write
     categories.jsonl, metrics.json and report.html."""
     from crossknow.cli.progress import spent
-    from crossknow.generation.structured import CostMeter
+    from crossknow.generation.cached_calls import CostMeter
     from crossknow.pitfalls.categorize.run import run_categorize
     from crossknow.report.pitfalls_categories_report import write_categories_report
 

@@ -49,7 +49,7 @@ def evaluate(
 ) -> None:
     """Answer both sides of every pair with every model; write pairs.parquet, metrics.json and report.html."""
     from crossknow.cli.progress import spent, whole_run
-    from crossknow.generation.structured import CostMeter
+    from crossknow.generation.cached_calls import CostMeter
     from crossknow.pitfalls.evaluation import run_pitfalls_eval
     from crossknow.report.pitfalls_figures import pair_table_text, write_eval_report
 

@@ -18,7 +18,7 @@ from rich.progress import (
 )
 
 if TYPE_CHECKING:
-    from crossknow.generation.structured import CostMeter
+    from crossknow.generation.cached_calls import CostMeter
 
 
 @contextmanager

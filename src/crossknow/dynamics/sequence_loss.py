@@ -180,7 +180,7 @@ def run_sequence_loss(
     sequences = read_sequences(variants)
     with RunDir(out) as run:
         run.open(config.model_dump(), {str(variants): file_sha256(variants)},
-                 volatile=volatile_keys(type(config)), paths=("variants",), upgrade=type(config).upgrade)
+                 volatile=volatile_keys(type(config)), paths=("variants",), upgrade=type(config).recorded)
         stage = SequenceStage(run, config.batch_size, config.per_token)
         options = config.checkpoints.options(batch_size=config.batch_size)
         sweep_checkpoints(out, checkpoints, sequences, sequence_key, stage.done_keys(), options, stage.run,

@@ -158,7 +158,7 @@ def run_trace(
     with RunDir(out) as run:
         inputs = {str(s.path): file_sha256(s.path) for s in sets}
         inputs |= {str(s.pairing): file_sha256(s.pairing) for s in sets if s.pairing is not None}
-        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), upgrade=type(config).upgrade)
+        run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), upgrade=type(config).recorded)
         stage = ScoringStage(run, config.rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, s.name, condition)
                  for s in sets for item, condition in zip(s.items, s.conditions, strict=True)]

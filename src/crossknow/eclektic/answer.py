@@ -19,7 +19,8 @@ from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import answer_prompt, check_setting
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import Ask, ChatPrompt, Reading, TextOutput
-from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.generation.cached_calls import CostMeter
+from crossknow.generation.structured import StructuredClient
 
 ANSWER_MAX_TOKENS = 256
 """Default output budget of an answer (crossknow's choice: ECLEKTIC's answers are short facts)."""

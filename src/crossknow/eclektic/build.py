@@ -37,8 +37,9 @@ from crossknow.eclektic.build_records import BuildConfig, BuildSummary, BuiltQue
 from crossknow.eclektic.review_sheet import export_sheet
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import ChatPrompt, Prompt, TextOutput, TextParser
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import Role
-from crossknow.generation.structured import CostMeter, StructuredClient, StructuredOutcome
+from crossknow.generation.structured import StructuredClient, StructuredOutcome
 from crossknow.store.atomic import atomic_write, atomic_write_json
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
@@ -98,7 +99,7 @@ def build_set(
     documents = read_documents(documents_file)
     with RunDir(Path(out)) as run:
         run.open(config.model_dump(), {str(documents_file): file_sha256(documents_file)},
-                 volatile=volatile_keys(type(config)), upgrade=type(config).upgrade,
+                 volatile=volatile_keys(type(config)), upgrade=type(config).recorded,
                  has_results=(run.path / SUMMARY_FILE).exists(), paths=("documents",))
         selected, counts, outside = select_documents(
             documents, config.languages, min_chars=config.min_chars, per_language=config.per_language,

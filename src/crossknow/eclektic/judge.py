@@ -20,7 +20,8 @@ from crossknow.eclektic.examples import EclekticSet, Question
 from crossknow.eclektic.prompts import judge_prompt
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import YES_NO, Ask, ChatPrompt, Reading, TextOutput, yes_no_value
-from crossknow.generation.structured import YES_THRESHOLD, StructuredClient, StructuredOutcome, sum_meters
+from crossknow.generation.cached_calls import sum_meters
+from crossknow.generation.structured import YES_THRESHOLD, StructuredClient, StructuredOutcome
 
 JUDGE_MAX_TOKENS = 16
 """Default output budget of a judge: one word, with room for stray markup (crossknow's choice)."""

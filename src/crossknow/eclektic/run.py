@@ -37,8 +37,9 @@ from crossknow.eclektic.run_outputs import (
     write_table,
 )
 from crossknow.errors import CrossknowError
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import MakeGenerator, MakeScorer
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
+from crossknow.generation.structured import TRANSPORT_FAILURE
 from crossknow.models.registry import load_generator, load_scorer
 from crossknow.store.config_keys import volatile_keys
 from crossknow.store.hashing import file_sha256
@@ -186,7 +187,7 @@ def open_run(config: EclekticConfig, out: Path) -> tuple[RunDir, EclekticSet]:
         raise CrossknowError(f"{data}: no usable question ({len(eclektic_set.invalid)} invalid records){reasons}")
     run = RunDir(out)
     run.open(config.model_dump(), {str(data): file_sha256(data)},
-             volatile=volatile_keys(type(config)), paths=("data", "cache", "prices"), upgrade=type(config).upgrade)
+             volatile=volatile_keys(type(config)), paths=("data", "cache", "prices"), upgrade=type(config).recorded)
     write_invalid(Path(out) / INVALID_FILE, eclektic_set.invalid)
     return run, eclektic_set
 

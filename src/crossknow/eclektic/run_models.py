@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from crossknow.eclektic.run_config import EclekticConfig
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import ClientPool, MakeGenerator, MakeScorer, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import load_generator, load_scorer
 

@@ -94,7 +94,7 @@ def run_evaluate(
     resolved = config.model_dump() | {"format": item_set.format, "rule": rule, "data_path": str(data_path)}
     with RunDir(out) as run:
         run.open(resolved, {str(data_path): file_sha256(data_path)}, volatile=volatile_keys(EvaluateConfig),
-                 paths=("data_path",), growable=("limit",), upgrade=EvaluateConfig.upgrade)
+                 paths=("data_path",), growable=("limit",), upgrade=EvaluateConfig.recorded)
 
         stage = ScoringStage(run, rule, config.batch_size, config.boundary)
         tasks = [ScoringTask(item, data_path.stem) for item in items]

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from crossknow.generation.cached_calls import CostMeter, sum_meters
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, StructuredClient, sum_meters
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.access import ModelAccess
 from crossknow.models.generator import Generator, SharesWeights
 from crossknow.models.protocol import Scorer

@@ -12,7 +12,9 @@ import math
 import re
 from collections.abc import Sequence
 
-from crossknow.models.generator import TokenAlternatives
+from crossknow.generation.ask import CompletionPrompt
+from crossknow.generation.cached_calls import CachedCalls
+from crossknow.models.generator import AnswerContinuation, GenerateRequest, TokenAlternatives
 
 _PADDING = "\"' \t\r\n"
 """Characters stripped from both ends of an alternative's text before it is read as yes or no."""
@@ -146,3 +148,27 @@ def calibrated_yes_probability(p_yes: float, baseline: float) -> float:
         return p_yes
     shift = math.log(p_yes / (1.0 - p_yes)) - math.log(baseline / (1.0 - baseline))
     return 1.0 / (1.0 + math.exp(-shift)) if shift > -700 else 0.0
+
+
+YES_NO_WORDS = (" yes", " no")
+"""The two continuations scored after a completion prompt that ends where a yes/no answer starts."""
+
+
+def scored_yes_no(calls: CachedCalls, prompts: Sequence[CompletionPrompt]) -> list[tuple[float, bool]]:
+    """(exact P(yes), whether both scores came from the cache) after each prompt: `YES_NO_WORDS` scored as
+    continuations through `calls`."""
+    asked = [AnswerContinuation((), "", word, p.text) for p in prompts for word in YES_NO_WORDS]
+    logprobs, cached = calls.score_answers(asked)
+    return [(scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1]), cached[2 * k] and cached[2 * k + 1])
+            for k in range(len(prompts))]
+
+
+def scored_field_yes(calls: CachedCalls, asked: Sequence[tuple[GenerateRequest, str]]) -> list[float]:
+    """Exact P(yes) of a JSON field for each (request, its answer up to the field's value): the values `"yes"` and
+    `"no"` scored as continuations of that prefix through `calls`."""
+    if not asked:
+        return []
+    continuations = [AnswerContinuation(request.messages, prefix, value, request.prompt)
+                     for request, prefix in asked for value in YES_NO_VALUES]
+    logprobs, _ = calls.score_answers(continuations)
+    return [scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1]) for k in range(len(asked))]

@@ -1,18 +1,18 @@
-"""Structured (JSON-schema) or parsed free-text outputs from any Generator: validation, retries, cache, P(yes), cost.
+"""Structured (JSON-schema) or parsed free-text outputs from any Generator: validation and retries.
 
 `StructuredClient.call_many` sends every pending prompt in one `generate` call, validates each output (pydantic, or a
 `TextOutput`'s parser) and retries only the invalid ones, attempt k with seed + k; what stays invalid is returned with
 its reason, never raised or dropped. A `ChatPrompt` or `CompletionPrompt` is asked in the form `prompt_format` names;
 a completion's retry samples at `RETRY_TEMPERATURE` (crossknow's choice; docs/scoring.md, "How a stage asks").
+The cache, meter and spend ledger are `CachedCalls`'; exact yes/no scores are `crossknow.generation.confidence`'s.
 """
-
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -20,29 +20,26 @@ from pydantic import BaseModel, ValidationError
 
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import YES_NO, Ask, CompletionPrompt, Prompt, Reading, TextOutput, TextParser
+from crossknow.generation.cached_calls import CachedCalls, CostMeter
 from crossknow.generation.confidence import (
-    YES_NO_VALUES,
     answer_probability,
     calibrated_yes_probability,
-    scored_yes_probability,
+    scored_field_yes,
+    scored_yes_no,
     value_prefix,
     yes_probability,
 )
 from crossknow.generation.pricing import PriceTable
 from crossknow.models.generator import (
-    AnswerContinuation,
     AnswerScorer,
     ChatMessage,
     GenerateRequest,
     GenerateResult,
-    GenerationFailed,
     Generator,
-    ServerGenerator,
-    TokenAlternatives,
     Usage,
 )
-from crossknow.store.request_cache import RequestCache, cache_key
-from crossknow.store.spend_ledger import Paid, SpendLedger
+from crossknow.store.request_cache import RequestCache
+from crossknow.store.spend_ledger import SpendLedger
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -53,8 +50,6 @@ RETRY_NOTE = "\n\nReturn only a JSON object that matches this JSON schema, with 
 """Appended to the user message from the second attempt on."""
 RETRY_TEMPERATURE = 0.7
 """The sampling temperature of a completion prompt's retries (at least; the client's own when higher)."""
-YES_NO_WORDS = (" yes", " no")
-"""The two continuations `yes_no_many` scores after a completion prompt that ends where the answer starts."""
 YES_THRESHOLD = 0.5
 """P(yes) at or above which a stage reads a completion prompt's yes/no answer as yes (crossknow's choice: the more
 likely of the two words)."""
@@ -101,31 +96,6 @@ class StructuredOutcome(Generic[T]):
 
 
 @dataclass
-class CostMeter:
-    """Running totals of what a client actually sent to its backend (cache hits cost nothing)."""
-
-    calls: int = 0
-    """Requests sent to the backend, failed ones included."""
-    cached_calls: int = 0
-    """Requests answered from the cache."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    seconds: float = 0.0
-    """Wall-clock time spent in `call_many`."""
-
-
-def sum_meters(meters: Iterable[CostMeter]) -> CostMeter:
-    """One meter holding the totals of several (the clients of several models); a meter given twice (one client
-    in two roles, `crossknow.generation.clients`) counts once."""
-    total = CostMeter()
-    for meter in {id(meter): meter for meter in meters}.values():
-        for name, value in dataclasses.asdict(meter).items():
-            setattr(total, name, getattr(total, name) + value)
-    return total
-
-
-@dataclass
 class _Progress:
     """What one prompt has accumulated over its attempts."""
 
@@ -158,23 +128,21 @@ class StructuredClient:
         if max_tokens < 1:
             raise CrossknowError(f"max_tokens must be at least 1, got {max_tokens}")
         self.generator = generator
-        self.cache = cache
+        self.calls = CachedCalls(generator, cache, prices or PriceTable())
+        """The generator behind the cache, the meter and the spend ledger."""
         self.max_attempts = max_attempts
-        self.prices = prices or PriceTable()
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
-        self.meter = CostMeter()
-        self.ledger: SpendLedger | None = None
-        """The run's spend ledger this client records every request it sends in (`record_spend`)."""
-        self.ledger_label = ""
-        """The label of this client's rows in the ledger (e.g. 'proxy' or 'simulation')."""
+
+    @property
+    def meter(self) -> CostMeter:
+        """What this client sent to its backend (cache hits cost nothing)."""
+        return self.calls.meter
 
     def record_spend(self, ledger: SpendLedger | None, label: str = "") -> None:
-        """Record every request this client sends from now on in `ledger` (None: stop), labelled `label`, before
-        its answer goes into the cache: the run's whole spend then counts a request that a resumed invocation
-        replays from the cache once (see `crossknow.store.spend_ledger`)."""
-        self.ledger, self.ledger_label = ledger, label
+        """`CachedCalls.record_spend`: every request sent from now on recorded in `ledger`, labelled `label`."""
+        self.calls.record_spend(ledger, label)
 
     @property
     def prompt_format(self) -> str:
@@ -234,7 +202,7 @@ class StructuredClient:
                     self._request(prompts[i], base_seeds[i] + attempt, attempt, json_schema, note, top) for i in pending
                 ]
                 retry = []
-                answers = self._answer(requests)
+                answers = self.calls.generate(requests)
                 for i, request, (result, cached, failure) in zip(pending, requests, answers, strict=True):
                     progress[i].request = request
                     done = self._record(
@@ -316,7 +284,7 @@ class StructuredClient:
             return self._outcome(progress, None, f"{TRANSPORT_FAILURE}: {failure or 'no result'}", None)
         progress.prompt_tokens += result.usage.prompt_tokens
         progress.completion_tokens += result.usage.completion_tokens
-        progress.cost_usd += self.prices.cost(self.generator.name, self.generator.model_id, result.usage)
+        progress.cost_usd += self.calls.prices.cost(self.generator.name, self.generator.model_id, result.usage)
         progress.raw_text = result.text
         value, error = parse(result.text)
         if value is None:
@@ -348,7 +316,7 @@ class StructuredClient:
     ) -> list[StructuredOutcome | None]:
         """The valid outcomes with P(yes) of `field` scored exactly (cached like model calls); 1.0 or 0.0
         from the parsed answer where the output does not show the field's value as text."""
-        asked: list[tuple[int, AnswerContinuation, AnswerContinuation]] = []
+        asked: list[tuple[int, GenerateRequest, str]] = []
         result = list(outcomes)
         for i, outcome in enumerate(outcomes):
             if outcome is None or not outcome.valid:
@@ -360,13 +328,9 @@ class StructuredClient:
                 continue
             request = progress[i].request
             assert request is not None  # a valid outcome had a request
-            yes, no = (AnswerContinuation(request.messages, prefix, value, request.prompt) for value in YES_NO_VALUES)
-            asked.append((i, yes, no))
-        if not asked:
-            return result
-        logprobs, _ = self._score_answers([c for _, yes, no in asked for c in (yes, no)])
-        for k, (i, _, _) in enumerate(asked):
-            confidence = scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1])
+            asked.append((i, request, prefix))
+        confidences = scored_field_yes(self.calls, [(request, prefix) for _, request, prefix in asked])
+        for (i, _, _), confidence in zip(asked, confidences, strict=True):
             result[i] = dataclasses.replace(outcomes[i], yes_probability=confidence)  # type: ignore[arg-type]
         return result
 
@@ -392,6 +356,13 @@ class StructuredClient:
             result.append(StructuredOutcome(p_yes, "", None, p_yes, 1, from_cache, Usage(), 0.0, raw))
         return result
 
+    def _scored_yes_no(self, prompts: Sequence[CompletionPrompt]) -> list[tuple[float, bool]]:
+        started = time.monotonic()
+        try:
+            return scored_yes_no(self.calls, prompts)
+        finally:
+            self.meter.seconds += time.monotonic() - started
+
     def yes_no_baseline(self, content_free: Sequence[CompletionPrompt]) -> float | None:
         """The mean P(yes) after `content_free` (one yes/no prompt with its inputs replaced by
         `CONTENT_FREE_INPUTS`): the lean of the prompt alone, which `yes_no_many(..., baselines)` divides out
@@ -402,93 +373,6 @@ class StructuredClient:
             return None
         values = [p_yes for p_yes, _ in self._scored_yes_no(content_free)]
         return sum(values) / len(values)
-
-    def _scored_yes_no(self, prompts: Sequence[CompletionPrompt]) -> list[tuple[float, bool]]:
-        """(exact P(yes), whether both scores came from the cache) after each prompt."""
-        started = time.monotonic()
-        try:
-            asked = [AnswerContinuation((), "", word, p.text) for p in prompts for word in YES_NO_WORDS]
-            logprobs, cached = self._score_answers(asked)
-        finally:
-            self.meter.seconds += time.monotonic() - started
-        return [(scored_yes_probability(logprobs[2 * k], logprobs[2 * k + 1]), cached[2 * k] and cached[2 * k + 1])
-                for k in range(len(prompts))]
-
-    def _score_answers(self, requests: list[AnswerContinuation]) -> tuple[list[float], list[bool]]:
-        """The generator's `score_answers`, through the cache: (log-probabilities, whether each came from the cache)."""
-        backend, model_id = self.generator.name, self.generator.model_id
-        identities = [
-            {
-                "backend": backend, "model_id": model_id, "kind": "answer_continuation",
-                **_prompt_identity(r.prompt, r.messages),
-                "answer_prefix": r.answer_prefix, "continuation": r.continuation,
-            }
-            for r in requests
-        ]
-        keys = [cache_key(identity) for identity in identities]
-        stored = self.cache.get_many(keys) if self.cache is not None else [None] * len(requests)
-        missing = [k for k, value in enumerate(stored) if not isinstance(value, dict) or "logprob" not in value]
-        logprobs = [float(value["logprob"]) if k not in missing else 0.0 for k, value in enumerate(stored)]
-        if missing:
-            fresh = self.generator.score_answers([requests[k] for k in missing])  # type: ignore[attr-defined]
-            for k, value in zip(missing, fresh, strict=True):
-                logprobs[k] = value
-            if self.cache is not None:
-                self.cache.put_many([(keys[k], identities[k], {"logprob": logprobs[k]}) for k in missing])
-        fresh_keys = set(missing)
-        return logprobs, [k not in fresh_keys for k in range(len(requests))]
-
-    def _answer(self, requests: list[GenerateRequest]) -> list[tuple[GenerateResult | None, bool, str | None]]:
-        """(result, from cache, failure) per request: cache first, then one generate call for the rest
-        (identical requests are sent once)."""
-        backend, model_id = self.generator.name, self.generator.model_id
-        identities = [request_identity(self.generator, r) for r in requests]
-        keys = [cache_key(identity) for identity in identities]
-        stored = self.cache.get_many(keys) if self.cache is not None else [None] * len(requests)
-        answers: list[tuple[GenerateResult | None, bool, str | None] | None] = [None] * len(requests)
-        for k, value in enumerate(stored):
-            result = result_from_dict(value) if value is not None else None
-            if result is not None:
-                answers[k] = (result, True, None)
-        missing = [k for k, answer in enumerate(answers) if answer is None]
-        self.meter.cached_calls += len(requests) - len(missing)
-        first: dict[str, int] = {}  # key -> its first request: identical requests are sent once
-        for k in missing:
-            first.setdefault(keys[k], k)
-        sent = {key: j for j, key in enumerate(first)}  # key -> position in the generate call
-        if sent:
-            to_send = [requests[k] for k in first.values()]
-            self.meter.calls += len(to_send)
-            try:
-                fresh: list[GenerateResult | None] = list(self.generator.generate(to_send))
-                failures: dict[int, str] = {}
-            except GenerationFailed as error:
-                fresh, failures = error.results, error.failures
-            if len(fresh) != len(to_send):
-                raise CrossknowError(
-                    f"generator {backend!r} returned {len(fresh)} results for {len(to_send)} requests"
-                )
-            entries, paid = [], []
-            for key, j in sent.items():
-                result = fresh[j]
-                if result is None:
-                    paid.append(Paid(None))  # never cached, so never replayed: it counts every time it is sent
-                    continue
-                cost = self.prices.cost(backend, model_id, result.usage)
-                self.meter.prompt_tokens += result.usage.prompt_tokens
-                self.meter.completion_tokens += result.usage.completion_tokens
-                self.meter.cost_usd += cost
-                entries.append((key, identities[first[key]], result_to_dict(result)))
-                paid.append(Paid(key if self.cache is not None else None, result.usage.prompt_tokens,
-                                 result.usage.completion_tokens, cost))
-            for k in missing:
-                j = sent[keys[k]]
-                answers[k] = (fresh[j], False, failures.get(j))
-            if self.ledger is not None:  # before the cache: what a later invocation replays is recorded already
-                self.ledger.record(self.ledger_label, paid)
-            if self.cache is not None and entries:
-                self.cache.put_many(entries)
-        return answers  # type: ignore[return-value]
 
 
 # ---- parsing ------------------------------------------------------------------------------------
@@ -536,60 +420,3 @@ def _describe(error: ValidationError, limit: int = 3) -> str:
     parts = [f"field '{'.'.join(str(x) for x in p['loc']) or '(root)'}': {p['msg']}" for p in problems[:limit]]
     more = f" (and {len(problems) - limit} more)" if len(problems) > limit else ""
     return "; ".join(parts) + more
-
-
-# ---- cache entries ------------------------------------------------------------------------------
-
-
-def request_identity(generator: Generator, request: GenerateRequest) -> dict[str, Any]:
-    """What a request's cache key hashes: backend, server, model id, messages or prompt, settings and schema.
-
-    The server is a `ServerGenerator`'s `server_identity()` (base URL and the settings that shape what
-    the server receives); local backends have none. Keying by server is new: cache entries of server
-    requests written before it are no longer found (asked again once), those of local models still are."""
-    server = {"server": generator.server_identity()} if isinstance(generator, ServerGenerator) else {}
-    return {
-        "backend": generator.name,
-        "model_id": generator.model_id,
-        **server,
-        **_prompt_identity(request.prompt, request.messages),
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "seed": request.seed,
-        "top_logprobs": request.top_logprobs,
-        "json_schema": request.json_schema,
-    } | ({"stop": list(request.stop)} if request.stop else {})
-
-
-def _prompt_identity(prompt: str | None, messages: Sequence[ChatMessage]) -> dict[str, Any]:
-    """The prompt part of a cache identity: a completion prompt's text, or the chat messages (keyed as before
-    completion prompts existed, so that chat entries written then are still found)."""
-    if prompt is not None:
-        return {"prompt": prompt}
-    return {"messages": [[m.role, m.content] for m in messages]}
-
-
-def result_to_dict(result: GenerateResult) -> dict[str, Any]:
-    """A GenerateResult as JSON-ready data."""
-    return dataclasses.asdict(result)
-
-
-def result_from_dict(data: dict[str, Any]) -> GenerateResult | None:
-    """The GenerateResult that `result_to_dict` wrote; None for an entry of another shape."""
-    try:
-        logprobs = data.get("logprobs")
-        return GenerateResult(
-            text=data["text"],
-            backend=data["backend"],
-            model_id=data["model_id"],
-            usage=Usage(**(data.get("usage") or {})),
-            logprobs=None
-            if logprobs is None
-            else tuple(
-                TokenAlternatives(t["token"], float(t["logprob"]), tuple((str(a), float(b)) for a, b in t["top"]))
-                for t in logprobs
-            ),
-            finish_reason=data.get("finish_reason"),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from crossknow.models.device import DEVICE_HELP, Device
 from crossknow.models.specs import GeneratorBackend, ModelOptions
-from crossknow.store.config_keys import VOLATILE, with_defaults
+from crossknow.store.config_keys import VOLATILE, Before, before_value, with_defaults
 
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 """The compute dtype of local models ('auto': the dtype the checkpoint was saved in); scores are always float32."""
@@ -48,7 +48,7 @@ class ModelAccess(BaseModel):
         default=None, description="Attention kernel of local models (unset: transformers' choice); the numbers "
         "agree within float tolerance."
     )
-    generator_backend: GeneratorBackend = Field(
+    generator_backend: Annotated[GeneratorBackend, Before("transformers")] = Field(
         default="auto", description="Engine that generates with a GGUF model (default, gguf:FILE): auto (llama.cpp "
         "on its quantised weights when the model runs on the CPU and llama-cpp-python is installed, else "
         "transformers), llamacpp, or transformers (the weights dequantised to --dtype). Scores always come from "
@@ -186,6 +186,24 @@ class RoleConfig(BaseModel):
             elif role in given:
                 data[role] = None
         return with_defaults(cls, data)
+
+    @classmethod
+    def recorded(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """`upgrade` of a config that a run wrote (its config.yaml): a role that takes a `Before`-marked field as a
+        key (`generator_backend`) and records no value for it was written before the field existed, and reads as
+        what such runs did, so that a resumed run is refused, by the field's name, with anything else."""
+        keys = cls.flat_keys()
+        upgraded = cls.upgrade(data)
+        for name, info in ModelAccess.model_fields.items():
+            value = before_value(info)
+            if value is None:
+                continue
+            given_flat = any(key in data for key, pairs in keys.items() if any(f == name for _, f in pairs))
+            for role in {role for pairs in keys.values() for role, field in pairs if field == name}:
+                given = isinstance(data.get(role), Mapping) and name in data[role]
+                if not given and not given_flat and isinstance(upgraded.get(role), dict):
+                    upgraded[role] = upgraded[role] | {name: value}
+        return upgraded
 
     @model_validator(mode="before")
     @classmethod

@@ -22,8 +22,9 @@ from crossknow.data.sequence_variants import (
     variant_label,
 )
 from crossknow.errors import CrossknowError
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import ClientPool, MakeGenerator, Role
-from crossknow.generation.structured import CostMeter, prompt_format_of
+from crossknow.generation.structured import prompt_format_of
 from crossknow.models.generator import Generator
 from crossknow.models.registry import load_generator
 from crossknow.perturb.completion_prompts import COMPLETION_MAX_TOKENS, check_completion_languages
@@ -199,7 +200,7 @@ def run_perturb(
     generator = _rewrite_generator(config, pool) if styles else None
     with RunDir(out) as run:
         run.open(config.model_dump(), inputs, volatile=volatile_keys(type(config)), paths=PATHS,
-                 upgrade=type(config).upgrade)
+                 upgrade=type(config).recorded)
         results: dict[tuple[str, int, str], RewriteResult] = {}
         meter = CostMeter()
         if generator is not None:

@@ -15,7 +15,8 @@ import pyarrow as pa
 
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import TextOutput
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, StructuredOutcome
+from crossknow.generation.cached_calls import CostMeter
+from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient, StructuredOutcome
 from crossknow.perturb.completion_prompts import (
     UNCHANGED,
     check_completion_languages,

@@ -18,9 +18,10 @@ import pyarrow.parquet as pq
 from crossknow.data.hub_data import data_file
 from crossknow.data.jsonl import write_invalid
 from crossknow.errors import CrossknowError
+from crossknow.generation.cached_calls import CostMeter, sum_meters
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
+from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient
 from crossknow.pitfalls.eval_records import (
     CELLS,
     PAIRS_SCHEMA,
@@ -154,7 +155,7 @@ def run_pitfalls_eval(
     try:
         with RunDir(out) as run:
             run.open(config.model_dump(), {str(path): file_sha256(path)}, volatile=volatile_keys(type(config)),
-                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).upgrade)
+                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).recorded)
             write_invalid(out / "invalid.jsonl", pair_file.invalid)
             ledger = SpendLedger(out)
             stage = run.stage("answers")

@@ -32,6 +32,20 @@ it is read at its default (`with_defaults`). A field whose default changed what 
 marked, and an older run is refused."""
 
 
+class Before(_Mark):
+    """The field was added after runs were written, and those runs did `value`, which is not its default: a
+    recorded config of a role that takes the field as a key and lacks it reads as `value` (`RoleConfig.recorded`)."""
+
+    def __init__(self, value: Any):
+        super().__init__(f"Before({value!r})")
+        self.value = value
+
+
+def before_value(field: Any) -> Any:
+    """The value a `Before` mark on `field` (a pydantic FieldInfo) names; None without one."""
+    return next((mark.value for mark in field.metadata if isinstance(mark, Before)), None)
+
+
 def _record_type(annotation: Any) -> type[BaseModel] | None:
     """The record type of a field annotated with one (`R` or `R | None`), else None."""
     for candidate in (annotation, *typing.get_args(annotation)):

@@ -263,7 +263,7 @@ def _open_run_dir(config: TrainConfig, out: Path, inputs: _Inputs, has_results: 
     if _is_main_process():
         with RunDir(out) as run:  # checked and recorded; the Trainer's own files are its resume state
             run.open(config.model_dump(), inputs.hashes, volatile=volatile_keys(type(config)), has_results=has_results,
-                     upgrade=type(config).upgrade)
+                     upgrade=type(config).recorded)
             if inputs.exclusion is not None:
                 atomic_write_json(out / EXCLUDED_FILE, inputs.exclusion.model_dump())
     if (out / SUMMARY_FILE).exists():

@@ -19,9 +19,10 @@ from crossknow.data.jsonl import write_invalid, write_jsonl
 from crossknow.data.languages import language_name
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter
+from crossknow.generation.structured import TRANSPORT_FAILURE
 from crossknow.pitfalls.affinity.expansion_records import (
     EXPANDED_SCHEMA,
     ExpandConfig,
@@ -114,7 +115,7 @@ def _expand(config: ExpandConfig, out: Path, files: list[SeedFile], languages: l
     seeds = [seed for lang in languages for seed in sampled[lang]]
     with RunDir(out) as run:
         run.open(config.model_dump(), {str(f.path): file_sha256(f.path) for f in files},
-                 volatile=volatile_keys(type(config)), upgrade=type(config).upgrade,
+                 volatile=volatile_keys(type(config)), upgrade=type(config).recorded,
                  paths=("seeds", "cache", "prices"))
         write_invalid(out / "invalid.jsonl", [record for f in files for record in f.invalid])
         stage, pending, total = run.stage("expanded"), 0, len(seeds) * len(languages)

@@ -22,9 +22,10 @@ from crossknow.data.jsonl import iter_json_lines, require, require_strings, writ
 from crossknow.data.pitfalls import language_code, load_pairs
 from crossknow.data.schemas import InvalidRecord, MCItem, Record
 from crossknow.errors import CrossknowError, InputError
+from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, StructuredClient
+from crossknow.generation.structured import StructuredClient
 from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.pitfalls.categories import (
     CATEGORIES_FILE,
@@ -228,7 +229,7 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
             run.open(config.model_dump(), {str(p): file_sha256(p) for p in files},
                      volatile=volatile_keys(type(config)),
                      has_results=log_path.exists() and log_path.stat().st_size > 0,
-                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).upgrade)
+                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).recorded)
             write_invalid(out / "invalid.jsonl", invalid)
             log = CategoryLog(log_path)
             progress = (lambda done, total: on_progress("categorize", done, total, meter())) if on_progress else None

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import CostMeter, sum_meters
+from crossknow.generation.cached_calls import CostMeter, sum_meters
 from crossknow.pitfalls.eval_records import PairRow, PitfallsEvalConfig, PitfallsEvalMetrics
 from crossknow.pitfalls.evaluation import Progress, SimulatorFactory, run_pitfalls_eval
 from crossknow.pitfalls.finetune.examples import (

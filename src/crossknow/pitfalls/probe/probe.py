@@ -20,7 +20,8 @@ from crossknow.data.languages import language_name
 from crossknow.data.pitfalls import RELEASE_LANGUAGES
 from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
-from crossknow.generation.structured import TRANSPORT_FAILURE, CostMeter, StructuredClient, sum_meters
+from crossknow.generation.cached_calls import CostMeter, sum_meters
+from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient
 from crossknow.pitfalls.candidates import CandidateList, append_json_line, read_appended_records
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.probe.constraints import Similarity

@@ -17,9 +17,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from crossknow.errors import CrossknowError
+from crossknow.generation.cached_calls import CostMeter, sum_meters
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import CostMeter, sum_meters
 from crossknow.models.access import GENERATING, ModelAccess, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.registry import parse_spec
 from crossknow.pitfalls.candidates import CandidateList
