@@ -210,7 +210,7 @@ def test_the_demo_runs_three_recipes_with_local_models_and_resumes_for_free(tmp_
         assert account["conversion_rate"] == pytest.approx(converted / account["sources"])
         assert f"{converted / account['sources']:.1%}" in result.output
         assert (out / name / "report.html").exists()
-    assert summary["runs"]["beam"]["account"]["sources"] == 1  # the reduced beam probes one question
+    assert summary["runs"]["beam"]["account"]["sources"] == 5  # the reduced beam probes every kept question
     # the embedded base model plays every part: the console and the side-by-side report say so first
     assert "These numbers check the machinery, not a model's weakness" in result.output
     assert "table-recipes" in (out / "report.html").read_text(encoding="utf-8")

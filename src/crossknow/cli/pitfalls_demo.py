@@ -54,7 +54,7 @@ def demo(
     out: Path = typer.Option(Path("runs/pitfalls-demo"), help="Directory of the three runs; run again to resume."),
     lang: str = typer.Option("ja", help="Target language code."),
     n: int = typer.Option(6, help="Questions drawn (equally over the two files) before the English prefilter."),
-    beam_sources: int = typer.Option(1, help="Prefiltered questions the reduced beam searches."),
+    beam_sources: int = typer.Option(5, help="Prefiltered questions the reduced beam searches."),
     proxy_max_tokens: int = typer.Option(64, help="Most tokens of one proxy output (the paper's: 1,024)."),
     seed: int = typer.Option(0, help="Seed of the draw."),
 ) -> None:
