@@ -1,4 +1,4 @@
-"""The build's prompts for base models (`StructuredClient.prompt_format == "completion"`): crossknow's own few-shot
+"""The build's prompts for base models (a client whose `prompt_format` is completion): crossknow's own few-shot
 prompts, one short field per call, stopped at the newline, with strict parsers; a chat model gets the paper's.
 
 A question, then its answer, after A.1's two examples; each translated field after three invented shots

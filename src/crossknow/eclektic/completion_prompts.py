@@ -1,4 +1,4 @@
-"""Few-shot completion prompts for base models (`StructuredClient.prompt_format == "completion"`): answering and
+"""Few-shot completion prompts for base models (a client whose `prompt_format` is completion): answering and
 judging, crossknow's own; chat models keep the paper's (`crossknow.eclektic.prompts`).
 
 Answering: "Question: ...\\nAnswer:" after `SHOTS` other questions in the asked language, chosen by a generator seeded
