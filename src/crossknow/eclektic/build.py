@@ -36,7 +36,7 @@ from crossknow.eclektic.build_prompts import (
 from crossknow.eclektic.build_records import BuildConfig, BuildSummary, BuiltQuestion, Translation
 from crossknow.eclektic.review_sheet import export_sheet
 from crossknow.errors import CrossknowError
-from crossknow.generation.ask import ChatPrompt, Prompt, TextOutput, TextParser
+from crossknow.generation.ask import Ask, ChatPrompt, Prompt, Reading, TextOutput, TextParser
 from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import Role
 from crossknow.generation.structured import StructuredClient, StructuredOutcome
@@ -202,28 +202,34 @@ class _Steps:
         results = {}
         for out_lang in dict.fromkeys(job.out_lang for job in jobs):
             group = [job for job in jobs if job.out_lang == out_lang]
-            output, parsers = TextOutput(translation_parser(out_lang)), None
-            if self.client.prompt_format == "completion":
-                prompts: list[Prompt] = [translation_completion(job.in_lang, out_lang, job.text) for job in group]
-                parsers = [completion_translation_parser(job.in_lang, out_lang, job.text) for job in group]
-            else:
-                prompts = [ChatPrompt(None, translation_prompt(job.in_lang, out_lang, job.text)) for job in group]
-            outcomes = self._call(prompts, output, f"{step} -> {out_lang}", parsers)
+            asks = [Ask(ChatPrompt(None, translation_prompt(job.in_lang, out_lang, job.text)),
+                        translation_completion(job.in_lang, out_lang, job.text),
+                        completion_parse=completion_translation_parser(job.in_lang, out_lang, job.text))
+                    for job in group]
+            reading = Reading(*[TextOutput(translation_parser(out_lang))] * 2)
+            outcomes = self._ask(asks, reading, f"{step} -> {out_lang}")
             results |= {job.key: outcome for job, outcome in zip(group, outcomes, strict=True)}
         return results
 
     def _call(self, prompts: Sequence[Prompt], output: TextOutput, step: str,
               parsers: Sequence[TextParser] | None = None) -> list[StructuredOutcome]:
-        """`client.call_many` in batches (with one parser per prompt where `parsers` are given), reporting progress
-        after each."""
+        """`client.call_many` in batches, with one parser per prompt where `parsers` are given (`_in_batches`)."""
+        return self._in_batches(len(prompts), step, lambda start, end: self.client.call_many(
+            prompts[start:end], output, parsers=parsers[start:end] if parsers is not None else None))
+
+    def _ask(self, asks: Sequence[Ask], reading: Reading, step: str) -> list[StructuredOutcome]:
+        """`client.ask_many` in batches (`_in_batches`)."""
+        return self._in_batches(len(asks), step, lambda start, end: self.client.ask_many(asks[start:end], reading))
+
+    def _in_batches(self, total: int, step: str,
+                    ask: Callable[[int, int], list[StructuredOutcome]]) -> list[StructuredOutcome]:
+        """The outcomes of `ask(start, end)` over `total` requests, `batch_size` at a time, reporting progress
+        after each batch and adding their cost."""
         outcomes: list[StructuredOutcome] = []
-        size = self.config.batch_size
-        for start in range(0, len(prompts), size):
-            end = start + size
-            outcomes += self.client.call_many(prompts[start:end], output,
-                                              parsers=parsers[start:end] if parsers is not None else None)
+        for start in range(0, total, self.config.batch_size):
+            outcomes += ask(start, start + self.config.batch_size)
             if self.on_progress:
-                self.on_progress(step, len(outcomes), len(prompts), self.client.meter)
+                self.on_progress(step, len(outcomes), total, self.client.meter)
         self.cost_usd += sum(outcome.cost_usd for outcome in outcomes)
         return outcomes
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from crossknow.generation.ask import ChatPrompt, CompletionPrompt, TextOutput, TextParser
+from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput, TextParser
 from crossknow.pitfalls.pair_translation import (
     EMPTY_OUTPUT,
     coded,
@@ -105,6 +105,10 @@ def distraction_parser(question: str, option: str = "", examples: Sequence[str] 
     return parse
 
 
+DISTRACTION_READING = Reading(TextOutput(parse_distraction), TextOutput(parse_distraction))
+"""Free text in either form; each distraction's own parser (`distraction_parser`) checks it."""
+
+
 def parse_new_question(text: str) -> tuple[str | None, str | None]:
     """The rewritten question of a direct-perturbation output ("New question: ...")."""
     return _after_marker(_NEW_QUESTION, text)
@@ -123,11 +127,9 @@ class ProxyPerturbation:
     def expand(self, parents: Sequence[PairNode]) -> Expansion:
         """One child per (parent, incorrect option)."""
         asked = [(p, k) for p in parents for k in range(len(p.english.choices)) if k != p.english.answer]
-        prompts = [self._prompt(p.english, k) for p, k in asked]
-        examples = PERTURBATION_OUTPUTS if self.proxy.perturber.prompt_format == "completion" else ()
-        parsers = [distraction_parser(p.english.question, p.english.choices[k], examples) for p, k in asked]
         seeds = [prompt_seed(p.id, str(k)) for p, k in asked]
-        outcomes = self.proxy.perturber.call_many(prompts, TextOutput(parse_distraction), seeds=seeds, parsers=parsers)
+        outcomes = self.proxy.perturber.ask_many([self._ask(p.english, k) for p, k in asked], DISTRACTION_READING,
+                                                 seeds=seeds)
         made = [(p, k, o.value) for (p, k), o in zip(asked, outcomes, strict=True) if o.valid]
         expansion = Expansion(rejected=[
             Rejection(p.id, f"perturbation {coded(o.error or '')}")
@@ -143,13 +145,16 @@ class ProxyPerturbation:
         return expansion
 
 
-    def _prompt(self, question: MCQuestion, option: int) -> ChatPrompt | CompletionPrompt:
-        """The prompt for a distraction from incorrect option `option`: Appendix E's template for a chat model,
-        crossknow's few-shot `perturbation_completion` (one line) for a base model."""
-        if self.proxy.perturber.prompt_format == "completion":
-            return CompletionPrompt(perturbation_completion(question.question, question.choices[option]))
-        return ChatPrompt(None, fill(PERTURBATION_TEMPLATE, question=question.question,
-                                     answer=question.choices[question.answer], wrong_answer=question.choices[option]))
+    @staticmethod
+    def _ask(question: MCQuestion, option: int) -> Ask:
+        """A distraction from incorrect option `option`: Appendix E's template for a chat model, crossknow's few-shot
+        `perturbation_completion` (one line, which may not repeat an example's distraction) for a base model."""
+        wrong = question.choices[option]
+        return Ask(ChatPrompt(None, fill(PERTURBATION_TEMPLATE, question=question.question,
+                                         answer=question.choices[question.answer], wrong_answer=wrong)),
+                   CompletionPrompt(perturbation_completion(question.question, wrong)),
+                   chat_parse=distraction_parser(question.question, wrong),
+                   completion_parse=distraction_parser(question.question, wrong, PERTURBATION_OUTPUTS))
 
 
 class DirectPerturbation:
