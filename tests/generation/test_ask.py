@@ -8,7 +8,17 @@ from collections.abc import Sequence
 
 import pytest
 
-from crossknow.generation.ask import YES_NO, Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput, yes_no_value
+from crossknow.generation.ask import (
+    YES_NO,
+    Ask,
+    ChatPrompt,
+    CompletionPrompt,
+    Part,
+    Parts,
+    Reading,
+    TextOutput,
+    yes_no_value,
+)
 from crossknow.generation.structured import StructuredClient
 from crossknow.models.generator import AnswerContinuation, GenerateRequest, GenerateResult, Usage
 
@@ -23,10 +33,12 @@ class FormGenerator:
     def __init__(self, form: str, logprobs: dict[str, float] | None = None):
         self.prompt_format = form
         self.requests: list[GenerateRequest] = []
+        self.calls = 0
         self.logprobs = logprobs or {" yes": math.log(0.3), " no": math.log(0.1)}
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         self.requests += requests
+        self.calls += 1
         texts = [f"base:{r.prompt.splitlines()[-1]}" if r.prompt is not None else f"chat:{r.messages[-1].content}"
                  for r in requests]
         return [GenerateResult(text, self.name, self.model_id, Usage(3, 2), None, "stop") for text in texts]
@@ -78,3 +90,29 @@ def test_a_yes_no_question_gives_p_yes_in_both_forms() -> None:
     assert [o.value for o in chat] == [1.0, 0.0]
     base = StructuredClient(FormGenerator("completion")).ask_many(says_yes, reading)
     assert [o.value for o in base] == pytest.approx([0.3 / (0.3 + 0.1)] * 2)  # p(yes) / (p(yes) + p(no))
+
+
+def test_a_base_model_answers_in_parts_in_one_call_and_the_parts_are_assembled() -> None:
+    def asked(k: int, broken: bool = False) -> Ask:
+        parts = Parts((Part(CompletionPrompt(f"x\nfirst {k}"), seed=100 + k),
+                       Part(CompletionPrompt(f"x\nsecond {k}"), word_parser("nothing" if broken else f"second {k}"))),
+                      assemble=lambda values: (" + ".join(values), None),
+                      worst=lambda errors: errors[-1])
+        return Ask(ChatPrompt(None, f"both {k}"), parts)
+
+    generator = FormGenerator("completion")
+    good, bad = StructuredClient(generator, max_attempts=1).ask_many([asked(0), asked(1, broken=True)],
+                                                                     Reading(FREE, FREE), seeds=[7, 8])
+    assert len(generator.requests) == 4 and generator.calls == 1  # every part of every ask in one call
+    assert [r.seed for r in generator.requests] == [100, 7, 101, 8]  # a part's own seed, else its ask's
+    assert good.value == "base:first 0 + base:second 0" and good.attempts == 2 and good.usage.prompt_tokens == 6
+    assert bad.value is None and bad.error == "not 'nothing': 'base:second 1'"
+
+
+def test_a_chat_model_asks_each_shape_of_answer_in_a_call_of_its_own() -> None:
+    upper = TextOutput(lambda text: (text.upper(), None))
+    asks = [Ask(ChatPrompt(None, "a"), CompletionPrompt("a")), Ask(ChatPrompt(None, "b"), CompletionPrompt("b"),
+                                                                   chat_output=upper)]
+    generator = FormGenerator("chat")
+    outcomes = StructuredClient(generator).ask_many(asks, Reading(FREE, FREE))
+    assert [o.value for o in outcomes] == ["chat:a", "CHAT:B"] and generator.calls == 2

@@ -65,14 +65,38 @@ YES_NO = "yes/no"
 
 
 @dataclass(frozen=True)
+class Part:
+    """One field of a base model's answer, asked on its own line: its prompt, its parser, and its own seed where the
+    field's requests must differ from the other fields' (None: the ask's seed)."""
+
+    prompt: CompletionPrompt
+    parse: TextParser | None = None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A base model's rendering of a question whose answer has several fields (crossknow's rule for base models: one
+    short field per call). Every part goes in one call with the other asks' parts; `assemble(values)` then makes the
+    answer from the parts' values in order, or says why they make none (None, why). A part still invalid makes the
+    question invalid, reported by the error `worst(errors)` picks (by default the first)."""
+
+    parts: tuple[Part, ...]
+    assemble: Callable[[list[Any]], tuple[Any, str | None]]
+    worst: Callable[[list[str]], str] | None = None
+
+
+@dataclass(frozen=True)
 class Ask:
     """One question in both renderings, each with the parser of its answer where the reading's own is not enough
-    (an answer valid for this question alone)."""
+    (an answer valid for this question alone). `chat_output` replaces the Reading's chat output for this question
+    (a JSON schema of its own shape: asks of one schema go in one call)."""
 
     chat: ChatPrompt
-    completion: CompletionPrompt
+    completion: CompletionPrompt | Parts
     chat_parse: TextParser | None = None
     completion_parse: TextParser | None = None
+    chat_output: type[BaseModel] | TextOutput | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.ask import YES_NO, Ask, CompletionPrompt, Prompt, Reading, TextOutput, TextParser
+from crossknow.generation.ask import YES_NO, Ask, CompletionPrompt, Part, Parts, Prompt, Reading, TextOutput, TextParser
 from crossknow.generation.cached_calls import CachedCalls, CostMeter
 from crossknow.generation.confidence import (
     answer_probability,
@@ -153,17 +153,40 @@ class StructuredClient:
         self, asks: Sequence[Ask], reading: Reading, *, seeds: Sequence[int] | None = None
     ) -> list[StructuredOutcome]:
         """One outcome per ask, in order, each asked in the rendering this client's model takes (`prompt_format`) and
-        read as `reading` says for that form: `call_many`, or `yes_no_many` for a YES_NO completion (which takes no
-        seeds: it scores, or reads the written word greedily)."""
-        completion = self.prompt_format == "completion"
-        if completion and reading.completion == YES_NO:
-            return self.yes_no_many([ask.completion for ask in asks])
-        output = reading.completion if completion else reading.chat
+        read as `reading` says for that form: `call_many` (chat asks grouped by their output, a base model's parts
+        all in one call and assembled), or `yes_no_many` for a YES_NO completion (which takes no seeds: it scores,
+        or reads the written word greedily)."""
+        base_seeds = list(seeds) if seeds is not None else [self.seed] * len(asks)
+        if self.prompt_format != "completion":
+            return self._ask_chat(asks, reading, base_seeds)
+        if reading.completion == YES_NO:
+            return self.yes_no_many([ask.completion for ask in asks])  # type: ignore[misc]
+        output = reading.completion
         assert not isinstance(output, str)
-        parsers = [ask.completion_parse if completion else ask.chat_parse for ask in asks]
         default = self._output_form(output, None)[2]
-        return self.call_many([ask.completion if completion else ask.chat for ask in asks], output, seeds=seeds,
-                              parsers=None if not any(parsers) else [parse or default for parse in parsers])
+        asked = [(k, part) for k, ask in enumerate(asks) for part in _parts(ask)]
+        outcomes = self.call_many([part.prompt for _, part in asked], output,
+                                  seeds=[base_seeds[k] if part.seed is None else part.seed for k, part in asked],
+                                  parsers=[part.parse or default for _, part in asked])
+        by_ask: list[list[StructuredOutcome]] = [[] for _ in asks]
+        for (k, _), outcome in zip(asked, outcomes, strict=True):
+            by_ask[k].append(outcome)
+        return [_assembled(ask.completion, mine) if isinstance(ask.completion, Parts) else mine[0]
+                for ask, mine in zip(asks, by_ask, strict=True)]
+
+    def _ask_chat(self, asks: Sequence[Ask], reading: Reading, seeds: list[int]) -> list[StructuredOutcome]:
+        """`ask_many` for a chat model: one `call_many` per chat output (the Reading's, or an ask's own)."""
+        outcomes: list[StructuredOutcome | None] = [None] * len(asks)
+        outputs = [ask.chat_output or reading.chat for ask in asks]
+        for output in dict.fromkeys(outputs):
+            mine = [k for k, other in enumerate(outputs) if other is output]
+            default = self._output_form(output, None)[2]
+            parsers = [asks[k].chat_parse for k in mine]
+            answered = self.call_many([asks[k].chat for k in mine], output, seeds=[seeds[k] for k in mine],
+                                      parsers=[parse or default for parse in parsers] if any(parsers) else None)
+            for k, outcome in zip(mine, answered, strict=True):
+                outcomes[k] = outcome
+        return outcomes  # type: ignore[return-value]
 
     def call_many(
         self,
@@ -373,6 +396,30 @@ class StructuredClient:
             return None
         values = [p_yes for p_yes, _ in self._scored_yes_no(content_free)]
         return sum(values) / len(values)
+
+
+def _parts(ask: Ask) -> tuple[Part, ...]:
+    """The completion prompts of `ask`: its parts, or its one prompt as a part with the ask's parser."""
+    if isinstance(ask.completion, Parts):
+        return ask.completion.parts
+    return (Part(ask.completion, ask.completion_parse),)
+
+
+def _assembled(parts: Parts, outcomes: list[StructuredOutcome]) -> StructuredOutcome:
+    """The outcome of a question asked in parts: `parts.assemble` of the parts' values, or the error `parts.worst`
+    picks among the invalid parts'; attempts, usage and cost summed, cached when every part was."""
+    errors = [outcome.error or "invalid output" for outcome in outcomes if not outcome.valid]
+    if errors:
+        value, error = None, (parts.worst or (lambda found: found[0]))(errors)
+    else:
+        value, error = parts.assemble([outcome.value for outcome in outcomes])
+    return StructuredOutcome(
+        value=None if error else value, raw_text="\n".join(outcome.raw_text for outcome in outcomes), error=error,
+        yes_probability=None, attempts=sum(outcome.attempts for outcome in outcomes),
+        cached=all(outcome.cached for outcome in outcomes),
+        usage=Usage(sum(o.usage.prompt_tokens for o in outcomes), sum(o.usage.completion_tokens for o in outcomes)),
+        cost_usd=sum(outcome.cost_usd for outcome in outcomes),
+    )
 
 
 # ---- parsing ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from crossknow.data.languages import language_name
 from crossknow.data.pair_rules import FLAWS, flaw_reason, pair_flaws
-from crossknow.generation.ask import ChatPrompt, CompletionPrompt, TextOutput, TextParser
+from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Part, Parts, Reading, TextOutput, TextParser
 from crossknow.generation.echo import echoed_example, holds
 from crossknow.generation.overlap import longest_run, units
 from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient, parse_structured
@@ -229,52 +229,45 @@ def translate_pairs(translator: StructuredClient, questions: Sequence[MCQuestion
                     language: str) -> list[MCQuestion | str]:
     """Each question translated into `language` (code `lang`) with its choices and answer, keeping its answer
     index; or, where no valid translation came, '<reason code>: <error>' (a transport failure keeps the
-    client's TRANSPORT_FAILURE text, so a caller can ask again). A client that asks by completion
-    (`StructuredClient.prompt_format`) translates field by field (`translate_fields`), any other as one JSON output."""
-    if translator.prompt_format == "completion":
-        return translate_fields(translator, questions, lang, language)
-    result: list[MCQuestion | str] = [INVALID_OUTPUT] * len(questions)
-    for count, index in sorted({(len(q.choices), q.answer) for q in questions}):
-        asked = [i for i, q in enumerate(questions) if (len(q.choices), q.answer) == (count, index)]
-        prompts = [ChatPrompt(None, pair_prompt(questions[i], lang, language)) for i in asked]
-        schema = translated_pair_schema(count, index)
-        parsers = [_pair_parser(questions[i], language, schema) for i in asked]
-        for i, outcome in zip(asked, translator.call_many(prompts, schema, parsers=parsers), strict=True):
-            if outcome.valid:
-                value = outcome.value
-                result[i] = MCQuestion(value.text.strip(), tuple(c.strip() for c in value.choices), index, lang)
-            else:
-                result[i] = coded(outcome.error or INVALID_OUTPUT)
-    return result
-
-
-def translate_fields(translator: StructuredClient, questions: Sequence[MCQuestion], lang: str,
-                     language: str) -> list[MCQuestion | str]:
-    """`translate_pairs` for a base model, with crossknow's few-shot completion prompts
-    (`crossknow.pitfalls.prompts.translation_completion`): the question and then each choice in a call of its own
-    (all in one `call_many`), each one line checked by `field_problem`; the answer is the translated choice at the
-    original answer's index, so the structure is the source's by construction, never asked of the model. The
-    assembled pair then passes the schema's checks (two choices translated alike make an `answer_index` flaw).
-    A question with several failed fields is reported by the first failure in `REASON_CODES` order."""
-    fields = [(i, text, sources) for i, q in enumerate(questions)
-              for text, sources in ((q.question, (q.question,)), *((c, q.choices) for c in q.choices))]
-    names = [language_name(q.lang) for q in questions]
-    prompts = [CompletionPrompt(translation_completion(text, lang, language, names[i])) for i, text, _ in fields]
-    parsers = [field_parser(sources, language, examples=translation_examples(lang, sources) if names[i] == "English"
-                            else ()) for i, _, sources in fields]
-    outcomes = translator.call_many(prompts, FIELD, parsers=parsers)
+    client's TRANSPORT_FAILURE text, so a caller can ask again). A chat model answers with one JSON output of the
+    question's schema; a base model field by field (`pair_fields`)."""
+    asks = []
+    for question in questions:
+        schema = translated_pair_schema(len(question.choices), question.answer)
+        asks.append(Ask(ChatPrompt(None, pair_prompt(question, lang, language)), pair_fields(question, lang, language),
+                        chat_parse=_pair_parser(question, language, schema), chat_output=schema))
     result: list[MCQuestion | str] = []
-    for i, question in enumerate(questions):
-        mine = [outcome for (owner, _, _), outcome in zip(fields, outcomes, strict=True) if owner == i]
-        errors = [outcome.error or INVALID_OUTPUT for outcome in mine if not outcome.valid]
-        if errors:
-            result.append(coded(min(errors, key=_rank)))
-            continue
-        text, *choices = (outcome.value for outcome in mine)
-        pair = {"text": text, "choices": choices, "answer": choices[question.answer]}
-        _, error = parse_structured(json.dumps(pair), translated_pair_schema(len(choices), question.answer))
-        result.append(coded(error) if error else MCQuestion(text, tuple(choices), question.answer, lang))
+    for question, outcome in zip(questions, translator.ask_many(asks, Reading(PairFields, FIELD)), strict=True):
+        if outcome.valid:
+            value = outcome.value
+            result.append(MCQuestion(value.text.strip(), tuple(c.strip() for c in value.choices), question.answer,
+                                     lang))
+        else:
+            result.append(coded(outcome.error or INVALID_OUTPUT))
     return result
+
+
+def pair_fields(question: MCQuestion, lang: str, language: str) -> Parts:
+    """A base model's translation of `question`, with crossknow's few-shot completion prompts
+    (`crossknow.pitfalls.prompts.translation_completion`): the question and then each choice asked on its own line,
+    each checked by `field_problem`; the answer is the translated choice at the original answer's index, so the
+    structure is the source's by construction, never asked of the model. The assembled pair then passes the schema's
+    checks (two choices translated alike make an `answer_index` flaw). A question with several failed fields is
+    reported by the first failure in `REASON_CODES` order."""
+    source = language_name(question.lang)
+    fields = ((question.question, (question.question,)), *((choice, question.choices) for choice in question.choices))
+    parts = tuple(Part(CompletionPrompt(translation_completion(text, lang, language, source)),
+                       field_parser(sources, language,
+                                    examples=translation_examples(lang, sources) if source == "English" else ()))
+                  for text, sources in fields)
+    schema = translated_pair_schema(len(question.choices), question.answer)
+
+    def assemble(values: list[str]) -> tuple[TranslatedPair | None, str | None]:
+        text, *choices = values
+        pair = {"text": text, "choices": choices, "answer": choices[question.answer]}
+        return parse_structured(json.dumps(pair), schema)
+
+    return Parts(parts, assemble, worst=lambda errors: min(errors, key=_rank))
 
 
 def _rank(error: str) -> int:
