@@ -1,7 +1,8 @@
 """What a stage asks, once, in both forms a model can take: the request object.
 
 A stage builds one `Ask` per question, holding the chat rendering (the papers' prompts) and the completion rendering
-(crossknow's few-shot prompt for a base model), and names how each form's output is read (`Reading`).
+(crossknow's few-shot prompt for a base model, or its `Parts`: one short field a call, assembled by the stage), and
+names how each form's output is read (`Reading`).
 `StructuredClient.ask_many` sends the rendering its model takes; the stage never tests which that is.
 """
 

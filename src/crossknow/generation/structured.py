@@ -6,6 +6,7 @@ its reason, never raised or dropped. A `ChatPrompt` or `CompletionPrompt` is ask
 a completion's retry samples at `RETRY_TEMPERATURE` (crossknow's choice; docs/scoring.md, "How a stage asks").
 The cache, meter and spend ledger are `CachedCalls`'; exact yes/no scores are `crossknow.generation.confidence`'s.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,5 +1,5 @@
-"""Which keys of a run's config may differ when the run resumes, and which an older run lacks at their defaults,
-declared on the config's own fields.
+"""Which keys of a run's config may differ when the run resumes, and what an older run that lacks a key did (its
+default, or a `Before` value), declared on the config's own fields.
 
 A field typed `Annotated[T, VOLATILE]` cannot change a result already written (a batch size, a server's address, a
 timeout, a request cache): `RunDir.open` lets it differ on resume. Every other field must equal the run's. A field
