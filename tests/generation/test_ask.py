@@ -8,11 +8,13 @@ from collections.abc import Sequence
 
 import pytest
 
+from crossknow.errors import CrossknowError
 from crossknow.generation.ask import (
     YES_NO,
     Ask,
     ChatPrompt,
     CompletionPrompt,
+    NoCompletion,
     Part,
     Parts,
     Reading,
@@ -116,3 +118,13 @@ def test_a_chat_model_asks_each_shape_of_answer_in_a_call_of_its_own() -> None:
     generator = FormGenerator("chat")
     outcomes = StructuredClient(generator).ask_many(asks, Reading(FREE, FREE))
     assert [o.value for o in outcomes] == ["chat:a", "CHAT:B"] and generator.calls == 2
+
+
+def test_a_question_without_a_completion_form_stops_a_base_model_before_any_request() -> None:
+    asks = [ASKS[0], Ask(ChatPrompt(None, "in Korean"), NoCompletion("no examples in Korean (ko)"))]
+    chat = FormGenerator("chat")
+    assert [o.value for o in StructuredClient(chat).ask_many(asks, Reading(FREE, FREE))][1] == "chat:in Korean"
+    base = FormGenerator("completion")
+    with pytest.raises(CrossknowError, match=r"no examples in Korean \(ko\)"):
+        StructuredClient(base).ask_many(asks, Reading(FREE, FREE))
+    assert base.requests == []

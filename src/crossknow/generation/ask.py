@@ -88,13 +88,21 @@ class Parts:
 
 
 @dataclass(frozen=True)
+class NoCompletion:
+    """A question with no completion rendering (crossknow's few-shot prompt has no examples for its input): asking it
+    of a base model is an error that says `why`, raised before any request is sent."""
+
+    why: str
+
+
+@dataclass(frozen=True)
 class Ask:
     """One question in both renderings, each with the parser of its answer where the reading's own is not enough
     (an answer valid for this question alone). `chat_output` replaces the Reading's chat output for this question
     (a JSON schema of its own shape: asks of one schema go in one call)."""
 
     chat: ChatPrompt
-    completion: CompletionPrompt | Parts
+    completion: CompletionPrompt | Parts | NoCompletion
     chat_parse: TextParser | None = None
     completion_parse: TextParser | None = None
     chat_output: type[BaseModel] | TextOutput | None = None

@@ -20,7 +20,18 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.ask import YES_NO, Ask, CompletionPrompt, Part, Parts, Prompt, Reading, TextOutput, TextParser
+from crossknow.generation.ask import (
+    YES_NO,
+    Ask,
+    CompletionPrompt,
+    NoCompletion,
+    Part,
+    Parts,
+    Prompt,
+    Reading,
+    TextOutput,
+    TextParser,
+)
 from crossknow.generation.cached_calls import CachedCalls, CostMeter
 from crossknow.generation.confidence import (
     answer_probability,
@@ -156,10 +167,14 @@ class StructuredClient:
         """One outcome per ask, in order, each asked in the rendering this client's model takes (`prompt_format`) and
         read as `reading` says for that form: `call_many` (chat asks grouped by their output, a base model's parts
         all in one call and assembled), or `yes_no_many` for a YES_NO completion (which takes no seeds: it scores,
-        or reads the written word greedily)."""
+        or reads the written word greedily). A base model asked a question with `NoCompletion` raises its reason
+        before any request."""
         base_seeds = list(seeds) if seeds is not None else [self.seed] * len(asks)
         if self.prompt_format != "completion":
             return self._ask_chat(asks, reading, base_seeds)
+        refused = next((ask.completion for ask in asks if isinstance(ask.completion, NoCompletion)), None)
+        if refused is not None:
+            raise CrossknowError(refused.why)
         if reading.completion == YES_NO:
             return self.yes_no_many([ask.completion for ask in asks])  # type: ignore[misc]
         output = reading.completion

@@ -105,15 +105,23 @@ LANGUAGE_SCRIPTS: dict[str, frozenset[str]] = {
 """The scripts each language of `crossknow.perturb.prompts.LANGUAGES` is written in."""
 
 
-def check_completion_languages(lang: str, target_lang: str | None = None) -> None:
-    """CrossknowError unless the completion form has examples in `lang` (and `target_lang`, translation's)."""
+def completion_problem(lang: str, target_lang: str | None = None) -> str | None:
+    """Why the completion form cannot ask about a `lang` sentence (and `target_lang`, translation's): it has no
+    examples in that language; None when it can."""
     for code in (lang, target_lang):
         if code is not None and code not in PATTERNS:
-            raise CrossknowError(
-                f"the completion form of the rewrite prompts (crossknow's few-shot prompts for base models) has "
-                f"examples in {' and '.join(f'{language_name(c)} ({c})' for c in COMPLETION_LANGUAGES)} only, not in "
-                f"{language_name(code)} ({code}); ask a chat model (a generator spec ending in #chat) for "
-                f"{language_name(code)} rewrites and translations")
+            return (f"the completion form of the rewrite prompts (crossknow's few-shot prompts for base models) has "
+                    f"examples in {' and '.join(f'{language_name(c)} ({c})' for c in COMPLETION_LANGUAGES)} only, not "
+                    f"in {language_name(code)} ({code}); ask a chat model (a generator spec ending in #chat) for "
+                    f"{language_name(code)} rewrites and translations")
+    return None
+
+
+def check_completion_languages(lang: str, target_lang: str | None = None) -> None:
+    """CrossknowError unless the completion form has examples in `lang` (and `target_lang`, translation's)."""
+    problem = completion_problem(lang, target_lang)
+    if problem is not None:
+        raise CrossknowError(problem)
 
 
 def _block(source_label: str, target_label: str, sentence: str, rewrite: str | None = None) -> str:

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.ask import TextOutput
+from crossknow.generation.ask import Ask, NoCompletion, Reading, TextOutput
 from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient, StructuredOutcome
 from crossknow.perturb.completion_prompts import (
     UNCHANGED,
-    check_completion_languages,
+    completion_problem,
     rewrite_completion,
     rewrite_parser,
 )
@@ -70,13 +70,20 @@ def _row(request: RewriteRequest, outcome: StructuredOutcome) -> dict:
     }
 
 
-def _ask(chunk: Sequence[RewriteRequest], client: StructuredClient) -> list[StructuredOutcome]:
-    """The outcomes of `chunk`, asked in the client's prompt format (module docstring)."""
-    if client.prompt_format != "completion":
-        return client.call_many([rewrite_prompt(r.style, r.sentence, r.lang, r.target_lang) for r in chunk], Rewrite)
-    asked = [rewrite_completion(r.style, r.sentence, r.lang, r.target_lang) for r in chunk]
-    parsers = [rewrite_parser(a, r.style, r.sentence, r.lang, r.target_lang) for a, r in zip(asked, chunk, strict=True)]
-    return client.call_many([a.prompt for a in asked], TextOutput(parsers[0]), parsers=parsers)
+def rewrite_ask(request: RewriteRequest) -> Ask:
+    """`request` in both forms: the chat prompt with its JSON answer, and crossknow's few-shot completion prompt with
+    its one-line parser, or `NoCompletion` where that form has no examples in the request's languages."""
+    chat = rewrite_prompt(request.style, request.sentence, request.lang, request.target_lang)
+    problem = completion_problem(request.lang, request.target_lang if request.style == "translation" else None)
+    if problem is not None:
+        return Ask(chat, NoCompletion(problem))
+    asked = rewrite_completion(request.style, request.sentence, request.lang, request.target_lang)
+    return Ask(chat, asked.prompt, completion_parse=rewrite_parser(asked, request.style, request.sentence,
+                                                                   request.lang, request.target_lang))
+
+
+REWRITE_READING = Reading(Rewrite, TextOutput(lambda _: (None, "no parser")))
+"""A chat model's JSON rewrite; a base model's line, read by each request's own parser (`rewrite_parser`)."""
 
 
 def run_rewrites(
@@ -85,16 +92,14 @@ def run_rewrites(
 ) -> dict[tuple[str, int, str], RewriteResult]:
     """Ask every request no committed shard holds, `batch_size` a shard, in the client's prompt format; return every
     committed outcome keyed by (source_id, sentence index, style). CrossknowError after the stage when a request
-    failed in transport, and before any call when the completion form has no examples in a request's language."""
+    failed in transport, and before a shard is asked when a base model gets a request its completion form has no
+    examples for (the pipeline checks the run's languages before it starts)."""
     done = stage.done_keys()
     pending = list({r.key: r for r in requests if r.key not in done}.values())
-    if client.prompt_format == "completion":
-        for request in pending:
-            check_completion_languages(request.lang, request.target_lang if request.style == "translation" else None)
     total, finished, failed = len(pending), 0, []
     for start in range(0, len(pending), batch_size):
         chunk = pending[start:start + batch_size]
-        outcomes = _ask(chunk, client)
+        outcomes = client.ask_many([rewrite_ask(r) for r in chunk], REWRITE_READING)
         rows = [_row(r, o) for r, o in zip(chunk, outcomes, strict=True)
                 if o.valid or not (o.error or "").startswith(TRANSPORT_FAILURE)]
         failed += [o.error for o in outcomes if not o.valid and (o.error or "").startswith(TRANSPORT_FAILURE)]
