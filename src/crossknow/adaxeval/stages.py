@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from crossknow.adaxeval.records import CallInfo, Status
 from crossknow.data.schemas import Record
-from crossknow.generation.ask import ChatPrompt, CompletionPrompt, TextOutput, TextParser
+from crossknow.generation.ask import OWN_PARSERS, ChatPrompt, CompletionPrompt, TextParser
 from crossknow.generation.structured import StructuredClient, StructuredOutcome
 from crossknow.store.run_dir import ShardedTable
 
@@ -268,8 +268,6 @@ def ask_in_rounds(
     return results
 
 
-FIELD_OUTPUT = TextOutput(lambda text: (None, "no parser"))
-"""A completion field is free text; `ask_fields` passes each prompt's own parser."""
 
 
 def first_line(text: str, label: str = "") -> str:
@@ -304,7 +302,7 @@ def ask_fields(
 
         return parse
 
-    outcomes = client.call_many(prompts, FIELD_OUTPUT, parsers=[logged(i) for i in range(len(prompts))])
+    outcomes = client.call_many(prompts, OWN_PARSERS, parsers=[logged(i) for i in range(len(prompts))])
     for result, outcome in zip(results, outcomes, strict=True):
         result.last = outcome
         if not transport_failed(outcome):

@@ -60,6 +60,10 @@ class TextOutput:
     (only the seed differs)."""
 
 
+OWN_PARSERS = TextOutput(lambda _: (None, "no parser of its own"))
+"""Free text that each question's own parser reads (the output's parser is never used: a call passes one per
+prompt)."""
+
 YES_NO = "yes/no"
 """The completion output of a yes/no question: P(yes) after the prompt, which ends where " yes" or " no" follows
 (`StructuredClient.yes_no_many`)."""

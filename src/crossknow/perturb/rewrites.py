@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from crossknow.errors import CrossknowError
-from crossknow.generation.ask import Ask, NoCompletion, Reading, TextOutput
+from crossknow.generation.ask import OWN_PARSERS, Ask, NoCompletion, Reading
 from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient, StructuredOutcome
 from crossknow.perturb.completion_prompts import (
@@ -82,7 +82,7 @@ def rewrite_ask(request: RewriteRequest) -> Ask:
                                                                    request.lang, request.target_lang))
 
 
-REWRITE_READING = Reading(Rewrite, TextOutput(lambda _: (None, "no parser")))
+REWRITE_READING = Reading(Rewrite, OWN_PARSERS)
 """A chat model's JSON rewrite; a base model's line, read by each request's own parser (`rewrite_parser`)."""
 
 

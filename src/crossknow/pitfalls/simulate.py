@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
-from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput
+from crossknow.generation.ask import OWN_PARSERS, Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.structured import StructuredClient, prompt_format_of
 from crossknow.models.protocol import Scorer
@@ -110,8 +110,7 @@ RETRY_NOTE = (
 """crossknow's choice: appended from the second attempt on (at temperature 0.001 a new seed alone barely
 changes the output). Not in the paper."""
 
-SIMULATOR_READING = Reading(TextOutput(lambda _: (None, "no parser"), RETRY_NOTE),
-                            TextOutput(lambda _: (None, "no parser")))
+SIMULATOR_READING = Reading(TextOutput(OWN_PARSERS.parse, RETRY_NOTE), OWN_PARSERS)
 """Free text in either form, read by each question's own parser; a chat answer's retries carry RETRY_NOTE."""
 
 _PLACEHOLDER = re.compile(r"\{(question|choices)\}")

@@ -16,7 +16,7 @@ from typing import Any, get_args
 from pydantic import Field
 
 from crossknow.data.schemas import Record
-from crossknow.generation.ask import TextOutput, TextParser
+from crossknow.generation.ask import OWN_PARSERS, TextParser
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.structured import StructuredClient, StructuredOutcome, parse_structured, prompt_format_of
 from crossknow.training.qa_checks import answer_problem, pair_rules, question_problem, repeated, screen_pairs
@@ -43,8 +43,6 @@ from crossknow.training.records import (
 
 FIELD_MAX_TOKENS = 128
 """Most tokens of one few-shot field (a question or an answer is one line)."""
-FIELD_OUTPUT = TextOutput(lambda text: (None, "no parser"))
-"""A few-shot field is free text; each call passes its own parser (`question_parser`, `answer_parser`)."""
 
 
 class QAPairs(Record):
@@ -146,7 +144,7 @@ def _ask_fields(client: StructuredClient, docs: Sequence[Any], n: int) -> list[Q
     asking = list(docs)
     for _ in range(n):
         questions = client.call_many([question_prompt(doc, gathered[doc.id].questions) for doc in asking],
-                                     FIELD_OUTPUT, parsers=[question_parser(doc, gathered[doc.id].questions)
+                                     OWN_PARSERS, parsers=[question_parser(doc, gathered[doc.id].questions)
                                                             for doc in asking])
         answering = []
         for doc, outcome in zip(asking, questions, strict=True):
@@ -155,7 +153,7 @@ def _ask_fields(client: StructuredClient, docs: Sequence[Any], n: int) -> list[Q
                 answering.append((doc, outcome.value))
             else:
                 gathered[doc.id].reject(field_text(outcome.raw_text, doc.lang, "question"), None, outcome.error)
-        answers = client.call_many([answer_prompt(doc, q) for doc, q in answering], FIELD_OUTPUT,
+        answers = client.call_many([answer_prompt(doc, q) for doc, q in answering], OWN_PARSERS,
                                    parsers=[answer_parser(doc) for doc, _ in answering])
         for (doc, question), outcome in zip(answering, answers, strict=True):
             asked = gathered[doc.id]
