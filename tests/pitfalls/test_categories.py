@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -232,14 +233,26 @@ def test_resume_asks_nothing_twice_and_survives_a_torn_line(tmp_path):
     metrics = run_categorize(config, out, again)
     assert (metrics.calls, metrics.cached_calls, again.meter.calls) == (0, 0, 0)
 
-    # a kill while appending the last line: it is cut, and that pair alone is asked again, from the request cache
-    data = (out / "categories.jsonl").read_bytes()
-    (out / "categories.jsonl").write_bytes(data[: data.rfind(b"\n", 0, len(data) - 1) + 1 + 15])
+    # a kill before the last chunk's commit: its two pairs alone are asked again, from the request cache
+    manifest = out / "stages" / "categories" / "manifest.json"
+    shards = json.loads(manifest.read_text())["shards"]
+    manifest.write_text(json.dumps({"shards": shards[:-1]}))
     _, third = scripted_client(tmp_path)
     metrics = run_categorize(config, out, third)
-    assert (metrics.calls, metrics.cached_calls, metrics.table.n_classified) == (0, 1, 10)
+    assert (metrics.calls, metrics.cached_calls, metrics.table.n_classified) == (0, 2, 10)
     ids = [json.loads(line)["pair_id"] for line in (out / "categories.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 10
+
+    # a run of layout 1 (categories.jsonl its append-only log) killed while appending its last line: the torn line
+    # is cut, and that pair alone is asked again
+    shutil.rmtree(out / "stages")
+    (out / "layout.json").unlink()
+    data = (out / "categories.jsonl").read_bytes()
+    (out / "categories.jsonl").write_bytes(data[: data.rfind(b"\n", 0, len(data) - 1) + 1 + 15])
+    _, fifth = scripted_client(tmp_path)
+    metrics = run_categorize(config, out, fifth)
+    assert (metrics.calls, metrics.cached_calls, metrics.table.n_classified) == (0, 1, 10)
+    assert [json.loads(line)["pair_id"] for line in (out / "categories.jsonl").read_text().splitlines()] == ids
 
     # a larger --limit classifies only the new pairs
     _, fourth = scripted_client(tmp_path)
@@ -258,17 +271,19 @@ def candidate(pair_id: str, question: str, lang: str = "fr") -> CandidateRecord:
 def test_candidates_of_a_probe_run_are_categorized_in_its_directory(tmp_path):
     run = tmp_path / "probe"
     run.mkdir()
-    candidates = CandidateList(run / "candidates.jsonl")
-    for record in (candidate("s0:fr:a", "What is an atom?!"), candidate("s1:fr:b", "Who won the football cup?"),
-                   candidate("s2:fr:c", "Where is Paris?!")):
-        candidates.add(record)
+    candidates = CandidateList([candidate("s0:fr:a", "What is an atom?!"),
+                                candidate("s1:fr:b", "Who won the football cup?"),
+                                candidate("s2:fr:c", "Where is Paris?!")])
     generator, client = scripted_client(tmp_path)
-    rows = categorize_candidates(run, client)
+    rows = categorize_candidates(run, candidates.records(), client)
     assert {k: r.category for k, r in rows.items()} == {"s0:fr:a": GEN, "s1:fr:b": None, "s2:fr:c": SCI}
     assert rows["s1:fr:b"].error and rows["s0:fr:a"].lang == "fr"
-    assert len(CategoryLog(run / "categories.jsonl").rows) == 3
+    assert len(CategoryLog(run).rows) == 3
+    assert [json.loads(line)["pair_id"] for line in (run / "categories.jsonl").read_text().splitlines()] == \
+        ["s0:fr:a", "s1:fr:b", "s2:fr:c"]
     asked = len(generator.requests)
-    assert categorize_candidates(run, client).keys() == rows.keys() and len(generator.requests) == asked
+    assert categorize_candidates(run, candidates.records(), client).keys() == rows.keys()
+    assert len(generator.requests) == asked
     # the item form of the same candidates reads as the same pairs
     candidates.write_items(run / "candidate_items.jsonl")
     pairs, skipped = read_category_pairs(run / "candidate_items.jsonl")
@@ -311,7 +326,7 @@ def test_the_command_prints_table4_and_writes_the_report(tmp_path, monkeypatch):
 
 
 def _check_real_run(metrics, out: Path, n: int) -> None:
-    rows = list(CategoryLog(out / "categories.jsonl").rows.values())
+    rows = list(CategoryLog(out).rows.values())
     assert len(rows) == n  # no pair lost
     for row in rows:
         assert (row.category in CATEGORIES and row.error is None) or (row.category is None and row.error)

@@ -5,6 +5,7 @@ loss as simulator, two released English sources."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from crossknow.data.formats import load_item_set
 from crossknow.models.generator import GenerationFailed
 from crossknow.pitfalls.pairs import SourceQuestion
-from crossknow.pitfalls.probe.probe import run_probe
+from crossknow.pitfalls.probe.probe import BATCH_TABLE, run_probe
 from crossknow.pitfalls.probe.recipes import RECIPES, get_recipe
 from crossknow.pitfalls.probe.transformation import DirectPerturbation, ProxyPerturbation, placement
 from crossknow.pitfalls.proxy import ProxyLLM
@@ -74,13 +75,11 @@ def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
     assert first["lineage"][0]["wrong_option"] == 1 and placement(first["parent_id"], 1) == "after"
     assert (english.prompt, target.prompt) == ("Question 0? hint about option 1",
                                                "FR(Question 0?) FR(hint about option 1)")
-    # killed during the second batch: its line and its last two pairs never written
+    # killed during the second batch: nothing of it committed, its record and its three pairs
     lines = (out / "candidates.jsonl").read_text().splitlines(keepends=True)
-    (out / "candidates.jsonl").write_text("".join(lines[:-2]))
-    batches = (out / "batches.jsonl").read_text().splitlines(keepends=True)
-    (out / "batches.jsonl").write_text(batches[0])
+    drop_last_shard(out / "stages" / "batches")
     resumed = run_probe("paper", sources, proxy, [FooledByHints()], out, lang="fr")
-    assert (resumed.candidates, resumed.found_now) == (15, 2)
+    assert (resumed.candidates, resumed.found_now) == (15, 3)
     assert len(generator.requests) == 23  # the replay came from the cache
     # the account covers the whole run, as the uninterrupted one: the killed batch's 4 paid calls (1 translation,
     # 3 perturbations), replayed from the cache, count once (the run's spend ledger recorded them when paid)
@@ -89,6 +88,34 @@ def test_run_probe_writes_the_list_items_and_account_and_resumes(tmp_path):
     assert resumed.simulation.calls == 40  # simulation is local: the replay asked again
     assert resumed.per_found_pair.calls == pytest.approx((23 + 40) / 15)
     assert (out / "candidates.jsonl").read_text().splitlines(keepends=True) == lines
+
+
+def drop_last_shard(stage: Path) -> None:
+    """Leave out the last shard of a stage's manifest, as a kill before its commit would have."""
+    manifest = json.loads((stage / "manifest.json").read_text())
+    (stage / "manifest.json").write_text(json.dumps({"shards": manifest["shards"][:-1]}))
+
+
+def test_a_probe_run_begun_in_the_json_lines_layout_resumes(tmp_path):
+    sources = [source(i) for i in range(5)]
+    generator = ScriptedProxy()
+    proxy = ProxyLLM.from_generator(generator, RequestCache(tmp_path / "requests.sqlite"))
+    out = tmp_path / "run"
+    run_probe("paper", sources, proxy, [FooledByHints()], out, lang="fr")
+    lines = (out / "candidates.jsonl").read_text().splitlines(keepends=True)
+    batches = [json.dumps(record.model_dump(mode="json")) + "\n" for record in BATCH_TABLE.open(out).rows()]
+    # layout 1, killed while appending the second batch's third pair: no layout.json, no tables, JSON lines
+    shutil.rmtree(out / "stages")
+    (out / "layout.json").unlink()
+    (out / "candidates.jsonl").write_text("".join(lines[:-2]) + lines[-2][:40])
+    (out / "batches.jsonl").write_text(batches[0])
+    resumed = run_probe("paper", sources, proxy, [FooledByHints()], out, lang="fr")
+    # the second batch's one whole pair had no batch line: found again with the two others, as if uninterrupted
+    assert (resumed.candidates, resumed.found_now, resumed.batches, resumed.scored) == (15, 3, 2, 20)
+    assert len(generator.requests) == 23  # the replay came from the cache
+    assert (out / "candidates.jsonl").read_text().splitlines(keepends=True) == lines
+    assert not (out / "batches.jsonl").exists()
+    assert json.loads((out / "layout.json").read_text())["version"] == 2
 
 
 @pytest.mark.parametrize("recipe", ["paper", "np"])
@@ -193,7 +220,7 @@ def test_a_batch_whose_translation_failed_in_transport_is_finished_by_the_next_r
     proxy = ProxyLLM.from_generator(generator, RequestCache(tmp_path / "requests.sqlite"))
     first = run_probe("np", sources, proxy, [FooledByHints()], tmp_path / "run", lang="fr")
     assert (first.batches, first.unfinished, first.candidates) == (0, 1, 0)
-    assert not (tmp_path / "run" / "batches.jsonl").exists()
+    assert not BATCH_TABLE.open(tmp_path / "run").keys()
     second = run_probe("np", sources, proxy, [FooledByHints()], tmp_path / "run", lang="fr")
     # asked again, translated, scored: two roots without a hint are right in both languages (V = 0)
     assert (second.batches, second.unfinished, second.scored, second.untranslated) == (1, 0, 2, 0)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from crossknow.pitfalls.candidates import CandidateList
+from crossknow.pitfalls.candidates import CandidateList, CandidateRecord, QuestionSide
 from crossknow.pitfalls.probe.constraints import EnglishAccuracy
 from crossknow.pitfalls.probe.objective import SimulationObjective
 from crossknow.pitfalls.probe.recipes import get_recipe
@@ -22,7 +22,7 @@ from .scripted import ScriptedSimulator, ScriptedTransformation, root, scripted_
 def make_search(tmp_path, script, **settings):
     settings = BeamSettings(**{"potential": 0.99, "inclusion": 0.99, **settings})
     transformation = ScriptedTransformation(script)
-    candidates = CandidateList(tmp_path / "candidates.jsonl", settings.cap)
+    candidates = CandidateList(cap=settings.cap)
     objective = SimulationObjective(scripted_simulators())
     search = BeamSearch(settings, transformation, objective, [EnglishAccuracy(0.2)], candidates, "test")
     return search, transformation
@@ -105,7 +105,7 @@ def test_with_the_papers_k_and_gamma_v_of_exactly_theta_inc_does_not_qualify(tmp
     settings = dataclasses.replace(get_recipe("paper").settings, depth=1, extended_depth=1)
     transformation = ScriptedTransformation(lambda source_id, path: {"s0": 4, "s1": 5}[source_id] if path == (1,)
                                             else None)
-    candidates = CandidateList(tmp_path / "candidates.jsonl", settings.cap)
+    candidates = CandidateList(cap=settings.cap)
     objective = RecordingObjective([ScriptedSimulator(j) for j in range(5)], gamma=2.0)
     search = BeamSearch(settings, transformation, objective, [EnglishAccuracy(0.2)], candidates, "paper")
     levels = search.run_batch([root(0), root(1)])
@@ -146,25 +146,41 @@ def test_once_k_pairs_of_a_question_are_listed_its_descendants_are_dropped(tmp_p
     assert all(transformation.paths[i][0] == "s1" for i in transformation.expanded[1])
 
 
-def test_the_cap_holds_across_a_resume(tmp_path):
-    first, _ = make_search(tmp_path / "a", cap_script, depth=2, extended_depth=2, inclusion=0.8)
-    (tmp_path / "a").mkdir()
+def test_pairs_already_listed_count_once_and_fill_the_cap(tmp_path):
+    first, _ = make_search(tmp_path, cap_script, depth=2, extended_depth=2, inclusion=0.8)
     first.run_batch([root(0, choices=5), root(1)])
-    whole = first.candidates.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    whole = first.candidates.records()
     assert len(whole) == 3
-    # a run killed while appending its third pair: two whole lines and a torn one
-    (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "candidates.jsonl").write_text(whole[0] + whole[1] + whole[2][:40], encoding="utf-8")
-    resumed, _ = make_search(tmp_path / "b", cap_script, depth=2, extended_depth=2, inclusion=0.8)
-    assert len(resumed.candidates) == 2
+    # a list given the first two pairs: the search finds them again and adds only the third
+    settings = BeamSettings(potential=0.99, inclusion=0.8, depth=2, extended_depth=2)
+    listed = CandidateList(whole[:2], settings.cap)
+    resumed = BeamSearch(settings, ScriptedTransformation(cap_script), SimulationObjective(scripted_simulators()),
+                         [EnglishAccuracy(0.2)], listed, "test")
     resumed.run_batch([root(0, choices=5), root(1)])
-    lines = resumed.candidates.path.read_text(encoding="utf-8").splitlines(keepends=True)
-    assert lines == whole  # the same three pairs, none twice, the torn line gone
-    # a third run over the finished list adds nothing and drops s0 at its root
-    again, transformation = make_search(tmp_path / "b", cap_script, depth=2, extended_depth=2, inclusion=0.8)
+    assert listed.records() == whole and listed.new() == whole[2:]  # the same three pairs, none twice
+    # a list given all three drops s0 at its root
+    again, transformation = make_search(tmp_path, cap_script, depth=2, extended_depth=2, inclusion=0.8)
+    again.candidates = CandidateList(whole, 3)
     again.run_batch([root(0, choices=5), root(1)])
-    assert len(again.candidates) == 3 and again.stats.dropped_by_cap == 1
+    assert len(again.candidates) == 3 and again.stats.dropped_by_cap == 1 and not again.candidates.new()
     assert not any(p[0] == "s0" for p in transformation.paths.values())
+
+
+def test_a_list_settled_without_its_new_pairs_forgets_them():
+    listed = CandidateList([candidate("a", "s0")], cap=2)
+    assert listed.add(candidate("b", "s0")) and listed.full("s0") and not listed.add(candidate("c", "s0"))
+    listed.settle(keep=False)
+    assert [r.id for r in listed.records()] == ["a"] and "b" not in listed and not listed.full("s0")
+    assert listed.add(candidate("c", "s0")) and [r.id for r in listed.new()] == ["c"]
+    listed.settle(keep=True)
+    assert not listed.new() and len(listed) == 2
+
+
+def candidate(pair_id, source_id):
+    side = QuestionSide(question="Q?", choices=["a", "b"], answer=0, lang="en")
+    return CandidateRecord(id=pair_id, source_id=source_id, recipe="test", english=side,
+                           target=side.model_copy(update={"lang": "fr"}), value=1.0, beta_en={}, beta_target={},
+                           depth=0, parent_id=None, lineage=[])
 
 
 def test_children_that_repeat_a_pair_are_dropped_and_lineage_is_kept(tmp_path):
@@ -185,7 +201,7 @@ def test_children_that_repeat_a_pair_are_dropped_and_lineage_is_kept(tmp_path):
     assert record.english.question == "Question 0? <9:10> <2:80>"
     assert record.target.question == "[fr] Question 0? <9:10> <2:80>"
     assert record.value == pytest.approx(0.9)
-    saved = json.loads(search.candidates.path.read_text(encoding="utf-8"))
+    saved = json.loads(search.candidates.export(tmp_path / "candidates.jsonl").read_text(encoding="utf-8"))
     assert saved["lineage"][1]["wrong_option"] == 2
 
 
@@ -211,7 +227,7 @@ class InvalidOnMarker:
 def test_a_pair_whose_simulation_stays_invalid_is_counted_and_left_out(tmp_path):
     script = lambda _, path: {(1,): "<bad>", (2,): "<2:5>"}.get(path)  # noqa: E731
     transformation = ScriptedTransformation(script)
-    candidates = CandidateList(tmp_path / "candidates.jsonl", 3)
+    candidates = CandidateList(cap=3)
     objective = SimulationObjective([*scripted_simulators(), InvalidOnMarker()], max_resimulations=1)
     search = BeamSearch(BeamSettings(depth=1, extended_depth=1), transformation, objective, [], candidates, "test")
     levels = search.run_batch([root(0)])

@@ -8,10 +8,9 @@ gets no row, so the next run retries it and a resumed run equals an uninterrupte
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
@@ -19,6 +18,7 @@ from crossknow.adaxeval.records import CallInfo, Status
 from crossknow.data.schemas import Record
 from crossknow.generation.ask import OWN_PARSERS, ChatPrompt, CompletionPrompt, TextParser
 from crossknow.generation.structured import StructuredClient, StructuredOutcome
+from crossknow.store.record_table import RecordTable
 from crossknow.store.run_dir import ShardedTable
 
 R = TypeVar("R", bound=Record)
@@ -54,47 +54,27 @@ class StageRow(Generic[R]):
     record: R
 
 
-class StageStore(Generic[R]):
-    """The committed rows of one stage, parsed as `record_type`."""
+class StageStore(RecordTable[StageRow[R]]):
+    """The committed rows of one stage, with each record parsed as `record_type`."""
+
+    SCHEMA = ROW_SCHEMA
 
     def __init__(self, name: str, table: ShardedTable, record_type: type[R]):
+        super().__init__(table, record_type, key=lambda row: row.key)
         self.name = name
-        self.table = table
-        self.record_type = record_type
-        self._rows: tuple[int, list[StageRow[R]]] | None = None
 
-    def done(self) -> set[str]:
-        """Keys of the inputs already decided."""
-        return self.table.done_keys()
-
-    def commit(self, rows: Sequence[StageRow[R]]) -> None:
-        """Write `rows` as one shard (nothing for an empty list)."""
-        if not rows:
-            return
-        columns = {
+    def columns(self, rows: Sequence[StageRow[R]]) -> dict[str, list[Any]]:
+        return {
             "key": [row.key for row in rows],
             "lang": [row.lang for row in rows],
             "status": [row.status for row in rows],
             "note": [row.note for row in rows],
             "record": [row.record.model_dump_json() for row in rows],
         }
-        self.table.append(pa.Table.from_pydict(columns, schema=ROW_SCHEMA), [row.key for row in rows])
 
-    def rows(self) -> list[StageRow[R]]:
-        """Every committed row, in commit order (parsed once per state of the manifest)."""
-        version = len(self.done())
-        if self._rows is not None and self._rows[0] == version:
-            return self._rows[1]
-        table = self.table.read(ROW_SCHEMA).to_pylist()
-        rows = [
-            StageRow(
-                key=row["key"], lang=row["lang"], status=row["status"], note=row["note"],
-                record=self.record_type.model_validate(json.loads(row["record"])),
-            )
-            for row in table
-        ]
-        self._rows = (version, rows)
-        return rows
+    def row(self, values: dict[str, Any]) -> StageRow[R]:
+        return StageRow(key=values["key"], lang=values["lang"], status=values["status"], note=values["note"],
+                        record=self.record_type.model_validate_json(values["record"]))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -116,7 +96,7 @@ def run_chunks(
 ) -> StageResult:
     """Decide every input (key, value) that `store` has not: `process` maps a chunk of values to a
     row each, or None where the request failed in transport; each chunk is committed as a shard."""
-    done = store.done()
+    done = store.keys()
     todo = [(key, value) for key, value in inputs if key not in done]
     total, finished = len(inputs), len(inputs) - len(todo)
     result = StageResult()

@@ -198,13 +198,13 @@ def read_jsonl(path: str | Path, limit: int | None = None) -> ItemSet:
     return ItemSet(name=Path(path).stem, format=FORMAT, items=items)
 
 
-def item_json(item: Item) -> str:
-    """One item as a compact JSON line (without the newline), non-ASCII text kept as is."""
+def item_json(item: Record) -> str:
+    """One item (or any record) as a compact JSON line (without the newline), non-ASCII text kept as is."""
     return json.dumps(item.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
 
 
-def write_jsonl(path: str | Path, items: Iterable[Item]) -> Path:
-    """Write items as JSON lines, atomically; returns the path written."""
+def write_jsonl(path: str | Path, items: Iterable[Record]) -> Path:
+    """Write items (or any records) as JSON lines, atomically; returns the path written."""
     lines = [item_json(item) + "\n" for item in items]
     return atomic_write(path, lambda handle: handle.writelines(lines))
 

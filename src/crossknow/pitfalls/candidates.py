@@ -1,27 +1,21 @@
-"""The candidate list: the pairs the probe found, one `CandidateRecord` a line of `candidates.jsonl`,
-append-only and resumable.
+"""The candidate list: the pairs the probe found (`CandidateRecord`), with the cap of k pairs per original question.
 
-A line is appended and synced as soon as a pair qualifies, and a torn last line is cut on the next open. The cap
-of k pairs per original question is counted from the file, so it holds across a resume. `write_items` turns the
-list into crossknow items: an English and a target `MCItem` per pair, with one `pair_id`.
+A probe keeps a batch's pairs in the batch's record, committed when the batch ends (`crossknow.pitfalls.probe`);
+the list is read back from those records on a resume and written for the user as `candidates.jsonl`. `write_items`
+turns it into crossknow items: an English and a target `MCItem` per pair, with one `pair_id`.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from crossknow.data.jsonl import iter_json_lines, validation_problem, write_jsonl
+from crossknow.data.jsonl import write_jsonl
 from crossknow.data.schemas import LanguageTag, MCItem, Record, check_choices
-from crossknow.errors import InputError
-
-R = TypeVar("R", bound=Record)
 
 
 class QuestionSide(Record):
@@ -74,17 +68,24 @@ class CandidateRecord(Record):
     category: str | None = Field(default=None, description="Subject domain (Table 4), when classified.")
 
 
-class CandidateList:
-    """The append-only candidate file of one probe, with the per-question cap k."""
+CANDIDATES_FILE = "candidates.jsonl"
+"""The candidate list as the user reads it: one CandidateRecord a line."""
 
-    def __init__(self, path: str | Path, cap: int = 3):
-        self.path = Path(path)
+
+class CandidateList:
+    """The candidate list of one probe, with the per-question cap k: the pairs of the settled batches, and those
+    found since."""
+
+    def __init__(self, records: Iterable[CandidateRecord] = (), cap: int = 3):
         self.cap = cap
         self._records: list[CandidateRecord] = []
+        self._settled = 0
         self._ids: set[str] = set()
         self._per_source: Counter[str] = Counter()
-        if self.path.exists():
-            self._load()
+        for record in records:
+            if record.id not in self:
+                self._remember(record)
+        self._settled = len(self._records)
 
     def __contains__(self, pair_id: str) -> bool:
         return pair_id in self._ids
@@ -105,13 +106,29 @@ class CandidateList:
         return list(self._records)
 
     def add(self, record: CandidateRecord) -> bool:
-        """Append `record` (synced); False, and nothing written, when it is already in the list or its
-        question already has k pairs."""
+        """Add `record`; False, and nothing added, when it is already in the list or its question already has k
+        pairs."""
         if record.id in self or self.full(record.source_id):
             return False
-        append_json_line(self.path, record.model_dump(mode="json"))
         self._remember(record)
         return True
+
+    def new(self) -> list[CandidateRecord]:
+        """The pairs added since the list was last settled."""
+        return self._records[self._settled :]
+
+    def settle(self, keep: bool) -> None:
+        """Keep the new pairs, or drop them (their batch is left for a later run, which finds them again)."""
+        if not keep:
+            for record in self.new():
+                self._ids.discard(record.id)
+                self._per_source[record.source_id] -= 1
+            del self._records[self._settled :]
+        self._settled = len(self._records)
+
+    def export(self, path: str | Path) -> Path:
+        """Write the list as JSON lines (candidates.jsonl), atomically."""
+        return write_jsonl(path, self._records)
 
     def write_items(self, path: str | Path, categories: Mapping[str, str | None] | None = None) -> Path:
         """Write the candidates as crossknow items (English, then target, one pair_id), atomically; metadata
@@ -128,53 +145,7 @@ class CandidateList:
                 ))
         return write_jsonl(path, items)
 
-    def _load(self) -> None:
-        for record in read_appended_records(self.path, CandidateRecord):
-            if record.id not in self:
-                self._remember(record)
-
     def _remember(self, record: CandidateRecord) -> None:
         self._records.append(record)
         self._ids.add(record.id)
         self._per_source[record.source_id] += 1
-
-
-def append_json_line(path: Path, value: dict[str, Any]) -> None:
-    """Append one JSON line to `path` and sync it (the file is created when missing)."""
-    data = (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_appended_records(path: Path, schema: type[R]) -> list[R]:
-    """The records of an append-only JSONL file written with `append_json_line`, in order (none when the file
-    is missing): a last line torn by a kill is cut first; a line that does not validate is an InputError
-    naming the file, the line and the field."""
-    if not path.exists():
-        return []
-    cut_torn_last_line(path)
-    records = []
-    for line, data in iter_json_lines(path, allow_empty=True):  # a kill in its first write leaves it empty
-        try:
-            records.append(schema.model_validate(data))
-        except ValidationError as error:
-            field, reason = validation_problem(error)
-            raise InputError(path, reason, line=line, field=field) from None
-    return records
-
-
-def cut_torn_last_line(path: Path) -> bool:
-    """Cut a last line that a kill left without its newline; True when one was cut."""
-    data = path.read_bytes()
-    if not data or data.endswith(b"\n"):
-        return False
-    end = data.rfind(b"\n") + 1
-    with open(path, "r+b") as handle:
-        handle.truncate(end)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return True

@@ -16,12 +16,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from crossknow.data.jsonl import iter_json_lines, validation_problem
+from crossknow.data.jsonl import iter_json_lines, validation_problem, write_jsonl
 from crossknow.data.schemas import Record
 from crossknow.errors import InputError
 from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput, one_line
 from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient
-from crossknow.pitfalls.candidates import CandidateRecord, append_json_line, read_appended_records
+from crossknow.pitfalls.candidates import CandidateRecord
+from crossknow.store.layout import Table
 
 CATEGORIES: tuple[str, ...] = (
     "Science & Technology",
@@ -235,18 +236,24 @@ def category_table(rows: Sequence[tuple[str, str | None]]) -> CategoryTable:
                          counts={c: pooled[c] for c in CATEGORIES}, overall_percent=overall)
 
 
-# ---- the stage: categories.jsonl, shared by `crossknow pitfalls categorize` and a probe run ----------------
+# ---- the stage: a record table, shared by `crossknow pitfalls categorize` and a probe run -------------------------
 
 
+CATEGORY_TABLE = Table("categories", CategoryRow, key=lambda row: row.pair_id)
+"""The stage: one CategoryRow per pair id."""
 CATEGORIES_FILE = "categories.jsonl"
-"""The stage: one CategoryRow a line, keyed by pair id."""
-CANDIDATES_FILE = "candidates.jsonl"
-"""The probe's candidate list (crossknow.pitfalls.candidates)."""
+"""The stage as the user reads it: one CategoryRow a line, written from the table."""
 
 
 def reference_label(value: object) -> str | None:
     """`value` when it is one of the six domains (a pair's own label), else None."""
     return value if isinstance(value, str) and value in CATEGORIES else None
+
+
+def candidate_pair(record: CandidateRecord) -> CategoryPair:
+    """The pair to classify of one candidate: its English side, its target language, its own label."""
+    return CategoryPair(record.id, record.target.lang, record.english.question, tuple(record.english.choices),
+                        reference_label(record.category))
 
 
 def candidate_pairs(path: Path, limit: int | None) -> list[CategoryPair]:
@@ -261,34 +268,40 @@ def candidate_pairs(path: Path, limit: int | None) -> list[CategoryPair]:
         except ValidationError as error:
             field, reason = validation_problem(error)
             raise InputError(path, reason, line=line, field=field) from None
-        pairs.append(CategoryPair(record.id, record.target.lang, record.english.question,
-                                  tuple(record.english.choices), reference_label(record.category)))
+        pairs.append(candidate_pair(record))
     return pairs
 
 
 class CategoryLog:
-    """categories.jsonl: the recorded rows by pair id, append-only."""
+    """The classified pairs of a run directory, by pair id (its categories table)."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    def __init__(self, run: str | Path):
+        self.run = Path(run)
+        self.table = CATEGORY_TABLE.open(self.run)
         self.rows: dict[str, CategoryRow] = {}
-        for row in read_appended_records(self.path, CategoryRow):
+        for row in self.table.rows():
             self.rows.setdefault(row.pair_id, row)
 
     def add(self, rows: Iterable[CategoryRow]) -> None:
-        """Append each row not yet recorded (synced line by line)."""
+        """Commit the rows not yet recorded, as one shard."""
+        new: dict[str, CategoryRow] = {}
         for row in rows:
             if row.pair_id not in self.rows:
-                append_json_line(self.path, row.model_dump(mode="json"))
-                self.rows[row.pair_id] = row
+                new.setdefault(row.pair_id, row)
+        self.table.commit(list(new.values()))
+        self.rows.update(new)
+
+    def export(self) -> Path:
+        """Write categories.jsonl in the run directory from the table."""
+        return write_jsonl(self.run / CATEGORIES_FILE, self.rows.values())
 
 
 def classify_missing(
     pairs: Sequence[CategoryPair], log: CategoryLog, client: Callable[[], StructuredClient], batch_size: int,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Classify the pairs missing from `log` in chunks of `batch_size` and record them; `client()` is asked for
-    the client only when a pair is missing. Returns how many failed in transport (left unrecorded)."""
+    """Classify the pairs missing from `log` in chunks of `batch_size`, committing each chunk; `client()` is asked
+    for the client only when a pair is missing. Returns how many failed in transport (left unrecorded)."""
     todo = [pair for pair in pairs if pair.pair_id not in log.rows]
     done, pending = len(pairs) - len(todo), 0
     if on_progress:
@@ -304,15 +317,13 @@ def classify_missing(
     return pending
 
 
-def categorize_candidates(run_dir: str | Path, client: StructuredClient,
+def categorize_candidates(run_dir: str | Path, candidates: Sequence[CandidateRecord], client: StructuredClient,
                           on_progress: Callable[[int, int], None] | None = None) -> dict[str, CategoryRow]:
-    """Classify the pairs of a probe run's candidates.jsonl into its categories.jsonl (only those missing) and
-    return every candidate's row by candidate id (a candidate whose request failed in transport is absent).
-    The caller owns `run_dir` (the probe, which holds its lock); `client` is any structured client, e.g. the
-    proxy's `ProxyLLM.translator`."""
-    run_dir = Path(run_dir)
-    path = run_dir / CANDIDATES_FILE
-    pairs = candidate_pairs(path, None) if path.exists() else []
-    log = CategoryLog(run_dir / CATEGORIES_FILE)
+    """Classify a probe run's `candidates` into its categories table (only those missing), write categories.jsonl,
+    and return every candidate's row by candidate id (a candidate whose request failed in transport is absent).
+    The caller owns `run_dir`; `client` is any structured client, e.g. the proxy's `ProxyLLM.translator`."""
+    pairs = [candidate_pair(record) for record in candidates]
+    log = CategoryLog(run_dir)
     classify_missing(pairs, log, lambda: client, 16, on_progress)
+    log.export()
     return {pair.pair_id: log.rows[pair.pair_id] for pair in pairs if pair.pair_id in log.rows}

@@ -15,7 +15,6 @@ from crossknow.data.languages import language_name
 from crossknow.pitfalls.categories import (
     ABBREVIATIONS,
     CATEGORIES,
-    CATEGORIES_FILE,
     CLASSIFY_TEMPLATE,
     TABLE_COLUMNS,
     CategoryLog,
@@ -111,7 +110,7 @@ def write_categories_report(run: Path) -> Path:
     if metrics.reference is not None:
         findings.append(table4_html("table-reference", "The same table from the input's own labels (the release's "
                                     "`category` field) of the pairs that have one", metrics.reference))
-    log = CategoryLog(run / CATEGORIES_FILE)
+    log = CategoryLog(run)
     invalid = [[row.pair_id, language_label(row.lang), row.error, row.attempts] for row in log.rows.values()
                if row.category is None]
     definitions = html.paragraph(

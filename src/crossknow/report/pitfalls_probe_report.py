@@ -13,9 +13,8 @@ from typing import Any
 
 import yaml
 
-from crossknow.pitfalls.candidates import CandidateRecord, read_appended_records
-from crossknow.pitfalls.categories import CATEGORIES_FILE, CategoryRow, category_table
-from crossknow.pitfalls.probe.probe import ProbeAccount
+from crossknow.pitfalls.categories import CategoryLog, category_table
+from crossknow.pitfalls.probe.probe import ProbeAccount, probe_candidates
 from crossknow.pitfalls.probe.sources import SourceSample
 from crossknow.report.html import meta_table, paragraph, report_page, table
 from crossknow.report.pitfalls_categories_report import counts_html
@@ -119,14 +118,12 @@ def _spend_rows(account: ProbeAccount) -> list[list[object]]:
 
 
 def write_probe_report(out: str | Path) -> Path:
-    """Write report.html from account.json, sources.json, candidates.jsonl and config.yaml of run `out`."""
+    """Write report.html from account.json, sources.json, the candidate list and config.yaml of run `out`."""
     out = Path(out)
     account = ProbeAccount.model_validate_json((out / "account.json").read_text(encoding="utf-8"))
     sample_path = out / "sources.json"
     sample = SourceSample.model_validate_json(sample_path.read_text(encoding="utf-8")) if sample_path.exists() else None
-    lines = (out / "candidates.jsonl").read_text(encoding="utf-8").splitlines() \
-        if (out / "candidates.jsonl").exists() else []
-    candidates = [CandidateRecord.model_validate_json(line) for line in lines if line.strip()]
+    candidates = probe_candidates(out).records()
     simulators = sorted({name for c in candidates for name in c.beta_en})
     findings = [
         recipe_table({out.name: account}),
@@ -172,6 +169,6 @@ def write_probe_report(out: str | Path) -> Path:
 
 
 def _categories(out: Path, ids: set[str]) -> list[tuple[str, str | None]]:
-    """(language, category or None) of the candidates classified in categories.jsonl."""
-    rows = read_appended_records(out / CATEGORIES_FILE, CategoryRow)
-    return [(row.lang, row.category) for row in rows if row.pair_id in ids]
+    """(language, category or None) of the candidates classified in the run's categories table."""
+    rows = CategoryLog(out).rows
+    return [(row.lang, row.category) for pair_id, row in rows.items() if pair_id in ids]

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,6 +45,10 @@ class ShardedTable:
         """Keys (e.g. item ids) of every committed shard (from memory unless the manifest changed)."""
         return self._manifest.keys()
 
+    def __len__(self) -> int:
+        """How many shards are committed."""
+        return len(self._manifest)
+
     def append(self, table: pa.Table, keys: Iterable[str]) -> None:
         """Commit `table` as a new shard holding `keys`: the shard first, then its manifest line."""
         name = f"shard-{len(self._manifest):06d}.parquet"
@@ -55,6 +59,13 @@ class ShardedTable:
         """All committed shards in commit order, as one table (empty with `schema` when none)."""
         tables = [pq.read_table(self.directory / shard["file"]) for shard in self._manifest.shards()]
         return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+class Prepares(Protocol):
+    """A run-directory layout (`store.layout.Layout`), as `RunDir.open` uses it."""
+
+    def prepare(self, run: Path) -> None:
+        """Migrate or refuse the directory `run`, and record the layout there."""
 
 
 def absolute_path(value: Any) -> Any:
@@ -126,6 +137,7 @@ class RunDir:
         paths: Iterable[str] = (),
         growable: Iterable[str] = (),
         upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        layout: Prepares | None = None,
     ) -> None:
         """Lock the directory, then record `config` and the inputs' hashes, or check them against a run
         already here, and this process's environment (`store.environment`).
@@ -143,13 +155,16 @@ class RunDir:
         e.g. on a mistyped model spec) holds no results yet: its config is simply replaced. A command
         whose results are not stage shards (training checkpoints) says so with `has_results`.
         Nested records are compared field by field (`volatile` names their fields by dotted path), and the
-        run's config.yaml is read through `upgrade` first (a config class's fold of older, flat keys).
+        run's config.yaml is read through `upgrade` first (a config class's fold of older, flat keys). A command that
+        declares its `layout` (`store.layout`) has an older directory migrated, or another command's refused, first.
         """
         self.path.mkdir(parents=True, exist_ok=True)
         if self._lock is None:
             self._lock = RunLock.acquire(self.path)
         try:
             remove_stale_temporaries(self.path)
+            if layout is not None:
+                layout.prepare(self.path)
             self._record_or_check(config, inputs, set(volatile), has_results, set(paths), set(growable), upgrade)
             record_environment(self.path)
         except BaseException:

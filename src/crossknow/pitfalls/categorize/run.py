@@ -29,6 +29,7 @@ from crossknow.generation.structured import StructuredClient
 from crossknow.models.access import GENERATING, ModelRole, RoleConfig, RoleKeys
 from crossknow.pitfalls.categories import (
     CATEGORIES_FILE,
+    CATEGORY_TABLE,
     CategoryLog,
     CategoryPair,
     CategoryRow,
@@ -38,9 +39,11 @@ from crossknow.pitfalls.categories import (
     classify_missing,
     reference_label,
 )
+from crossknow.pitfalls.older_runs import import_json_lines
 from crossknow.store.atomic import atomic_write_json
 from crossknow.store.config_keys import VOLATILE, volatile_keys
 from crossknow.store.hashing import file_sha256
+from crossknow.store.layout import Layout
 from crossknow.store.run_dir import RunDir
 
 Progress = Callable[[str, int, int, CostMeter], None]
@@ -203,6 +206,11 @@ def classifier_client(config: CategorizeConfig, pool: ClientPool) -> StructuredC
     return pool.client(config.classifier.spec, classifier_role(config))
 
 
+CATEGORIZE_LAYOUT = Layout("pitfalls categorize", 2, (CATEGORY_TABLE,),
+                           {1: lambda run: import_json_lines(run, CATEGORY_TABLE, CATEGORIES_FILE)})
+"""A categorize run directory: its categories table (layout 1 kept categories.jsonl as an append-only log)."""
+
+
 def run_categorize(config: CategorizeConfig, out: str | Path, client: StructuredClient | None = None,
                    on_progress: Progress | None = None) -> CategorizeMetrics:
     """Classify `config.pairs` into the run directory `out` and write metrics.json (see the module docstring);
@@ -225,15 +233,14 @@ def run_categorize(config: CategorizeConfig, out: str | Path, client: Structured
 
     try:
         with RunDir(out) as run:
-            log_path = out / CATEGORIES_FILE
             run.open(config.model_dump(), {str(p): file_sha256(p) for p in files},
-                     volatile=volatile_keys(type(config)),
-                     has_results=log_path.exists() and log_path.stat().st_size > 0,
-                     paths=("pairs", "cache", "prices"), growable=("limit",), upgrade=type(config).recorded)
+                     volatile=volatile_keys(type(config)), paths=("pairs", "cache", "prices"), growable=("limit",),
+                     upgrade=type(config).recorded, layout=CATEGORIZE_LAYOUT)
             write_invalid(out / "invalid.jsonl", invalid)
-            log = CategoryLog(log_path)
+            log = CategoryLog(out)
             progress = (lambda done, total: on_progress("categorize", done, total, meter())) if on_progress else None
             pending = classify_missing(pairs, log, get_client, config.batch_size, progress)
+            log.export()
             rows = [log.rows[pair.pair_id] for pair in pairs if pair.pair_id in log.rows]
             metrics = _metrics(config, rows, len(pairs), duplicates, len(invalid), pending, meter(),
                                time.monotonic() - started)

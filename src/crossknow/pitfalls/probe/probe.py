@@ -1,6 +1,6 @@
 """`run_probe`: a recipe over source questions, into a run directory, with its accounting.
 
-Sources are cut into fixed batches; a resumed run skips the finished ones (`batches.jsonl`) and replays an
+Sources are cut into fixed batches; a resumed run skips the finished ones (the run's batches table) and replays an
 unfinished one through the request cache. `account.json` covers the whole run (the paper's Fig. 4) from the
 batches' records and the run's spend ledger, so a killed and resumed run reports what an uninterrupted one
 would; depth 0 is reported apart, since every recipe scores the unperturbed pairs.
@@ -22,7 +22,9 @@ from crossknow.data.schemas import Record
 from crossknow.errors import CrossknowError
 from crossknow.generation.cached_calls import CostMeter, sum_meters
 from crossknow.generation.structured import TRANSPORT_FAILURE, StructuredClient
-from crossknow.pitfalls.candidates import CandidateList, append_json_line, read_appended_records
+from crossknow.pitfalls.candidates import CANDIDATES_FILE, CandidateList, CandidateRecord
+from crossknow.pitfalls.categories import CATEGORIES_FILE, CATEGORY_TABLE
+from crossknow.pitfalls.older_runs import import_json_lines, whole_records
 from crossknow.pitfalls.pairs import SourceQuestion, root_node
 from crossknow.pitfalls.probe.constraints import Similarity
 from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT
@@ -34,6 +36,7 @@ from crossknow.pitfalls.probe.spend import PROXY_LABELS, SEARCH, SIMULATION, Spe
 from crossknow.pitfalls.proxy import ProxyLLM
 from crossknow.pitfalls.simulate import Simulator
 from crossknow.store.atomic import atomic_write_json
+from crossknow.store.layout import Layout, Table
 from crossknow.store.run_dir import RunDir
 from crossknow.store.spend_ledger import SpendLedger
 
@@ -52,11 +55,12 @@ class BatchCounts(Record):
 
 
 class BatchRecord(Record):
-    """One finished batch (a line of batches.jsonl)."""
+    """One finished batch (a row of the run's batches table)."""
 
     batch: int = Field(description="The batch's number (sources cut by position into initial_batch).")
     sources: list[str] = Field(description="Ids of its source questions.")
     found: int = Field(description="Pairs it added to the candidate list.")
+    pairs: list[CandidateRecord] = Field(default_factory=list, description="Those pairs, in the order found.")
     counts: BatchCounts = Field(description="What the search did in it.")
     proxy: Spend = Field(description="What the proxy (and the judge, if any) spent on it in the invocation that "
                          "finished it (cache replays cost nothing there; the account counts them from the ledger).")
@@ -112,6 +116,32 @@ class ProbeAccount(BatchCounts):
                                           "its wall-clock seconds until the account was written.")
 
 
+BATCH_TABLE = Table("batches", BatchRecord, key=lambda record: str(record.batch))
+"""The finished batches of a probe run, each with its pairs: a batch and what it found are committed at once."""
+
+
+def _from_json_lines(run: Path) -> None:
+    """Layout 1 -> 2: the batches and candidates of a run begun when they were two JSON-lines files, into the
+    batches table (the pairs of a batch with no line are left for the next run to find again)."""
+    pairs = whole_records(run / CANDIDATES_FILE, CandidateRecord, lambda record: record.id)
+    batches = whole_records(run / "batches.jsonl", BatchRecord, lambda record: str(record.batch))
+    table = BATCH_TABLE.open(run)
+    if batches and not table.keys():
+        table.commit([batch.model_copy(update={"pairs": [p for p in pairs if p.source_id in batch.sources]})
+                      for batch in batches])
+    (run / "batches.jsonl").unlink(missing_ok=True)
+    import_json_lines(run, CATEGORY_TABLE, CATEGORIES_FILE)
+
+
+PROBE_LAYOUT = Layout("pitfalls probe", 2, (BATCH_TABLE, CATEGORY_TABLE), {1: _from_json_lines})
+"""A probe's run directory: its finished batches with their pairs, and the categories of `--categorize`."""
+
+
+def probe_candidates(run: str | Path, cap: int = 3) -> CandidateList:
+    """The candidate list of probe run `run`: the pairs of its finished batches."""
+    return CandidateList((pair for batch in BATCH_TABLE.open(Path(run)).rows() for pair in batch.pairs), cap)
+
+
 def run_probe(
     recipe: str | Recipe,
     sources: Sequence[SourceQuestion],
@@ -156,11 +186,11 @@ def run_probe(
         "samples": samples, "max_resimulations": max_resimulations, "sources": [s.id for s in sources],
     }
     run = RunDir(out)
-    run.open(config, {}, has_results=(out / "batches.jsonl").exists() or (out / "candidates.jsonl").exists())
+    run.open(config, {}, layout=PROBE_LAYOUT)
     ledger = ledger or SpendLedger(out)
     record_spend(ledger, proxy, simulators, judge)
     try:
-        candidates = CandidateList(out / "candidates.jsonl", recipe.settings.cap)
+        candidates = probe_candidates(out, recipe.settings.cap)
         before = len(candidates)
         objective = SimulationObjective(simulators, samples=samples, max_resimulations=max_resimulations)
         search = BeamSearch(recipe.settings, recipe.transformation(proxy, language_name(lang)), objective,
@@ -171,6 +201,7 @@ def run_probe(
         )
         with ledger.during(SEARCH):
             records, unfinished = batches.run(sources, recipe.settings.initial_batch, progress)
+        candidates.export(out / CANDIDATES_FILE)
         candidates.write_items(out / "candidate_items.jsonl")
         account = _account(recipe, lang, sources, candidates, before, list(records.values()), unfinished, ledger,
                            prefilter)
@@ -217,10 +248,11 @@ class _Batches:
     def run(
         self, sources: Sequence[SourceQuestion], size: int, progress: Callable[[int, int], None] | None
     ) -> tuple[dict[int, BatchRecord], int]:
-        """Search every batch of `size` sources that no earlier invocation finished, appending each finished one to
-        batches.jsonl; (the records of all finished batches by number, the batches left unfinished)."""
+        """Search every batch of `size` sources that no earlier invocation finished, committing each finished one to
+        the batches table; (the records of all finished batches by number, the batches left unfinished)."""
         batches = [sources[i : i + size] for i in range(0, len(sources), size)]
-        records = _done_batches(self.out / "batches.jsonl")
+        table = BATCH_TABLE.open(self.out)
+        records = {record.batch: record for record in table.rows()}
         unfinished = 0
         for number, batch in enumerate(batches):
             if number not in records:
@@ -229,15 +261,15 @@ class _Batches:
                     unfinished += 1  # not recorded: the next run asks again (what was paid replays from the cache)
                 else:
                     records[number] = record
-                    append_json_line(self.out / "batches.jsonl", record.model_dump(mode="json"))
+                    table.commit([record])
             if progress is not None:
                 progress(number + 1, len(batches))
         return records, unfinished
 
     def search_batch(self, number: int, batch: Sequence[SourceQuestion]) -> BatchRecord | None:
-        """Translate the batch's questions and search from the pairs they make; the batch's record, or None when a
-        translation failed in transport."""
-        mark = _Mark(self.proxy_meters, self.sim_meters, self.objective, self.search, len(self.candidates))
+        """Translate the batch's questions and search from the pairs they make; the batch's record with the pairs it
+        found, or None when a translation failed in transport (its pairs are dropped, for the next run to find)."""
+        mark = _Mark(self.proxy_meters, self.sim_meters, self.objective, self.search)
         untranslated = 0
         translated = self.proxy.translate_questions([s.question for s in batch], self.lang, language_name(self.lang))
         roots = []
@@ -249,8 +281,11 @@ class _Batches:
                 roots.append(root_node(source, target))
         self.search.run_batch(roots)
         if any(isinstance(t, str) and TRANSPORT_FAILURE in t for t in translated):
+            self.candidates.settle(keep=False)
             return None
-        return mark.record(number, [s.id for s in batch], untranslated, len(self.candidates))
+        record = mark.record(number, [s.id for s in batch], untranslated, self.candidates.new())
+        self.candidates.settle(keep=True)
+        return record
 
 
 def prompt_formats(proxy: ProxyLLM, simulators: Sequence[Simulator], judge: JudgeSimilarity | None) -> dict:
@@ -272,7 +307,7 @@ class _Mark:
     """The meters and counters at the start of a batch, to record what the batch added."""
 
     def __init__(self, proxy_meters: list[CostMeter], sim_meters: list[CostMeter], objective: SimulationObjective,
-                 search: BeamSearch, candidates: int):
+                 search: BeamSearch):
         self.started = time.monotonic()
         self.proxy_meters, self.sim_meters, self.objective, self.search = proxy_meters, sim_meters, objective, search
         self.proxy_start = _copy(sum_meters(proxy_meters))
@@ -280,9 +315,9 @@ class _Mark:
         meter, stats = objective.meter, search.stats
         self.questions, self.sim_seconds, self.invalid = meter.questions, meter.seconds, meter.invalid_answers
         self.stats = (stats.scored, stats.unscored, stats.duplicates, stats.dropped_by_cap, Counter(stats.rejected))
-        self.candidates = candidates
 
-    def record(self, number: int, source_ids: list[str], untranslated: int, candidates: int) -> BatchRecord:
+    def record(self, number: int, source_ids: list[str], untranslated: int,
+               pairs: list[CandidateRecord]) -> BatchRecord:
         """The batch's record, from the differences since the mark."""
         meter, stats = self.objective.meter, self.search.stats
         scored, unscored, duplicates, capped, rejected = self.stats
@@ -293,7 +328,7 @@ class _Mark:
             invalid_answers=meter.invalid_answers - self.invalid, duplicates=stats.duplicates - duplicates,
             dropped_by_cap=stats.dropped_by_cap - capped, rejected=dict(Counter(stats.rejected) - rejected))
         return BatchRecord(
-            batch=number, sources=source_ids, found=candidates - self.candidates, counts=counts,
+            batch=number, sources=source_ids, found=len(pairs), pairs=pairs, counts=counts,
             proxy=_spend(sum_meters(self.proxy_meters), self.proxy_start),
             simulation=simulation, seconds=time.monotonic() - self.started)
 
@@ -357,8 +392,3 @@ def _spend(now: CostMeter, start: CostMeter) -> Spend:
         completion_tokens=now.completion_tokens - start.completion_tokens,
         seconds=now.seconds - start.seconds, cost_usd=now.cost_usd - start.cost_usd,
     )
-
-
-def _done_batches(path: Path) -> dict[int, BatchRecord]:
-    """The batches a previous invocation finished, by number."""
-    return {record.batch: record for record in read_appended_records(path, BatchRecord)}

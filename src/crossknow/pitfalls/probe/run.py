@@ -22,7 +22,6 @@ from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
 from crossknow.models.access import GENERATING, ModelAccess, ModelRole, ModelsRole, RoleConfig, RoleKeys
 from crossknow.models.registry import parse_spec
-from crossknow.pitfalls.candidates import CandidateList
 from crossknow.pitfalls.categories import categorize_candidates
 from crossknow.pitfalls.eval_records import Answering, PitfallsEvalConfig
 from crossknow.pitfalls.evaluation import SimulatorFactory
@@ -30,7 +29,7 @@ from crossknow.pitfalls.pairs import SourceQuestion
 from crossknow.pitfalls.probe.constraints import ChrF, Similarity
 from crossknow.pitfalls.probe.e5 import THETA, THETA_CHOICES, THETA_CROSS, THETA_ROOT, E5Similarity
 from crossknow.pitfalls.probe.judge_similarity import JUDGE_TEMPERATURE, JudgeSimilarity
-from crossknow.pitfalls.probe.probe import ProbeAccount, record_spend, run_probe
+from crossknow.pitfalls.probe.probe import ProbeAccount, probe_candidates, record_spend, run_probe
 from crossknow.pitfalls.probe.recipes import Recipe, get_recipe
 from crossknow.pitfalls.probe.sources import SourceFile, SourceSample, prefilter, read_source_files, read_source_sample
 from crossknow.pitfalls.probe.spend import PREFILTER, prefilter_spend
@@ -294,10 +293,11 @@ def probe_from_config(
             progress=lambda done, total: report(config.recipe, done, total), prefilter=sample.spend, ledger=ledger,
         )
         if config.categorize:
+            candidates = probe_candidates(out)
             with ledger.during("categorize"):
-                rows = categorize_candidates(out, proxy.translator,
+                rows = categorize_candidates(out, candidates.records(), proxy.translator,
                                              on_progress=lambda done, total: report("categorize", done, total))
-            CandidateList(out / "candidates.jsonl").write_items(
+            candidates.write_items(
                 out / "candidate_items.jsonl", {pair_id: row.category for pair_id, row in rows.items()})
         return account, sample
     finally:
