@@ -7,7 +7,6 @@ sliding window, in float32 and in bfloat16.
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 
@@ -15,8 +14,9 @@ import pytest
 import torch
 
 from crossknow.models import gemma3_text
+from crossknow.models.decoder import TransformersDecoder, decoder_of
 from crossknow.models.fast_tokenizer import VERDICT_FILE, ScoringTokenizer, load_fast_tokenizer
-from crossknow.models.hf_loading import load_scoring_model
+from crossknow.models.hf_loading import LoadSettings, load_scoring_model, scoring_view
 from crossknow.models.scoring_check import tiny_sliding_model
 
 TOLERANCE = 1e-4
@@ -37,25 +37,24 @@ def _cached_pass_differences(ours, theirs, vocabulary: int) -> tuple[float, floa
     """Largest relative differences of the contexts' hidden states, then of four options continuing their
     reordered caches (rows 1 and 2 share context 1; the last option is right-padded)."""
     ids, mask, positions = _batch(0, vocabulary)
+    mine, other = decoder_of(ours), decoder_of(theirs)
+    assert isinstance(mine, gemma3_text.Gemma3Decoder) and isinstance(other, TransformersDecoder)
     with torch.inference_mode():
-        a = ours.get_decoder()(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
-        b = theirs.get_decoder()(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        a, our_cache = mine.run(ids, mask, positions)
+        b, their_cache = other.run(ids, mask, positions)
         real = mask.bool()
-        scale = b.last_hidden_state[real].abs().max()
-        contexts = ((a.last_hidden_state - b.last_hidden_state)[real].abs().max() / scale).item()
+        contexts = ((a - b)[real].abs().max() / b[real].abs().max()).item()
         rows = torch.tensor([0, 1, 1, 2])
         option_ids = torch.randint(5, vocabulary, (4, 6), generator=torch.Generator().manual_seed(1))
         option_mask = torch.ones(4, 6, dtype=torch.long)
         option_mask[3, 4:] = 0
         full_mask = torch.cat([mask[rows], option_mask], dim=1)
         option_positions = mask.sum(1)[rows][:, None] + torch.arange(6)[None]
-        their_cache = copy.deepcopy(b.cache)
-        a.cache.reorder_cache(rows)
-        their_cache.reorder_cache(rows)
-        x = ours.get_decoder()(input_ids=option_ids, attention_mask=full_mask, position_ids=option_positions,
-                               cache=a.cache, use_cache=True).last_hidden_state
-        y = theirs.get_decoder()(input_ids=option_ids, attention_mask=full_mask, position_ids=option_positions,
-                                 cache=their_cache, use_cache=True).last_hidden_state
+        their_cache = other.copy(their_cache)
+        mine.select(our_cache, rows)
+        other.select(their_cache, rows)
+        x, _ = mine.run(option_ids, full_mask, option_positions, our_cache)
+        y, _ = other.run(option_ids, full_mask, option_positions, their_cache)
         real = option_mask.bool()
         options = ((x - y)[real].abs().max() / y[real].abs().max()).item()
     return contexts, options
@@ -96,7 +95,7 @@ def test_bfloat16_model_equals_transformers_bfloat16(embedded_checkpoint_dir):
 
     theirs = AutoModelForCausalLM.from_pretrained(embedded_checkpoint_dir, dtype=torch.bfloat16).eval()
     ours = gemma3_text.load(embedded_checkpoint_dir, torch.bfloat16, "cpu")
-    assert ours.get_input_embeddings().weight.dtype == torch.bfloat16
+    assert ours.model.embed_tokens.weight.dtype == torch.bfloat16
     contexts, options = _cached_pass_differences(ours, theirs, ours.config.vocab_size)
     assert contexts <= 1e-2 and options <= 1e-2, (contexts, options)  # bfloat16 keeps 8 bits: 4e-3 per rounding
 
@@ -104,7 +103,7 @@ def test_bfloat16_model_equals_transformers_bfloat16(embedded_checkpoint_dir):
 def test_tiny_model_equals_transformers_far_past_its_window_of_four():
     theirs = tiny_sliding_model(seed=3)
     ours = gemma3_text.from_transformers(theirs)
-    assert ours.get_input_embeddings().weight.data_ptr() == theirs.get_input_embeddings().weight.data_ptr()
+    assert ours.model.embed_tokens.weight.data_ptr() == theirs.get_input_embeddings().weight.data_ptr()
     ids = torch.randint(3, 64, (2, 40), generator=torch.Generator().manual_seed(4))
     with torch.inference_mode():
         expected = theirs(input_ids=ids).logits
@@ -120,11 +119,11 @@ def test_weights_stay_mapped_from_the_file_and_a_write_does_not_reach_it(embedde
         (checkpoint / name).symlink_to(embedded_checkpoint_dir / name)
     before = (checkpoint / "model.safetensors").stat().st_mtime_ns
     model = gemma3_text.load(checkpoint, torch.float32, "cpu")
-    norm = model.get_decoder().norm.weight
+    norm = model.model.norm.weight
     with torch.no_grad():
         norm.add_(1.0)  # copy-on-write: the process's copy changes, the file does not
     again = gemma3_text.load(checkpoint, torch.float32, "cpu")
-    assert torch.equal(again.get_decoder().norm.weight + 1.0, norm)
+    assert torch.equal(again.model.norm.weight + 1.0, norm)
     assert (checkpoint / "model.safetensors").stat().st_mtime_ns == before
 
 
@@ -244,7 +243,7 @@ def test_linear_rope_scaling_equals_transformers():
         expected = theirs(input_ids=ids).logits
         assert (ours(input_ids=ids).logits - expected).abs().max() <= TOLERANCE * expected.abs().max()
     # the global blocks' second frequency: 1e6 ** (-2 / 16), divided by the factor 8
-    assert ours.get_decoder().full_attention_inv_freq[1].item() == pytest.approx(1e6 ** (-2 / 16) / 8, rel=1e-6)
+    assert ours.model.full_attention_inv_freq[1].item() == pytest.approx(1e6 ** (-2 / 16) / 8, rel=1e-6)
 
 
 def test_weights_that_do_not_fit_the_config_are_a_clear_error(embedded_checkpoint_dir, tmp_path):
@@ -261,3 +260,17 @@ def test_weights_that_do_not_fit_the_config_are_a_clear_error(embedded_checkpoin
         {**json.loads((checkpoint / "config.json").read_text()), "layer_types": layer_types}))
     with pytest.raises(CrossknowError, match="18 layer_types for 19 layers"):
         load_scoring_model(str(checkpoint), None, "variant", "cpu", "float32")
+
+
+def test_a_model_transformers_loaded_is_scored_by_crossknows_gemma_3_where_a_scorer_would_load_it():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    theirs = tiny_sliding_model()
+    ours = scoring_view(theirs, "float32")
+    assert isinstance(ours, gemma3_text.Gemma3TextModel) and isinstance(decoder_of(ours), gemma3_text.Gemma3Decoder)
+    assert ours.model.embed_tokens.weight.data_ptr() == theirs.get_input_embeddings().weight.data_ptr()  # shared
+    assert scoring_view(theirs, "auto") is theirs  # what load_scoring_model sends to transformers stays there
+    assert scoring_view(theirs, "float32", LoadSettings(attn_implementation="eager")) is theirs
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                         num_attention_heads=2, num_key_value_heads=1))
+    assert scoring_view(llama, "float32") is llama and isinstance(decoder_of(llama), TransformersDecoder)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from crossknow.errors import CrossknowError
 from crossknow.models.chat_format import gemma_prompt
 from crossknow.models.checkpoint_cache import EMBEDDED_MODEL_ID
+from crossknow.models.gemma3_text import Gemma3Decoder
 from crossknow.models.generator import AnswerContinuation, ChatMessage, GenerateRequest, Generator
 from crossknow.models.protocol import ScoreRequest
 
@@ -190,6 +191,16 @@ def test_score_answers_equals_the_engines_scorer(embedded_generator, embedded_sc
     assert got == pytest.approx([r.logprob_sum for r in want], abs=1e-4)
     prompt = embedded_generator.request_ids(GenerateRequest(messages=QUESTION))
     assert embedded_generator.tokenizer(context).input_ids[: len(prompt)] == prompt  # what the generator decodes from
+
+
+@pytest.mark.slow
+def test_the_generators_scorer_is_crossknows_gemma_3_on_the_generators_weights(embedded_generator, embedded_scorer):
+    scorer = embedded_generator.scorer()
+    assert type(scorer.decoder) is type(embedded_scorer.decoder) is Gemma3Decoder  # whichever loaded first
+    weight = embedded_generator.model.get_input_embeddings().weight
+    assert scorer.model.model.embed_tokens.weight.data_ptr() == weight.data_ptr()  # no second copy
+    requests = [ScoreRequest("The capital of France is", option) for option in (" Paris", " Berlin", " a city")]
+    assert scorer.score(requests) == embedded_scorer.score(requests)
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from transformers import (
 )
 
 from crossknow.errors import CrossknowError, UnscorableRequest
+from crossknow.models.decoder import decoder_of
 from crossknow.models.hf_scorer import HFScorer
 from crossknow.models.logit_head import HEAD_CHECK_DIR, LogitHead, check_against_forward, check_head_once
 from crossknow.models.protocol import ScoreRequest
@@ -46,15 +47,15 @@ def test_scaled_logits_are_scored_as_the_models_forward(name):
     with torch.no_grad():
         expected = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)[torch.arange(12), targets]
         hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0]
-        head = LogitHead(model)
+        head = LogitHead(decoder_of(model))
         logprob, _ = head.target_logprobs(hidden, torch.arange(12), targets)
         assert logprob.tolist() == pytest.approx(expected.tolist(), abs=1e-5)
-        check_against_forward(model, head, "cpu", name)
+        check_against_forward(decoder_of(model), head, "cpu", name)
         head.factor, head.softcap = 1.0, None  # a scorer that ignored the transform
         unscaled, _ = head.target_logprobs(hidden, torch.arange(12), targets)
         assert (unscaled - expected).abs().max() > 0.05
         with pytest.raises(CrossknowError, match="transforms logits"):
-            check_against_forward(model, head, "cpu", name)
+            check_against_forward(decoder_of(model), head, "cpu", name)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def test_bfloat16_log_probabilities_are_those_of_a_float32_projection(embedded_c
     ids = tokenizer("The capital of France is Paris. 日本の首都は東京です。", return_tensors="pt").input_ids
     targets = ids[0, 1:]
     rows = torch.arange(len(targets))
-    head = LogitHead(model)
+    head = LogitHead(decoder_of(model))
     with torch.no_grad():
         hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0, :-1]
         exact = torch.log_softmax(hidden.float() @ head.weight.float().T, dim=-1)[rows, targets]
@@ -117,18 +118,19 @@ def test_a_passed_head_check_is_remembered_and_a_changed_transform_is_checked_ag
     monkeypatch.setenv("CROSSKNOW_CACHE", str(tmp_path))
     torch.manual_seed(0)
     model = SCALED_MODELS["gemma3-softcap"](128).eval()
-    head = LogitHead(model)
-    check_head_once(model, head, "cpu", "tiny")
+    decoder = decoder_of(model)
+    head = LogitHead(decoder)
+    check_head_once(decoder, head, "cpu", "tiny")
     assert len(list((tmp_path / HEAD_CHECK_DIR).iterdir())) == 1
 
     def no_forward(*args, **kwargs):
         raise AssertionError("the remembered check ran the forward again")
 
     monkeypatch.setattr(model, "forward", no_forward)
-    check_head_once(model, head, "cpu", "tiny")  # remembered: no forward
+    check_head_once(decoder, head, "cpu", "tiny")  # remembered: no forward
     monkeypatch.undo()
     monkeypatch.setenv("CROSSKNOW_CACHE", str(tmp_path))
     head.softcap = None  # a head that ignores the model's soft cap: a new check, which fails
     with pytest.raises(CrossknowError, match="transforms logits"):
-        check_head_once(model, head, "cpu", "tiny")
+        check_head_once(decoder, head, "cpu", "tiny")
     assert len(list((tmp_path / HEAD_CHECK_DIR).iterdir())) == 1  # the failure is not recorded

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from crossknow.errors import CrossknowError
-from crossknow.models import frozen_prefix
+from crossknow.models import decoder
 from crossknow.models.scoring_check import (
     CHECK_REQUESTS,
     TOLERANCE,
@@ -38,19 +38,20 @@ def test_tiny_sliding_window_model_paths_equal_plain_forward():
 def test_embedded_model_paths_equal_plain_forward(embedded_scorer):
     differences = path_differences(embedded_scorer.tokenizer, embedded_scorer.model)
     assert all(value <= TOLERANCE for value in differences.values()), differences
-    assert not embedded_scorer.model.get_decoder()._forward_hooks  # the replay's hooks are gone
+    assert not any(block._forward_hooks for block in embedded_scorer.decoder.blocks)  # the replay's hook is gone
+    assert embedded_scorer.decoder.watcher is None
 
 
 def test_the_start_check_passes_here_and_names_versions_when_the_replay_breaks(monkeypatch):
     check_scoring_path()  # this environment's scoring path is sound
 
-    def old_replay(self, hidden_states, *args, past_key_values=None, **kwargs):
-        """The replay as it was before 5.24: it looks for the cache under its old name and so never fills it."""
+    def old_stand_in(self, hidden_states, *args, past_key_values=None, **kwargs):
+        """A stand-in as it was before 5.24: it looks for the cache under its old name and so never fills it."""
         if past_key_values is not None:
             raise AssertionError("unreachable on transformers >= 5.24")
-        return self.owner.replayed.to(hidden_states.device) if self.first else hidden_states
+        return self.output(hidden_states)
 
-    monkeypatch.setattr(frozen_prefix._Replay, "forward", old_replay)
+    monkeypatch.setattr(decoder._TransformersStandIn, "forward", old_stand_in)
     expected = r"scoring path does not work with transformers 5\.\d+.* torch .*make install"
     with pytest.raises(CrossknowError, match=expected):
         check_scoring_path()

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 def test_the_weights_comparison_finds_the_frozen_blocks(tiny_train_run, embedded_scorer) -> None:
     later = tiny_train_run.out / "checkpoints" / "checkpoint-4"
-    assert unchanged_blocks(embedded_scorer.model, local_weights_dir("default")) == 18  # itself: all equal
-    assert unchanged_blocks(embedded_scorer.model, later) == 17  # last:1 trained only the 18th block
+    assert unchanged_blocks(embedded_scorer.decoder, local_weights_dir("default")) == 18  # itself: all equal
+    assert unchanged_blocks(embedded_scorer.decoder, later) == 17  # last:1 trained only the 18th block
 
 
 def test_weights_that_do_not_fit_the_model_are_refused_and_nothing_changes(tmp_path: Path, embedded_scorer) -> None:
@@ -35,11 +35,11 @@ def test_weights_that_do_not_fit_the_model_are_refused_and_nothing_changes(tmp_p
 
     other = tmp_path / "other"
     other.mkdir()
-    save_file({"model.embed_tokens.weight": embedded_scorer.model.get_input_embeddings().weight[:10].clone()},
+    save_file({"model.embed_tokens.weight": embedded_scorer.model.model.embed_tokens.weight[:10].clone()},
               str(other / "model.safetensors"))
-    before = embedded_scorer.model.get_input_embeddings().weight.clone()
-    assert unchanged_blocks(embedded_scorer.model, other, load=True) is None
-    assert (embedded_scorer.model.get_input_embeddings().weight == before).all()
+    before = embedded_scorer.model.model.embed_tokens.weight.clone()
+    assert unchanged_blocks(embedded_scorer.decoder, other, load=True) is None
+    assert (embedded_scorer.model.model.embed_tokens.weight == before).all()
 
 
 def test_a_sweep_loads_once_replays_frozen_blocks_and_matches_fresh_loads(tiny_train_run) -> None:

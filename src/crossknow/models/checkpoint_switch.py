@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from crossknow.models.decoder import Decoder
 from crossknow.models.weights import weight_files
 
 
@@ -55,15 +56,6 @@ def _open_tensors(directory: Path) -> dict[str, Any] | None:
     return handles
 
 
-def _block_of(model: Any) -> tuple[str, str, int]:
-    """(name prefix of the decoder blocks, name of the input embedding weight, number of blocks)."""
-    decoder = model.get_decoder()
-    names = {id(module): name for name, module in model.named_modules()}
-    blocks = names[id(decoder.layers)]
-    embedding = names[id(model.get_input_embeddings())] + ".weight"
-    return blocks, embedding, len(decoder.layers)
-
-
 def _matching_tensors(model: Any, directory: Path) -> dict[str, tuple[torch.Tensor, Any]] | None:
     """Parameter name -> (parameter, open file) when the directory holds every parameter with its shape
     (a tied output head may be absent); None when it does not fit the model."""
@@ -84,14 +76,14 @@ def _matching_tensors(model: Any, directory: Path) -> dict[str, tuple[torch.Tens
     return matched
 
 
-def unchanged_blocks(model: Any, directory: Path, load: bool = False) -> int | None:
+def unchanged_blocks(decoder: Decoder, directory: Path, load: bool = False) -> int | None:
     """How many leading decoder blocks of the directory's weights equal the model's (0 when the input
     embeddings differ); with `load`, the directory's weights are then copied into the model. None (and
     the model untouched) when the directory's weights do not fit the model."""
-    matched = _matching_tensors(model, directory)
+    matched = _matching_tensors(decoder.model, directory)
     if matched is None:
         return None
-    blocks, embedding, n_blocks = _block_of(model)
+    blocks, embedding, n_blocks = decoder.blocks_name, decoder.embedding_name, len(decoder.blocks)
     same_block = [True] * n_blocks
     embedding_same = True
     with torch.no_grad():

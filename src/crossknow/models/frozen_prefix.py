@@ -1,9 +1,10 @@
 """Reuse of frozen lower blocks across the checkpoints of a sweep, which `--train-layers last:N` keeps bit-identical.
 
-`FrozenPrefix` hooks a causal LM's decoder: a call not seen before runs whole and keeps the last frozen block's
-output; a call seen before (its key: ids, mask, positions, cache length, context call) runs only the trained blocks
-on the kept states. An unseen continuation of a replayed context raises `PrefixCacheMiss` (the caller scores again
-without reuse). Callers check that the frozen weights are the same (`crossknow.models.checkpoint_switch`).
+`FrozenPrefix` watches a decoder's calls (`crossknow.models.decoder`): a call not seen before runs whole and keeps the
+last frozen block's output; a call seen before (its key: ids, mask, positions, cache length, context call) runs only
+the trained blocks on the kept states, the frozen ones standing in with placeholder keys and values. An unseen
+continuation of a replayed context raises `PrefixCacheMiss` (the caller scores again without reuse). Callers check
+that the frozen weights are the same (`crossknow.models.checkpoint_switch`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 
 from crossknow.errors import PrefixCacheMiss
+from crossknow.models.decoder import Decoder
 
 DEFAULT_BUDGET_BYTES = 4 << 30
 """Hidden states kept at most (4 GiB); past it, new calls run whole and are not kept."""
@@ -30,37 +32,17 @@ def _digest(*parts: Any) -> str:
     return digest.hexdigest()
 
 
-class _Replay(torch.nn.Module):
-    """Stands in for frozen block `layer_idx`: the first returns the kept hidden states, every one
-    appends placeholder keys and values of the right length to its slot of the KV cache."""
-
-    def __init__(self, owner: FrozenPrefix, layer_idx: int, first: bool):
-        super().__init__()
-        self.owner, self.layer_idx, self.first = owner, layer_idx, first
-
-    def forward(self, hidden_states: torch.Tensor, *args: Any, cache: Any = None, **kwargs: Any):
-        if cache is not None:
-            batch, length = hidden_states.shape[0], hidden_states.shape[1]
-            shape = (batch, self.owner.kv_heads, length, self.owner.head_dim)
-            placeholder = torch.zeros(shape, dtype=hidden_states.dtype, device=hidden_states.device)
-            cache.update(placeholder, placeholder, self.layer_idx)
-        if self.first:
-            return self.owner.replayed.to(hidden_states.device)
-        return hidden_states
-
-
 class FrozenPrefix:
-    """Keeps the output of the first `n_frozen` blocks of `model`'s decoder per distinct call, and replays it."""
+    """Keeps the output of the first `n_frozen` blocks of `decoder` per distinct call of its `run`, and replays it."""
 
-    def __init__(self, model: Any, n_frozen: int, budget_bytes: int = DEFAULT_BUDGET_BYTES):
-        self.decoder = model.get_decoder()
-        self.layers = self.decoder.layers
+    def __init__(self, decoder: Decoder, n_frozen: int, budget_bytes: int = DEFAULT_BUDGET_BYTES):
+        self.decoder = decoder
+        self.layers = decoder.blocks
         if not 1 <= n_frozen < len(self.layers):
             raise ValueError(f"n_frozen must be between 1 and {len(self.layers) - 1}, got {n_frozen}")
-        config = model.config
+        if decoder.watcher is not None:
+            raise ValueError("the decoder already replays frozen blocks")
         self.n_frozen = n_frozen
-        self.kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         self.budget_bytes = budget_bytes
         self.kept: dict[str, torch.Tensor] = {}
         self.kept_bytes = 0
@@ -68,37 +50,28 @@ class FrozenPrefix:
         self.misses = 0
         self.replayed: torch.Tensor | None = None
         self._real = [self.layers[i] for i in range(n_frozen)]
-        self._stand_ins = [_Replay(self, i, i == 0) for i in range(n_frozen)]
+        self._stand_ins = [decoder.stand_in(i, self._replayed if i == 0 else _unchanged) for i in range(n_frozen)]
         self._context: tuple[str, bool] | None = None  # (key, replayed) of the last context call
         self._capture_key: str | None = None
-        self._hooks = [
-            self.decoder.register_forward_pre_hook(self._before, with_kwargs=True),
-            self.decoder.register_forward_hook(self._after),
-            self._real[-1].register_forward_hook(self._capture),
-        ]
+        self._hook = self._real[-1].register_forward_hook(self._capture)
+        decoder.watcher = self
 
     def remove(self) -> None:
-        """Take the hooks off the model and forget every kept state."""
+        """Stop watching the decoder and forget every kept state."""
         self._restore()
-        for hook in self._hooks:
-            hook.remove()
+        self._hook.remove()
+        self.decoder.watcher = None
         self.kept.clear()
         self.kept_bytes = 0
 
-    def _before(self, module: Any, args: tuple, kwargs: dict) -> None:
-        ids = kwargs.get("input_ids", args[0] if args else None)
-        if ids is None:  # called with embeddings: nothing to key on, run whole
-            self._capture_key = None
-            return
-        past = kwargs.get("cache")
-        past_length = past.get_seq_length() if past is not None else 0
-        context = self._context if past_length else None
-        key = _digest(ids, kwargs.get("attention_mask"), kwargs.get("position_ids"), past_length,
-                      context[0] if context else None)
+    def before(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, past: int) -> None:
+        """Replay the frozen blocks when this call was seen before, else keep their output."""
+        context = self._context if past else None
+        key = _digest(ids, mask, positions, past, context[0] if context else None)
         replay = key in self.kept
         if context and context[1] and not replay:
             raise PrefixCacheMiss("a continuation of a replayed context was never seen; score again without reuse")
-        if not past_length:
+        if not past:
             self._context = (key, replay)
         if replay:
             self.hits += 1
@@ -110,6 +83,14 @@ class FrozenPrefix:
             self.misses += 1
             self._capture_key = key
 
+    def after(self) -> None:
+        """Put the real blocks back."""
+        self._restore()
+        self._capture_key = None
+
+    def _replayed(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.replayed.to(hidden.device)
+
     def _capture(self, module: Any, args: tuple, output: Any) -> None:
         if self._capture_key is None:
             return
@@ -119,11 +100,11 @@ class FrozenPrefix:
             self.kept[self._capture_key] = hidden.detach().clone()
             self.kept_bytes += size
 
-    def _after(self, module: Any, args: tuple, output: Any) -> None:
-        self._restore()
-        self._capture_key = None
-
     def _restore(self) -> None:
         for i, real in enumerate(self._real):
             self.layers[i] = real
         self.replayed = None
+
+
+def _unchanged(hidden: torch.Tensor) -> torch.Tensor:
+    return hidden

@@ -1,14 +1,16 @@
 """Gemma 3's text model in plain torch, for scoring: transformers' `Gemma3ForCausalLM` numbers without importing
 transformers' model code and what it pulls in (docs/speed.md, "Start-up"; docs/architecture.md).
 
-`load_scoring_model` uses it for Gemma 3 text checkpoints (`unsupported` says which). It keeps transformers' parameter
-names and decoder interface, which checkpoint switches and the frozen-block replay rely on. crossknow's choices: the
-sliding-window cache keeps every position, masked, and a padding query attends to itself alone.
+`load_scoring_model` uses it for Gemma 3 text checkpoints (`unsupported` says which); it keeps the checkpoint's
+parameter names, and the fast paths reach it through crossknow's decoder interface (`Gemma3Decoder`,
+`crossknow.models.decoder`). crossknow's choices: the sliding-window cache keeps every position, masked, and a
+padding query attends to itself alone.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -16,6 +18,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 from torch.nn import functional
+
+from crossknow.models.decoder import Decoder
 
 ROPE_TYPES = ("default", "linear")
 """Rotary position types this module computes (others load through transformers)."""
@@ -56,9 +60,6 @@ class Gemma3TextConfig:
             raise ValueError(f"{len(values['layer_types'])} layer_types for {values.get('num_hidden_layers')} layers")
         return cls(**values)
 
-    def to_json_string(self, use_diff: bool = False) -> str:
-        """The fields as JSON (the signature of transformers' configs, for `check_head_once`)."""
-        return json.dumps(self.__dict__, sort_keys=True)
 
 
 def unsupported(directory: str | Path) -> str | None:
@@ -68,11 +69,15 @@ def unsupported(directory: str | Path) -> str | None:
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return f"no readable config.json ({error})"
+    return "no weights in safetensors files" if not _weight_files(directory) else config_problem(raw)
+
+
+def config_problem(raw: dict[str, Any]) -> str | None:
+    """Why a model of config.json's mapping `raw` is not one this module computes exactly, or None when it is."""
     rope = raw.get("rope_parameters")
     checks = {
-        "no weights in safetensors files": not _weight_files(directory),
         "not a Gemma 3 text model": raw.get("model_type") != "gemma3_text"
-        or raw.get("architectures", ["Gemma3ForCausalLM"]) != ["Gemma3ForCausalLM"],
+        or (raw.get("architectures") or ["Gemma3ForCausalLM"]) != ["Gemma3ForCausalLM"],
         "quantised": "quantization_config" in raw,
         "no layer_types or rope_parameters (an older config format)": not raw.get("layer_types")
         or not isinstance(rope, dict),
@@ -94,31 +99,22 @@ class KVCache:
     def __init__(self, n_layers: int):
         self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
 
-    def update(
-        self, key: torch.Tensor, value: torch.Tensor, layer_idx: int, **_: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append `key` and `value` to block `layer_idx`'s and return all of its keys and values."""
-        held = self.layers[layer_idx]
+    def append(self, key: torch.Tensor, value: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append `key` and `value` to block `layer`'s and return all of its keys and values."""
+        held = self.layers[layer]
         if held is not None:
             key, value = torch.cat([held[0], key], dim=2), torch.cat([held[1], value], dim=2)
-        self.layers[layer_idx] = (key, value)
+        self.layers[layer] = (key, value)
         return key, value
 
-    def get_seq_length(self, layer_idx: int = 0) -> int:
+    def length(self) -> int:
         """How many positions the cache holds."""
-        held = self.layers[layer_idx]
+        held = self.layers[0]
         return 0 if held is None else held[0].shape[2]
 
-    def reorder_cache(self, index: torch.Tensor) -> None:
-        """Keep the batch rows `index` (in that order, repeats allowed)."""
-        self.layers = [None if held is None else (held[0][index], held[1][index]) for held in self.layers]
-
-
-class BodyOutput(NamedTuple):
-    """What the decoder returns: the last block's normed hidden states, and the cache when asked for."""
-
-    last_hidden_state: torch.Tensor
-    cache: KVCache | None
+    def keep(self, rows: torch.Tensor) -> None:
+        """Keep the batch rows `rows` (in that order, repeats allowed)."""
+        self.layers = [None if held is None else (held[0][rows], held[1][rows]) for held in self.layers]
 
 
 class LMOutput(NamedTuple):
@@ -199,7 +195,7 @@ class Attention(nn.Module):
         query = query * cos + _rotate_half(query) * sin
         key = key * cos + _rotate_half(key) * sin
         if cache is not None:
-            key, value = cache.update(key, value, self.layer_idx)
+            key, value = cache.append(key, value, self.layer_idx)
         out = functional.scaled_dot_product_attention(
             query, key, value, attn_mask=mask, scale=self.scale, enable_gqa=self.heads != self.kv_heads
         )
@@ -247,7 +243,7 @@ def _inverse_frequencies(config: Gemma3TextConfig, kind: str) -> torch.Tensor:
     return inverse / rope["factor"] if rope.get("rope_type", "default") == "linear" else inverse
 
 
-class Decoder(nn.Module):
+class Body(nn.Module):
     """Embeddings, blocks and the final norm: token ids to the hidden states the output head reads."""
 
     def __init__(self, config: Gemma3TextConfig):
@@ -265,15 +261,12 @@ class Decoder(nn.Module):
         return angles.cos().to(dtype), angles.sin().to(dtype)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None, cache: KVCache | None = None,
-                use_cache: bool = False) -> BodyOutput:
-        """Hidden states of `input_ids` (batch, positions) after the positions `cache` holds.
+                position_ids: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
+        """Hidden states of `input_ids` (batch, positions) after the positions `cache` holds (appended to it).
 
         `attention_mask` (batch, cached + new positions) is 1 where a key is a token, 0 where it is
         padding; `position_ids` default to the positions after the cache's."""
-        if use_cache and cache is None:
-            cache = KVCache(len(self.layers))
-        past = cache.get_seq_length() if cache is not None else 0
+        past = cache.length() if cache is not None else 0
         batch, length = input_ids.shape
         device = input_ids.device
         if attention_mask is None:
@@ -292,38 +285,75 @@ class Decoder(nn.Module):
         for index, layer in enumerate(self.layers):
             kind = self.config.layer_types[index]
             hidden = layer(hidden, kinds[kind], sliding if kind == "sliding_attention" else full, cache=cache)
-        return BodyOutput(self.norm(hidden), cache if use_cache else None)
+        return self.norm(hidden)
 
 
 class Gemma3TextModel(nn.Module):
-    """The decoder and its output head; the accessors the scorer and checkpoint switching call."""
+    """The body and its output head, named as the checkpoint names them."""
 
     def __init__(self, config: Gemma3TextConfig):
         super().__init__()
         self.config = config
-        self.model = Decoder(config)
+        self.model = Body(config)
         self.lm_head = Linear(config.hidden_size, config.vocab_size)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
 
-    def get_decoder(self) -> Decoder:
-        """The decoder (embeddings, blocks, final norm)."""
-        return self.model
-
-    def get_input_embeddings(self) -> Embedding:
-        """The token embedding table."""
-        return self.model.embed_tokens
-
-    def get_output_embeddings(self) -> Linear:
-        """The output head."""
-        return self.lm_head
+    def decoder_view(self) -> Gemma3Decoder:
+        """The model as crossknow's fast paths use it (`crossknow.models.decoder.decoder_of`)."""
+        return Gemma3Decoder(self)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any) -> LMOutput:
         """Logits at every position (the model's own, soft-capped where the config says)."""
-        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         logits = self.lm_head(hidden)
         cap = self.config.final_logit_softcapping
         return LMOutput(torch.tanh(logits / cap) * cap if cap else logits)
+
+
+class _StandIn(nn.Module):
+    """A stand-in block in `Body`'s loop (see `Decoder.stand_in`)."""
+
+    def __init__(self, decoder: Gemma3Decoder, index: int, output: Callable[[torch.Tensor], torch.Tensor]):
+        super().__init__()
+        self.shape, self.index, self.output = (decoder.kv_heads, decoder.head_dim), index, output
+
+    def forward(self, hidden_states: torch.Tensor, rope: Any, mask: Any, cache: KVCache | None = None) -> torch.Tensor:
+        if cache is not None:
+            batch, length = hidden_states.shape[:2]
+            zeros = hidden_states.new_zeros((batch, self.shape[0], length, self.shape[1]))
+            cache.append(zeros, zeros, self.index)
+        return self.output(hidden_states)
+
+
+class Gemma3Decoder(Decoder):
+    """`Gemma3TextModel` through crossknow's decoder interface."""
+
+    def __init__(self, model: Gemma3TextModel):
+        config = model.config
+        self.model, self.config, self.body, self.head = model, config, model.model, model.lm_head
+        self.blocks = model.model.layers
+        self.blocks_name, self.embedding_name = "model.layers", "model.embed_tokens.weight"
+        self.vocab_size, self.max_positions = model.model.embed_tokens.num_embeddings, config.max_position_embeddings
+        self.kv_heads, self.head_dim = config.num_key_value_heads, config.head_dim
+
+    def _run(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
+             cache: KVCache | None) -> tuple[torch.Tensor, KVCache]:
+        cache = cache if cache is not None else KVCache(len(self.blocks))
+        return self.body(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache), cache
+
+    def select(self, cache: KVCache, rows: torch.Tensor) -> None:
+        cache.keep(rows)
+
+    def cache_length(self, cache: KVCache) -> int:
+        return cache.length()
+
+    def stand_in(self, index: int, output: Callable[[torch.Tensor], torch.Tensor]) -> nn.Module:
+        return _StandIn(self, index, output)
+
+    def identity(self) -> str:
+        return "\n".join([type(self.model).__module__, type(self.model).__qualname__,
+                          json.dumps(self.config.__dict__, sort_keys=True)])
 
 
 def _weight_files(directory: Path) -> list[Path]:
@@ -357,6 +387,11 @@ def build(
     if config.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
     return model.to(device).eval()  # the rotary frequencies, made on the CPU
+
+
+def computes(model: Any) -> bool:
+    """Whether transformers' `model` is a Gemma 3 text model this module computes exactly."""
+    return type(model).__name__ == "Gemma3ForCausalLM" and config_problem(model.config.to_dict()) is None
 
 
 def from_transformers(model: Any) -> Gemma3TextModel:

@@ -19,7 +19,7 @@ from crossknow.models.protocol import Scorer
 try:
     from crossknow.models.device import resolve_device
     from crossknow.models.hf_decoding import DecodeRow, decode_batch
-    from crossknow.models.hf_loading import CHECKPOINT_DTYPE, LoadSettings, dtype_name, load_causal_lm
+    from crossknow.models.hf_loading import CHECKPOINT_DTYPE, LoadSettings, dtype_name, load_causal_lm, scoring_view
     from crossknow.models.json_constraint import JsonConstraintFactory, json_constraints_available
     from crossknow.models.local_generator import LocalGenerator
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
@@ -50,7 +50,7 @@ class HFGenerator(LocalGenerator):
         self.device = resolve_device(device)
         self.sampler_device = self.device
         self.batch_size = batch_size
-        self._path, self._revision = path, revision
+        self._path, self._revision, self._load = path, revision, load
         self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, self.device, dtype, load)
         self.dtype = dtype_name(self.model.dtype) if dtype == CHECKPOINT_DTYPE else dtype
         self.prompt_format: PromptFormat = resolve_prompt_format(prompt_format, self.tokenizer)
@@ -101,13 +101,15 @@ class HFGenerator(LocalGenerator):
         return self._json_constraints
 
     def scorer(self) -> Scorer:
-        """An HFScorer sharing this generator's loaded model (built once; no second copy of the weights)."""
+        """An HFScorer sharing this generator's loaded model (built once; no second copy of the weights), through
+        the implementation a scorer of its own would load (`hf_loading.scoring_view`)."""
         if self._scorer is None:
             from crossknow.models.hf_scorer import HFScorer
 
+            model = scoring_view(self.model, self.dtype, self._load)
             self._scorer = HFScorer(
                 self._path, name=self.name, model_id=self.model_id, revision=self._revision,
-                device=self.device, dtype=self.dtype, batch_size=self.batch_size, loaded=(self.tokenizer, self.model),
+                device=self.device, dtype=self.dtype, batch_size=self.batch_size, loaded=(self.tokenizer, model),
             )
         return self._scorer
 

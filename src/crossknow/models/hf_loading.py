@@ -111,3 +111,15 @@ def load_scoring_model(
         return load_tokenizer(path, revision, scoring=True), gemma3_text.load(path, DTYPES[dtype], device)
     except (OSError, ValueError) as error:  # ValueError: weights that do not fit its config.json
         raise CrossknowError(f"cannot load model {model_id!r}: {error}") from error
+
+
+def scoring_view(model: Any, dtype: str, load: LoadSettings = LoadSettings()) -> Any:
+    """A model transformers loaded (a generator's), as `load_scoring_model` would have loaded it for the scorer:
+    a Gemma 3 text model that `crossknow.models.gemma3_text` computes becomes that module's model, sharing the
+    weights; any other stays as it is. So which implementation scores a model does not depend on whether a
+    generator loaded it first."""
+    from crossknow.models import gemma3_text
+
+    if dtype in DTYPES and load.default() and gemma3_text.computes(model):
+        return gemma3_text.from_transformers(model)
+    return model

@@ -8,7 +8,6 @@ passes of similar length (`option_chunks`). A request that cannot be scored rais
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from crossknow.models.request_ids import RequestIds
 try:
     import torch
 
+    from crossknow.models.decoder import decoder_of
     from crossknow.models.device import resolve_device
     from crossknow.models.hf_loading import CHECKPOINT_DTYPE, LoadSettings, dtype_name, load_scoring_model
     from crossknow.models.logit_head import LogitHead, check_head_once
@@ -87,11 +87,10 @@ class HFScorer:
         self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id, self.device, dtype,
                                                                   load)
         self.dtype = dtype_name(self.model.dtype) if dtype == CHECKPOINT_DTYPE else dtype
-        self._body = self.model.get_decoder()
-        self._head = LogitHead(self.model)
-        check_head_once(self.model, self._head, self.device, self.model_id)
-        self._ids = RequestIds(self.tokenizer, self.model.get_input_embeddings().num_embeddings,
-                               getattr(self.model.config, "max_position_embeddings", None))
+        self.decoder = decoder_of(self.model)
+        self._head = LogitHead(self.decoder)
+        check_head_once(self.decoder, self._head, self.device, self.model_id)
+        self._ids = RequestIds(self.tokenizer, self.decoder.vocab_size, self.decoder.max_positions)
         self._pad_id = self.tokenizer.pad_token_id or 0
 
     def encode_request(self, request: ScoreRequest) -> tuple[list[int], list[int]]:
@@ -156,24 +155,19 @@ class HFScorer:
             ctx_ids[g, ctx_width - len(group.ctx) :] = torch.tensor(group.ctx)
             ctx_mask[g, ctx_width - len(group.ctx) :] = 1
         ctx_ids, ctx_mask = ctx_ids.to(device), ctx_mask.to(device)
-        out = self._body(
-            input_ids=ctx_ids,
-            attention_mask=ctx_mask,
-            position_ids=(ctx_mask.cumsum(1) - 1).clamp(min=0),
-            use_cache=True,
-        )
+        ctx_states, ctx_cache = self.decoder.run(ctx_ids, ctx_mask, (ctx_mask.cumsum(1) - 1).clamp(min=0))
         rows = [(g, index, cont) for g, group in enumerate(groups) for index, cont in group.members]
         row_group = torch.tensor([g for g, _, _ in rows], device=device)
 
         # First continuation token: predicted from the context's last position, once per group.
-        hidden = [out.last_hidden_state[:, -1]]
+        hidden = [ctx_states[:, -1]]
         sources = [row_group]
         targets = [torch.tensor([cont[0] for _, _, cont in rows], device=device)]
         owners = [index for _, index, _ in rows]
         chunks = option_chunks([len(cont) - 1 for _, _, cont in rows])
         ctx_len = ctx_mask.sum(1)
         for number, chunk in enumerate(chunks):  # each pass continues its own copy of the contexts' KV cache
-            cache = out.cache if number == len(chunks) - 1 else copy.deepcopy(out.cache)
+            cache = ctx_cache if number == len(chunks) - 1 else self.decoder.copy(ctx_cache)
             width = len(rows[chunk[0]][2]) - 1
             opt_ids = torch.full((len(chunk), width), self._pad_id, dtype=torch.long)
             opt_mask = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -183,14 +177,11 @@ class HFScorer:
                 opt_mask[r, : len(cont) - 1] = 1
             opt_ids, opt_mask = opt_ids.to(device), opt_mask.to(device)
             chunk_group = row_group[torch.tensor(chunk, device=device)]
-            cache.reorder_cache(chunk_group)
-            option_states = self._body(
-                input_ids=opt_ids,
-                attention_mask=torch.cat([ctx_mask[chunk_group], opt_mask], dim=1),
-                position_ids=ctx_len[chunk_group][:, None] + torch.arange(width, device=device)[None, :],
-                cache=cache,
-                use_cache=True,
-            ).last_hidden_state
+            self.decoder.select(cache, chunk_group)
+            option_states, _ = self.decoder.run(
+                opt_ids, torch.cat([ctx_mask[chunk_group], opt_mask], dim=1),
+                ctx_len[chunk_group][:, None] + torch.arange(width, device=device)[None, :], cache,
+            )
             row_idx, pos_idx = opt_mask.nonzero(as_tuple=True)  # row-major, matching the order of cont[1:] below
             offset = sum(len(states) for states in hidden)  # where this pass's rows start in torch.cat(hidden)
             hidden.append(option_states[row_idx, pos_idx])

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from crossknow.errors import CrossknowError
+from crossknow.models.decoder import Decoder
 
 REFINED = 16
 """Largest logits per row recomputed in float32 when the compute dtype is half precision."""
@@ -47,11 +48,10 @@ def logit_scaling(config: Any) -> tuple[float, float | None]:
 class LogitHead:
     """log p(target | hidden row) and the greedy flag, in float32, from a model's output layer."""
 
-    def __init__(self, model: Any):
-        head = model.get_output_embeddings()
-        self.weight: torch.Tensor = head.weight
-        self.bias: torch.Tensor | None = getattr(head, "bias", None)
-        self.factor, self.softcap = logit_scaling(model.config)
+    def __init__(self, decoder: Decoder):
+        self.weight: torch.Tensor = decoder.head.weight
+        self.bias: torch.Tensor | None = getattr(decoder.head, "bias", None)
+        self.factor, self.softcap = logit_scaling(decoder.config)
         self.refine = self.weight.dtype in (torch.bfloat16, torch.float16)
 
     def _transform(self, raw: torch.Tensor) -> torch.Tensor:
@@ -150,7 +150,7 @@ class LogitHead:
         return raw
 
 
-def check_against_forward(model: Any, head: LogitHead, device: str, model_id: str) -> None:
+def check_against_forward(decoder: Decoder, head: LogitHead, device: str, model_id: str) -> None:
     """Raise CrossknowError when `head` does not reproduce the model's own forward on a few tokens.
 
     Catches a logit transform that crossknow does not know (a model whose forward scales or caps
@@ -160,10 +160,11 @@ def check_against_forward(model: Any, head: LogitHead, device: str, model_id: st
     vocab = head.weight.shape[0]
     ids = torch.tensor([[i * vocab // 7 for i in range(1, 6)]], device=device)
     seen: list[torch.Tensor] = []  # the decoder's output inside the model's own forward: one forward, not two
-    hook = model.get_decoder().register_forward_hook(lambda _module, _args, out: seen.append(out[0]))
+    hook = decoder.body.register_forward_hook(
+        lambda _module, _args, out: seen.append(out if isinstance(out, torch.Tensor) else out[0]))
     try:
         with torch.inference_mode():
-            theirs = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+            theirs = torch.log_softmax(decoder.model(input_ids=ids).logits[0].float(), dim=-1)
             ours = torch.log_softmax(head.logits(seen[-1][0]), dim=-1)
     finally:
         hook.remove()
@@ -184,7 +185,7 @@ HEAD_CHECK_DIR = "head-checks"
 """Folder under crossknow's cache holding one empty file per passed head check (`check_head_once`)."""
 
 
-def check_head_once(model: Any, head: LogitHead, device: str, model_id: str) -> None:
+def check_head_once(decoder: Decoder, head: LogitHead, device: str, model_id: str) -> None:
     """`check_against_forward`, run once per model class, configuration, head transform, dtype, device
     kind and installed torch and transformers: a pass is recorded under crossknow's cache and later
     loads skip the forward (a few tenths of a second at start-up). The check tests how the model's
@@ -196,14 +197,14 @@ def check_head_once(model: Any, head: LogitHead, device: str, model_id: str) -> 
     from crossknow.store.cache_dir import cache_dir
 
     facts = [
-        type(model).__module__, type(model).__qualname__, model.config.to_json_string(use_diff=False),
+        decoder.identity(),
         repr((head.factor, head.softcap, head.refine, str(head.weight.dtype), torch.device(device).type)),
         torch.__version__, version("transformers"),
     ]
     passed = cache_dir() / HEAD_CHECK_DIR / sha256("\n".join(facts).encode("utf-8")).hexdigest()
     if passed.exists():
         return
-    check_against_forward(model, head, device, model_id)
+    check_against_forward(decoder, head, device, model_id)
     try:
         passed.parent.mkdir(parents=True, exist_ok=True)
         passed.touch()

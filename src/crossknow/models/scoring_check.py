@@ -1,9 +1,10 @@
 """Does the fast scoring path give the plain computation's numbers in this environment?
 
-The shared-context KV cache and the frozen-block replay lean on how transformers passes the cache and builds masks,
-which changes between releases. `check_scoring_path` compares both with a plain forward of each whole sequence on a
-tiny random Gemma 3 model, through transformers and `crossknow.models.gemma3_text`, in well under a second, so that
-`demo`, `train` and `trace` fail at start (`ensure_scoring_path`, before any model loads), not after training.
+The shared-context KV cache and the frozen-block replay lean on how transformers passes the cache and builds masks
+(`decoder.TransformersDecoder`), which changes between releases. `check_scoring_path` compares both with a plain
+forward of each whole sequence on a tiny random Gemma 3 model, through transformers and
+`crossknow.models.gemma3_text`, in well under a second, so that `demo`, `train` and `trace` fail at start
+(`ensure_scoring_path`, before any model loads), not after training.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def path_differences(tokenizer: Any, model: Any, requests: Sequence[ScoreRequest
                    for ours, theirs in zip(result.token_logprobs, reference, strict=True))
 
     differences = {"shared-prefix": largest(scorer.score(requests, keep_token_logprobs=True))}
-    prefix = FrozenPrefix(model, len(model.get_decoder().layers) - 1)
+    prefix = FrozenPrefix(scorer.decoder, len(scorer.decoder.blocks) - 1)
     try:
         scorer.score(requests)  # runs whole and keeps the frozen blocks' output
         replayed = scorer.score(requests, keep_token_logprobs=True)

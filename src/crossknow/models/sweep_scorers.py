@@ -45,9 +45,9 @@ class SweepScorers:
 
         directory = local_weights_dir(spec) if self.reuse else None
         tokenizer = self._tokenizer_of(directory) if directory is not None else None
-        if (self.scorer is not None and directory is not None and hasattr(self.scorer, "model")
+        if (self.scorer is not None and directory is not None and hasattr(self.scorer, "decoder")
                 and tokenizer == self.tokenizer):
-            unchanged = unchanged_blocks(self.scorer.model, directory, load=True)
+            unchanged = unchanged_blocks(self.scorer.decoder, directory, load=True)
             if unchanged is not None:
                 if self.prefix is not None and unchanged < self.prefix.n_frozen:
                     self.drop_reuse()
@@ -57,7 +57,7 @@ class SweepScorers:
         self.scorer = load_scorer(spec, self.options)
         self.tokenizer = tokenizer
         self.loads += 1
-        if directory is not None and hasattr(self.scorer, "model"):
+        if directory is not None and hasattr(self.scorer, "decoder"):
             self._install_prefix(spec)
         return self.scorer
 
@@ -71,13 +71,12 @@ class SweepScorers:
         for spec in later:
             directory = local_weights_dir(spec)
             fits = directory is not None and self._tokenizer_of(directory) == self.tokenizer
-            counts.append(unchanged_blocks(self.scorer.model, directory) if fits else None)
+            counts.append(unchanged_blocks(self.scorer.decoder, directory) if fits else None)
         if not counts or any(count is None for count in counts):
             return
-        n_blocks = len(self.scorer.model.get_decoder().layers)
-        frozen = min(min(counts), n_blocks - 1)
+        frozen = min(min(counts), len(self.scorer.decoder.blocks) - 1)
         if frozen >= 1:
-            self.prefix = FrozenPrefix(self.scorer.model, frozen)
+            self.prefix = FrozenPrefix(self.scorer.decoder, frozen)
 
     def drop_reuse(self) -> None:
         """Stop reusing frozen blocks (after a `PrefixCacheMiss`, or when a checkpoint changes one);
