@@ -21,7 +21,7 @@ from crossknow.generation.ask import (
     TextOutput,
     yes_no_value,
 )
-from crossknow.generation.structured import StructuredClient
+from crossknow.generation.structured import StructuredClient, per_form
 from crossknow.models.generator import AnswerContinuation, GenerateRequest, GenerateResult, Usage
 
 
@@ -128,3 +128,10 @@ def test_a_question_without_a_completion_form_stops_a_base_model_before_any_requ
     with pytest.raises(CrossknowError, match=r"no examples in Korean \(ko\)"):
         StructuredClient(base).ask_many(asks, Reading(FREE, FREE))
     assert base.requests == []
+
+
+def test_a_stage_names_a_procedure_per_form_and_a_form_without_one_stops_it():
+    assert per_form("chat", chat="rounds", completion="fields") == "rounds"
+    assert per_form("completion", chat="rounds", completion="fields") == "fields"
+    with pytest.raises(CrossknowError, match="no procedure for a model asked in the 'instruct' form"):
+        per_form("instruct", chat="rounds", completion="fields")

@@ -74,8 +74,13 @@ def distractor_rows(
     """One row per query: kept with three distractors, invalid (malformed output, or no three good
     distractors after every round), or None when a request failed in transport."""
     spec, client = writer
-    if client.prompt_format == "completion":
-        return _ask_fields(queries, spec, client, prompts)
+    return client.per_form(chat=_chat_distractors, completion=_ask_fields)(queries, spec, client, prompts)
+
+
+def _chat_distractors(
+    queries: Sequence[QueryRecord], spec: str, client: StructuredClient, prompts: PromptTable
+) -> list[StageRow[DistractorRecord] | None]:
+    """`distractor_rows` for a chat model: three distractors as JSON, reviewed in rounds."""
     first = [
         prompts.render(
             "distractors", q.fact.sentence.lang, sentence=q.fact.sentence.text, cloze=q.cloze,

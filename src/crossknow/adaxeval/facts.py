@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -192,11 +193,9 @@ def fact_rows(
     the fields as JSON in `order`, a base-model detector field by field (`crossknow.adaxeval.facts_completion`, its
     exact P(yes) calibrated unless `calibrate` is False); one row per sentence (None when some detector's request
     failed in transport, to be retried by a later run)."""
-    per_detector = [
-        completion_votes(sentences, spec, client, prompts, calibrate) if client.prompt_format == "completion"
-        else _chat_votes(sentences, spec, client, prompts, order)
-        for spec, client in detectors
-    ]
+    chat, completion = partial(_chat_votes, order=order), partial(completion_votes, calibrate=calibrate)
+    per_detector = [client.per_form(chat=chat, completion=completion)(sentences, spec, client, prompts)
+                    for spec, client in detectors]
     rows: list[StageRow[FactRecord] | None] = []
     for k, sentence in enumerate(sentences):
         votes = [votes_[k] for votes_ in per_detector]

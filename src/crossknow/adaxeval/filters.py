@@ -58,8 +58,16 @@ def quality_rows(
     """One row per item. `partner(pair_id, lang)` gives (language, text) of the paired document in the
     other language; `calibrate` (the completion path only) calibrates an exact P(yes)."""
     spec, client = writer
-    if client.prompt_format == "completion":
-        return _judge_yes_no(items, spec, client, prompts, partner, apply_filter, calibrate)
+    return client.per_form(
+        chat=lambda: _chat_quality(items, spec, client, prompts, partner, apply_filter),
+        completion=lambda: _judge_yes_no(items, spec, client, prompts, partner, apply_filter, calibrate))()
+
+
+def _chat_quality(
+    items: Sequence[DistractorRecord], spec: str, client: StructuredClient, prompts: PromptTable,
+    partner: Callable[[str, str], tuple[str, str]], apply_filter: bool,
+) -> list[StageRow[QualityRecord] | None]:
+    """`quality_rows` for a chat model: both judgements as JSON."""
     in_prompts, cross_prompts = [], []
     for item in items:
         query, sentence = item.query, item.query.fact.sentence

@@ -95,8 +95,10 @@ class LlmNer:
 
     def find(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
         """One LLM call per sentence (retries aside), in the form the model takes (see the module docstring)."""
-        if self.client.prompt_format == "completion":
-            return self._find_completion(sentences)
+        return self.client.per_form(chat=self._find_chat, completion=self._find_completion)(sentences)
+
+    def _find_chat(self, sentences: Sequence[SentenceRecord]) -> list[Found]:
+        """`find` for a chat model: the entities as a JSON list."""
         prompts = [self.prompts.render("ner", s.lang, sentence=s.text) for s in sentences]
         outcomes = self.client.call_many(prompts, EntityList)
         results = []

@@ -115,8 +115,15 @@ def cloze_rows(
     `taken` (updated): normalised clozes already kept -> their sentence id."""
     spec, client = writer
     taken = {} if taken is None else taken
-    if client.prompt_format == "completion":
-        return [_code_cloze(record, spec, prompts, taken) for record in regenerated]
+    return client.per_form(chat=lambda: _chat_clozes(regenerated, spec, client, prompts, taken),
+                           completion=lambda: [_code_cloze(record, spec, prompts, taken) for record in regenerated])()
+
+
+def _chat_clozes(
+    regenerated: Sequence[TripleRecord], spec: str, client: StructuredClient, prompts: PromptTable,
+    taken: dict[str, str],
+) -> list[StageRow[ClozeRecord] | None]:
+    """`cloze_rows` for a chat model: the cloze written as JSON, reviewed in rounds."""
     triples = [_triple(record) for record in regenerated]
     facts = [record.fact for record in regenerated]
     first = [
@@ -193,8 +200,14 @@ def paraphrase_rows(
     (updated): normalised questions already kept -> their sentence id."""
     spec, client = writer
     taken = {} if taken is None else taken
-    if client.prompt_format == "completion":
-        return _rows(clozes, _ask_questions(clozes, spec, client, prompts, taken))
+    asked = client.per_form(chat=_chat_questions, completion=_ask_questions)
+    return _rows(clozes, asked(clozes, spec, client, prompts, taken))
+
+
+def _chat_questions(
+    clozes: Sequence[ClozeRecord], spec: str, client: StructuredClient, prompts: PromptTable, taken: dict[str, str]
+) -> list[Rounds]:
+    """The chat path's questions: the paraphrase as JSON, reviewed in rounds."""
     first = [prompts.render("paraphrase", c.fact.sentence.lang, cloze=c.cloze, answer=c.answer) for c in clozes]
     given: list[list[str]] = [[] for _ in clozes]
 
@@ -214,7 +227,7 @@ def paraphrase_rows(
     outcomes = ask_in_rounds(client, spec, first, ParaphraseAnswer, review, again)
     for rounds, texts in zip(outcomes, given, strict=True):
         rounds.given = texts
-    return _rows(clozes, outcomes)
+    return outcomes
 
 
 def _ask_questions(

@@ -41,8 +41,14 @@ def triple_rows(
     """One row per fact: kept with the regenerated triple, invalid when the writer's output stayed malformed
     or its object never occurred in the sentence, None when the request failed in transport."""
     spec, client = writer
-    if client.prompt_format == "completion":
-        return [_detector_triple(fact, spec) for fact in facts]
+    return client.per_form(chat=lambda: _chat_triples(facts, spec, client, prompts),
+                           completion=lambda: [_detector_triple(fact, spec) for fact in facts])()
+
+
+def _chat_triples(
+    facts: Sequence[FactRecord], spec: str, client: StructuredClient, prompts: PromptTable
+) -> list[StageRow[TripleRecord] | None]:
+    """`triple_rows` for a chat model: the triple written again as JSON, reviewed in rounds."""
     first = []
     for fact in facts:
         reference = _reference(fact)

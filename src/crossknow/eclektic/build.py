@@ -133,9 +133,12 @@ class _Steps:
         """What every output cost to produce, cached ones included."""
 
     def generate(self, selected: list[SelectedDocument]) -> list[tuple[SelectedDocument, Texts]]:
-        """(document, source texts) for every document whose question and answer are valid."""
-        if self.client.prompt_format == "completion":
-            return self._generate_by_fields(selected)
+        """(document, source texts) for every document whose question and answer are valid: one chat answer, or
+        a base model's question, then its answer."""
+        return self.client.per_form(chat=self._generate_by_chat, completion=self._generate_by_fields)(selected)
+
+    def _generate_by_chat(self, selected: list[SelectedDocument]) -> list[tuple[SelectedDocument, Texts]]:
+        """`generate` for a chat model: the question and answer in one answer."""
         prompts = [ChatPrompt(None, generation_prompt(s.document.lang, s.context)) for s in selected]
         outcomes = self._call(prompts, TextOutput(parse_question_answer), "generate",
                               [question_answer_parser(s.context) for s in selected])

@@ -54,6 +54,8 @@ from crossknow.store.request_cache import RequestCache
 from crossknow.store.spend_ledger import SpendLedger
 
 T = TypeVar("T", bound=BaseModel)
+P = TypeVar("P")
+"""A stage's procedure for one form of model (`StructuredClient.per_form`)."""
 
 TRANSPORT_FAILURE = "request failed"
 """How `StructuredOutcome.error` starts when the request itself failed (after the backend's own
@@ -71,6 +73,18 @@ def prompt_format_of(generator: Generator) -> str:
     """'chat' or 'completion': the form `generator` is asked in where a stage can ask either way (chat for a
     generator that does not say)."""
     return getattr(generator, "prompt_format", "chat")
+
+
+def per_form(form: str, *, chat: P, completion: P) -> P:
+    """Of a stage's two procedures (or settings), the one for a model asked in `form`, where a base model runs
+    another procedure than a chat model and not only another rendering (`StructuredClient.ask_many` covers those):
+    a field asked from an earlier field's answer, review rounds, a value computed by code instead of asked, a
+    shorter token budget. Each form is named, so a form of model added later stops every such stage until it has
+    a procedure of its own."""
+    chosen = {"chat": chat, "completion": completion}
+    if form not in chosen:
+        raise CrossknowError(f"no procedure for a model asked in the {form!r} form")
+    return chosen[form]
 
 
 @dataclass(frozen=True)
@@ -160,6 +174,10 @@ class StructuredClient:
     def prompt_format(self) -> str:
         """'chat' or 'completion': the form this client's model is asked in where a stage can ask either way."""
         return prompt_format_of(self.generator)
+
+    def per_form(self, *, chat: P, completion: P) -> P:
+        """`per_form` for this client's model."""
+        return per_form(self.prompt_format, chat=chat, completion=completion)
 
     def ask_many(
         self, asks: Sequence[Ask], reading: Reading, *, seeds: Sequence[int] | None = None

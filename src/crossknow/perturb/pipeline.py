@@ -24,7 +24,7 @@ from crossknow.data.sequence_variants import (
 from crossknow.errors import CrossknowError
 from crossknow.generation.cached_calls import CostMeter
 from crossknow.generation.clients import ClientPool, MakeGenerator, Role
-from crossknow.generation.structured import prompt_format_of
+from crossknow.generation.structured import per_form, prompt_format_of
 from crossknow.models.generator import Generator
 from crossknow.models.registry import load_generator
 from crossknow.perturb.completion_prompts import COMPLETION_MAX_TOKENS, check_completion_languages
@@ -91,8 +91,9 @@ def _rewrite_generator(config: PerturbConfig, pool: ClientPool) -> Generator:
     """The rewrite generator, loaded into `pool` before the run directory opens; CrossknowError now when it is a
     base model and the completion form has no examples in a language of the run."""
     generator = pool.generator(config.generator.spec, rewrite_role(config))
-    if prompt_format_of(generator) == "completion":
-        check_completion_languages(config.lang, config.cross_lang if "translation" in config.methods else None)
+    cross = config.cross_lang if "translation" in config.methods else None
+    per_form(prompt_format_of(generator), chat=lambda: None,
+             completion=lambda: check_completion_languages(config.lang, cross))()
     return generator
 
 
@@ -110,8 +111,8 @@ def _rewrite(config: PerturbConfig, sources: list[Source], segments: dict[str, S
                 requests += [RewriteRequest(source.doc.id, index, style, sentences[index], config.lang,
                                             config.cross_lang) for style in styles]
     role = rewrite_role(config)
-    if prompt_format_of(pool.generator(config.generator.spec, role)) == "completion":
-        role = replace(role, max_tokens=min(config.max_tokens, COMPLETION_MAX_TOKENS))
+    role = per_form(prompt_format_of(pool.generator(config.generator.spec, role)), chat=role,
+                    completion=replace(role, max_tokens=min(config.max_tokens, COMPLETION_MAX_TOKENS)))
     try:
         client = pool.client(config.generator.spec, role)
         progress = (lambda done, total, _meter: on_progress("rewrites", done, total)) if on_progress else None

@@ -15,7 +15,7 @@ from crossknow.data.languages import language_code
 from crossknow.generation.ask import Ask, ChatPrompt, CompletionPrompt, Reading, TextParser
 from crossknow.generation.clients import ClientPool, Role
 from crossknow.generation.pricing import PriceTable
-from crossknow.generation.structured import StructuredClient, parse_structured, prompt_format_of
+from crossknow.generation.structured import StructuredClient, parse_structured, per_form, prompt_format_of
 from crossknow.models.generator import Generator
 from crossknow.pitfalls.pair_translation import FIELD, coded, field_parser, translate_pairs, translation_examples
 from crossknow.pitfalls.prompts import TRANSLATE_TEXT_TEMPLATE, translation_completion
@@ -103,7 +103,7 @@ class ProxyLLM:
 def proxy_temperatures(generator: Generator) -> tuple[float, float]:
     """(perturbation, translation) temperatures of the proxy `generator`: Appendix B.1's 0.7 and 0.001, or both 0
     for a base model asked by completion (see `ProxyLLM`)."""
-    return (0.0, 0.0) if prompt_format_of(generator) == "completion" else (0.7, 0.001)
+    return per_form(prompt_format_of(generator), chat=(0.7, 0.001), completion=(0.0, 0.0))
 
 
 TRANSLATION_READING = Reading(TranslatedText, FIELD)

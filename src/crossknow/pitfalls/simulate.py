@@ -21,7 +21,7 @@ from crossknow.data.schemas import MCItem
 from crossknow.errors import CrossknowError
 from crossknow.generation.ask import OWN_PARSERS, Ask, ChatPrompt, CompletionPrompt, Reading, TextOutput
 from crossknow.generation.clients import ClientPool, Role
-from crossknow.generation.structured import StructuredClient, prompt_format_of
+from crossknow.generation.structured import StructuredClient, per_form, prompt_format_of
 from crossknow.models.protocol import Scorer
 from crossknow.scoring.normalise import Normalisation, OptionScore, predict
 from crossknow.scoring.rules import PRIMARY_NORMALISATION, Rule, option_requests
@@ -235,8 +235,7 @@ class GenerativeSimulator:
     def from_pool(cls, name: str, pool: ClientPool, spec: str, role: Role) -> GenerativeSimulator:
         """The simulator of model `spec` from `pool`: a client with `role`'s settings for a chat model, with
         `letter_role(role)`'s for a base model asked by completion."""
-        if prompt_format_of(pool.generator(spec, role)) == "completion":
-            role = letter_role(role)
+        role = per_form(prompt_format_of(pool.generator(spec, role)), chat=role, completion=letter_role(role))
         return cls(name, pool.client(spec, role))
 
     @property

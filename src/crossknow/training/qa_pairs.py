@@ -18,7 +18,13 @@ from pydantic import Field
 from crossknow.data.schemas import Record
 from crossknow.generation.ask import OWN_PARSERS, TextParser
 from crossknow.generation.clients import ClientPool, Role
-from crossknow.generation.structured import StructuredClient, StructuredOutcome, parse_structured, prompt_format_of
+from crossknow.generation.structured import (
+    StructuredClient,
+    StructuredOutcome,
+    parse_structured,
+    per_form,
+    prompt_format_of,
+)
 from crossknow.training.qa_checks import answer_problem, pair_rules, question_problem, repeated, screen_pairs
 from crossknow.training.qa_prompts import (
     FEW_SHOT,
@@ -102,12 +108,15 @@ def answer_parser(doc: Any) -> TextParser:
 def ask_qa_pairs(client: StructuredClient, docs: Sequence[Any], n: int) -> list[QARecord]:
     """One record per document, in order: its first `n` pairs that pass the rules, the rejected ones, and the
     error when it has none; asked in the client's `prompt_format` (see the module docstring)."""
-    fields = client.prompt_format == "completion"
+    table = client.per_form(chat=QA_PROMPTS, completion=FEW_SHOT)
     for doc in docs:  # every language checked before any call
-        language_entry(FEW_SHOT if fields else QA_PROMPTS, doc.lang, "prompt")
+        language_entry(table, doc.lang, "prompt")
         pair_rules(doc.lang)
-    if fields:
-        return _ask_fields(client, docs, n)
+    return client.per_form(chat=_ask_chat, completion=_ask_fields)(client, docs, n)
+
+
+def _ask_chat(client: StructuredClient, docs: Sequence[Any], n: int) -> list[QARecord]:
+    """`ask_qa_pairs` for a chat model: `n` pairs in one JSON answer per document."""
     outcomes = client.call_many([qa_prompt(doc, n) for doc in docs], QAPairs, parsers=[chat_parser(d) for d in docs])
     return [
         QARecord(doc_id=doc.id, lang=doc.lang, pairs=outcome.value.kept[:n] if outcome.valid else [],
@@ -238,6 +247,6 @@ def qa_client(config: TrainConfig, pool: ClientPool) -> StructuredClient:
     assert config.qa_generator is not None
     role = Role(access=config.qa_generator, server_flag="--qa-base-url", seed=config.seed,
                 max_tokens=config.qa_max_tokens)
-    if prompt_format_of(pool.generator(spec, role)) == "completion":
-        role = replace(role, max_tokens=min(config.qa_max_tokens, FIELD_MAX_TOKENS))
+    role = per_form(prompt_format_of(pool.generator(spec, role)), chat=role,
+                    completion=replace(role, max_tokens=min(config.qa_max_tokens, FIELD_MAX_TOKENS)))
     return pool.client(spec, role)

@@ -169,10 +169,8 @@ class DirectPerturbation:
     def expand(self, parents: Sequence[PairNode]) -> Expansion:
         """One child per parent whose rewrite keeps the question verbatim."""
         expansion = Expansion()
-        if self.proxy.perturber.prompt_format == "completion":
-            split = self._written_by_fields(parents, expansion)
-        else:
-            split = self._rewritten(parents, expansion)
+        split = self.proxy.perturber.per_form(chat=self._rewritten, completion=self._written_by_fields)(
+            parents, expansion)
         texts = [text for _, before, after in split for text in (before, after)]
         translations = self.proxy.translate(texts, self.language)
         for j, (parent, before, after) in enumerate(split):
