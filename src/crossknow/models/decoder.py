@@ -98,19 +98,29 @@ def _names(model: nn.Module, blocks: nn.Module, embedding: nn.Module) -> tuple[s
     return names[id(blocks)], names[id(embedding)] + ".weight"
 
 
-class _TransformersStandIn(nn.Module):
-    """A stand-in block in transformers' calling convention: hidden states first, the cache as `cache=`."""
+class StandIn(nn.Module):
+    """What every stand-in block does (`Decoder.stand_in`); a subclass takes the decoder's calling convention and
+    passes its cache's append."""
 
-    def __init__(self, decoder: TransformersDecoder, index: int, output: Callable[[torch.Tensor], torch.Tensor]):
+    def __init__(self, decoder: Decoder, index: int, output: Callable[[torch.Tensor], torch.Tensor]):
         super().__init__()
         self.shape, self.index, self.output = (decoder.kv_heads, decoder.head_dim), index, output
 
-    def forward(self, hidden_states: torch.Tensor, *args: Any, cache: Any = None, **kwargs: Any) -> torch.Tensor:
-        if cache is not None:
+    def replay(self, hidden_states: torch.Tensor, append: Callable[..., Any] | None) -> torch.Tensor:
+        """Zeros of the right length appended through `append(keys, values, index)` (none without a cache), and
+        `output(hidden_states)`."""
+        if append is not None:
             batch, length = hidden_states.shape[:2]
             zeros = hidden_states.new_zeros((batch, self.shape[0], length, self.shape[1]))
-            cache.update(zeros, zeros, self.index)
+            append(zeros, zeros, self.index)
         return self.output(hidden_states)
+
+
+class _TransformersStandIn(StandIn):
+    """A stand-in block in transformers' calling convention: hidden states first, the cache as `cache=`."""
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any, cache: Any = None, **kwargs: Any) -> torch.Tensor:
+        return self.replay(hidden_states, None if cache is None else cache.update)
 
 
 class TransformersDecoder(Decoder):

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from crossknow.models.decoder import Decoder
+from crossknow.models.decoder import Decoder, StandIn
 
 ROPE_TYPES = ("default", "linear")
 """Rotary position types this module computes (others load through transformers)."""
@@ -311,19 +311,11 @@ class Gemma3TextModel(nn.Module):
         return LMOutput(torch.tanh(logits / cap) * cap if cap else logits)
 
 
-class _StandIn(nn.Module):
-    """A stand-in block in `Body`'s loop (see `Decoder.stand_in`)."""
-
-    def __init__(self, decoder: Gemma3Decoder, index: int, output: Callable[[torch.Tensor], torch.Tensor]):
-        super().__init__()
-        self.shape, self.index, self.output = (decoder.kv_heads, decoder.head_dim), index, output
+class _StandIn(StandIn):
+    """A stand-in block in `Body`'s loop: hidden states, rotary angles, mask, cache."""
 
     def forward(self, hidden_states: torch.Tensor, rope: Any, mask: Any, cache: KVCache | None = None) -> torch.Tensor:
-        if cache is not None:
-            batch, length = hidden_states.shape[:2]
-            zeros = hidden_states.new_zeros((batch, self.shape[0], length, self.shape[1]))
-            cache.append(zeros, zeros, self.index)
-        return self.output(hidden_states)
+        return self.replay(hidden_states, None if cache is None else cache.append)
 
 
 class Gemma3Decoder(Decoder):
