@@ -119,12 +119,15 @@ SECOND_FILES = {"Korean.json": PAIRS}
 def close_models(monkeypatch: pytest.MonkeyPatch, reached: Callable[..., object]) -> None:
     """Make `reached` run wherever a command would load a model or check its scoring path (which imports torch):
     the registry's local weights (every local scorer, generator and tokenizer spec), the GGUF file a llama.cpp
-    generator decodes, and the trace and train pipelines' scoring-path check."""
+    generator decodes, and the trace and train pipelines' scoring-path check. perturb's tokenizers, which one
+    process loads once, are forgotten first, so that an earlier test's cannot stand in for a load."""
     from crossknow.dynamics import trace
     from crossknow.models import specs
     from crossknow.models.backends import local
+    from crossknow.perturb.tokenizers import load_spec_tokenizer
     from crossknow.training import trainer
 
+    load_spec_tokenizer.cache_clear()
     monkeypatch.setattr(specs, "resolve_local", reached)
     monkeypatch.setattr(local, "gguf_of", reached)
     monkeypatch.setattr(trace, "ensure_scoring_path", reached)
