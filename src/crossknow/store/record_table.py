@@ -1,7 +1,7 @@
-"""Typed records in a stage's shards: the one resumable store of every command.
+"""Typed records in a stage's shards (`run_dir.ShardedTable`, the store every command resumes from).
 
-A commit writes its rows as one Parquet shard, keyed, before the manifest names it (`run_dir.ShardedTable`): a run
-killed at any point keeps every committed row and nothing else. A row is kept as its key and its record's JSON; a
+A commit writes its rows as one Parquet shard, keyed, before the manifest names it: a run killed at any point keeps
+every committed row and nothing else. A row is kept as its key and its record's JSON; a
 table that keeps more columns says so (`SCHEMA`, `columns`, `row`).
 """
 
