@@ -100,17 +100,22 @@ def load_scoring_model(
     path: str, revision: str | None, model_id: str, device: str, dtype: str, load: LoadSettings = LoadSettings(),
 ) -> tuple[Any, Any]:
     """`load_causal_lm` for the scorer: a local Gemma 3 text checkpoint that `crossknow.models.gemma3_text`
-    computes loads through it, without importing transformers' model code (about 1.5 s of start-up);
-    any other model, or one loaded with settings of its own, through transformers."""
+    computes loads through it, without importing transformers' model code (docs/speed.md, "Start-up"); any other
+    model, or one loaded with settings of its own, through transformers."""
     from crossknow.models import gemma3_text
 
-    if (dtype not in DTYPES or revision is not None or not load.default()
-            or gemma3_text.unsupported(path) is not None):
+    if not _own_gemma3_settings(dtype, load) or revision is not None or gemma3_text.unsupported(path) is not None:
         return load_causal_lm(path, revision, model_id, device, dtype, load)
     try:
         return load_tokenizer(path, revision, scoring=True), gemma3_text.load(path, DTYPES[dtype], device)
     except (OSError, ValueError) as error:  # ValueError: weights that do not fit its config.json
         raise CrossknowError(f"cannot load model {model_id!r}: {error}") from error
+
+
+def _own_gemma3_settings(dtype: str, load: LoadSettings) -> bool:
+    """Whether a model loaded in `dtype` with `load` may score through crossknow's Gemma 3: a named dtype (not the
+    checkpoint's own) and no loading option of the user's."""
+    return dtype in DTYPES and load.default()
 
 
 def scoring_view(model: Any, dtype: str, load: LoadSettings = LoadSettings()) -> Any:
@@ -120,6 +125,6 @@ def scoring_view(model: Any, dtype: str, load: LoadSettings = LoadSettings()) ->
     generator loaded it first."""
     from crossknow.models import gemma3_text
 
-    if dtype in DTYPES and load.default() and gemma3_text.computes(model):
+    if _own_gemma3_settings(dtype, load) and gemma3_text.computes(model):
         return gemma3_text.from_transformers(model)
     return model

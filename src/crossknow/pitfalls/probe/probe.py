@@ -124,7 +124,7 @@ def _from_json_lines(run: Path) -> None:
     """Layout 1 -> 2: the batches and candidates of a run begun when they were two JSON-lines files, into the
     batches table (the pairs of a batch with no line are left for the next run to find again)."""
     pairs = whole_records(run / CANDIDATES_FILE, CandidateRecord, lambda record: record.id)
-    batches = whole_records(run / "batches.jsonl", BatchRecord, lambda record: str(record.batch))
+    batches = whole_records(run / "batches.jsonl", BatchRecord, BATCH_TABLE.key)
     table = BATCH_TABLE.open(run)
     if batches and not table.keys():
         table.commit([batch.model_copy(update={"pairs": [p for p in pairs if p.source_id in batch.sources]})
