@@ -24,6 +24,9 @@ Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImplementation = Literal["eager", "sdpa", "flash_attention_2"]
 """transformers' attention kernels of a local model."""
 
+Quantization = Literal["8bit", "4bit"]
+"""bitsandbytes' weight formats of a local transformers model: LLM.int8 and NF4 (see crossknow.models.hf_loading)."""
+
 
 class ModelAccess(BaseModel):
     """How one role's models are reached and run: their server, key variable, device, dtype and patience."""
@@ -48,10 +51,15 @@ class ModelAccess(BaseModel):
         default=None, description="Attention kernel of local models (unset: transformers' choice); the numbers "
         "agree within float tolerance."
     )
+    quantization: Quantization | None = Field(
+        default=None, description="Load local transformers models with 8-bit (LLM.int8) or 4-bit (NF4) weights "
+        "through bitsandbytes (pip install 'crossknow[quantization]'); unset: the weights as --dtype says. Changes "
+        "the scores."
+    )
     generator_backend: Annotated[GeneratorBackend, Before("transformers")] = Field(
         default="auto", description="Engine that generates with a GGUF model (default, gguf:FILE): auto (llama.cpp "
-        "on its quantised weights when the model runs on the CPU and llama-cpp-python is installed, else "
-        "transformers), llamacpp, or transformers (the weights dequantised to --dtype). Scores always come from "
+        "on its quantised weights when the model runs on the CPU, llama-cpp-python is installed and no "
+        "--quantization is asked, else transformers), llamacpp, or transformers (the weights dequantised to --dtype). Scores always come from "
         "transformers."
     )
     concurrency: Annotated[int, VOLATILE] = Field(
@@ -67,7 +75,7 @@ class ModelAccess(BaseModel):
         return ModelOptions(device=self.device, dtype=self.dtype, base_url=self.base_url,
                             api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
                             trust_remote_code=self.trust_remote_code, attn_implementation=self.attn_implementation,
-                            generator_backend=self.generator_backend, **run_settings)
+                            quantization=self.quantization, generator_backend=self.generator_backend, **run_settings)
 
 
 class ModelRole(ModelAccess):
@@ -85,7 +93,7 @@ class ModelsRole(ModelAccess):
 ACCESS_FIELDS = tuple(ModelAccess.model_fields)
 """The settings of a role, each of which a flat key can give."""
 
-LOADING = ("trust_remote_code", "attn_implementation")
+LOADING = ("trust_remote_code", "attn_implementation", "quantization")
 """The settings of how a local model loads, beyond device and dtype: the options of every command's local model
 roles."""
 

@@ -46,7 +46,7 @@ class HFGenerator(LocalGenerator):
         if batch_size < 1:
             raise CrossknowError(f"batch_size must be at least 1, got {batch_size}")
         self.name = name
-        self.model_id = model_id or (f"{path}@{revision}" if revision else path)
+        self.model_id = load.model_id(model_id or (f"{path}@{revision}" if revision else path))
         self.device = resolve_device(device)
         self.sampler_device = self.device
         self.batch_size = batch_size

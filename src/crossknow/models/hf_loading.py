@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +59,61 @@ class LoadSettings:
     """Run the modelling code a checkpoint ships (its config's `auto_map`)."""
     attn_implementation: str | None = None
     """transformers' attention kernel ('eager', 'sdpa', 'flash_attention_2'); None: transformers' choice."""
+    quantization: str | None = None
+    """'8bit' or '4bit': bitsandbytes' weights (see `quantization_config`); None: the weights in the dtype."""
 
     def default(self) -> bool:
         """True when nothing here changes how a model loads."""
         return self == LoadSettings()
+
+    def model_id(self, model_id: str) -> str:
+        """`model_id` naming the weights' format where it is not the checkpoint's, so that a run, the request cache
+        and a comparison of runs keep a quantised model apart from its checkpoint."""
+        return f"{model_id}, bitsandbytes {QUANTIZATIONS[self.quantization]}" if self.quantization else model_id
+
+
+QUANTIZATIONS = {"8bit": "LLM.int8", "4bit": "NF4"}
+"""The bitsandbytes format of each --quantization. crossknow's choices: 8-bit is LLM.int8's vector-wise quantisation
+without its outlier decomposition, which picks the columns kept in float16 over every row of a batch and so makes an
+option's score depend on the options that share its batch; 4-bit is NF4, QLoRA's data type, without its double
+quantisation of the scales (docs/scoring.md, "Quantised weights")."""
+
+
+class _CastNotice(logging.Filter):
+    """Drops bitsandbytes' notice, logged at every 8-bit product, that float32 inputs are cast to float16 (a fact
+    that docs/scoring.md states once)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("MatMul8bitLt: inputs will be cast")
+
+
+_CAST_NOTICE = _CastNotice()
+
+
+def quantization_config(quantization: str, compute_dtype: Any) -> Any:
+    """transformers' BitsAndBytesConfig of `quantization` ('8bit': LLM.int8 with transformers' defaults; '4bit': NF4
+    whose matrix products run in `compute_dtype`). bitsandbytes keeps the output layer and the norms unquantised."""
+    from transformers import BitsAndBytesConfig
+
+    if quantization not in QUANTIZATIONS:
+        raise CrossknowError(f"unknown quantization {quantization!r}; choose one of {', '.join(QUANTIZATIONS)}")
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError as error:
+        raise MissingDependencyError("bitsandbytes", "quantization", f"--quantization {quantization}") from error
+    if quantization == "8bit":
+        logging.getLogger("bitsandbytes.autograd._functions").addFilter(_CAST_NOTICE)
+        return BitsAndBytesConfig(load_in_8bit=True, llm_int8_threshold=0.0)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute_dtype)
+
+
+def _checkpoint_dtype(path: str, revision: str | None, load: LoadSettings) -> Any:
+    """The dtype a checkpoint was saved in (its config's), float32 where it names none."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(path, revision=revision, trust_remote_code=load.trust_remote_code)
+    saved = getattr(config, "dtype", None)
+    return DTYPES.get(saved, torch.float32) if isinstance(saved, str) else saved or torch.float32
 
 
 def dtype_name(dtype: Any) -> str:
@@ -84,8 +136,13 @@ def load_causal_lm(
         from transformers import AutoModelForCausalLM
     except ImportError as error:  # pragma: no cover - exercised only without the hf extra
         raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from error
-    extra = {"attn_implementation": load.attn_implementation} if load.attn_implementation else {}
+    extra: dict[str, Any] = {"attn_implementation": load.attn_implementation} if load.attn_implementation else {}
     try:
+        if load.quantization:
+            compute = DTYPES.get(dtype) or _checkpoint_dtype(path, revision, load)
+            # bitsandbytes places the weights as it quantises them, and a quantised model cannot be moved after.
+            extra |= {"quantization_config": quantization_config(load.quantization, compute),
+                      "device_map": {"": device}}
         tokenizer = load_tokenizer(path, revision, trust_remote_code=load.trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES.get(dtype, dtype),
                                                      trust_remote_code=load.trust_remote_code, **extra)
@@ -93,7 +150,7 @@ def load_causal_lm(
         hint = " (the checkpoint ships its own modelling code: --trust-remote-code runs it, if you trust it)" if (
             "trust_remote_code" in str(error) and not load.trust_remote_code) else ""
         raise CrossknowError(f"cannot load model {model_id!r}{hint}: {error}") from error
-    return tokenizer, model.to(device).eval()
+    return tokenizer, (model if load.quantization else model.to(device)).eval()
 
 
 def load_scoring_model(

@@ -81,7 +81,7 @@ class HFScorer:
         """`loaded` is a (tokenizer, model) pair already loaded from `path` on `device` in `dtype` (a
         generator's), shared instead of loading the weights again; `load`, how transformers loads it."""
         self.name = name
-        self.model_id = model_id or (f"{path}@{revision}" if revision else path)
+        self.model_id = load.model_id(model_id or (f"{path}@{revision}" if revision else path))
         self.device = resolve_device(device)
         self.batch_size = batch_size
         self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id, self.device, dtype,

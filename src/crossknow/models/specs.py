@@ -189,6 +189,9 @@ class ModelOptions:
     """Run the modelling code a local checkpoint ships (transformers' `trust_remote_code`)."""
     attn_implementation: str | None = None
     """transformers' attention kernel of a local model ('eager', 'sdpa', ...); None: transformers' choice."""
+    quantization: str | None = None
+    """bitsandbytes' weights of a local transformers model, '8bit' or '4bit' (crossknow.models.hf_loading); None:
+    the weights in `dtype`."""
     generator_backend: GeneratorBackend = "auto"
     """Which engine generates with a GGUF model (see crossknow.models.backends.local)."""
     batch_size: int = 8

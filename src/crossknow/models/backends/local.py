@@ -4,7 +4,8 @@ Scores come from crossknow's transformers scorer (a GGUF dequantised once into a
 A GGUF model generates on llama.cpp, on its own quantised weights, where `generator_backend` is 'llamacpp', or 'auto'
 with the model on the CPU and llama-cpp-python installed (crossknow's choice: the GGUF is the model as published, and
 llama.cpp writes tokens several times faster than float32 transformers on the CPU; on a GPU transformers runs there,
-and the lock builds llama.cpp for the CPU); else on transformers, on the dequantised weights."""
+and the lock builds llama.cpp for the CPU), unless --quantization asks for bitsandbytes' weights; else on transformers,
+on the dequantised weights."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def load_settings(options: ModelOptions) -> LoadSettings:
     """How transformers loads the model, from the role's options."""
     from crossknow.models.hf_loading import LoadSettings
 
-    return LoadSettings(trust_remote_code=options.trust_remote_code, attn_implementation=options.attn_implementation)
+    return LoadSettings(trust_remote_code=options.trust_remote_code, attn_implementation=options.attn_implementation,
+                        quantization=options.quantization)
 
 
 def local_scorer(parsed: ModelSpec, options: ModelOptions) -> Scorer:
@@ -61,8 +63,13 @@ def llamacpp_decodes(options: ModelOptions) -> bool:
     choice, known = options.generator_backend, typing.get_args(GeneratorBackend)
     if choice not in known:
         raise CrossknowError(f"generator backend must be one of {', '.join(known)}; got {choice!r}")
+    if options.quantization and choice == "llamacpp":
+        raise CrossknowError(f"--quantization {options.quantization} quantises transformers' weights; llama.cpp "
+                             "decodes the GGUF's own (--generator-backend transformers, or no --quantization)")
     if choice != "auto":
         return choice == "llamacpp"
+    if options.quantization:
+        return False
     from crossknow.models.device import resolve_device
 
     if resolve_device(options.device) != "cpu":
