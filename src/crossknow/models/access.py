@@ -53,7 +53,7 @@ class ModelAccess(BaseModel):
     )
     quantization: Quantization | None = Field(
         default=None, description="Load local transformers models with 8-bit (LLM.int8) or 4-bit (NF4) weights "
-        "through bitsandbytes (pip install 'crossknow[quantization]'); unset: the weights as --dtype says. Changes "
+        "through bitsandbytes (pip install 'crossknow[quantization]'); unset: the weights in the compute dtype. Changes "
         "the scores."
     )
     generator_backend: Annotated[GeneratorBackend, Before("transformers")] = Field(
