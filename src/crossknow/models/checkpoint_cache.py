@@ -104,6 +104,31 @@ def adapter_checkpoint(adapter: Path) -> tuple[Path, str]:
     return built, f"{base} + PEFT adapter {adapter}"
 
 
+def hub_adapter_checkpoint(repo: str, revision: str | None) -> Path | None:
+    """The merged checkpoint (`adapter_checkpoint`) of a Hub repository that holds a PEFT adapter and no model
+    (adapter_config.json, no config.json); None for a local path or any other repository, whose load then reports
+    what is wrong. Asked when a model loads, never when a spec is resolved, so that naming a Hub model reaches for
+    the Hub no earlier than loading it does."""
+    if Path(repo).exists() or repo.count("/") != 1:
+        return None
+    from huggingface_hub import hf_hub_download, snapshot_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError
+
+    try:
+        hf_hub_download(repo, "config.json", revision=revision)
+        return None
+    except EntryNotFoundError:  # not in the repository, or (offline) not in the cache
+        pass
+    except (HfHubHTTPError, OSError, ValueError):
+        return None
+    try:
+        hf_hub_download(repo, ADAPTER_CONFIG, revision=revision)
+        snapshot = Path(snapshot_download(repo, revision=revision))
+    except (HfHubHTTPError, OSError, ValueError):
+        return None
+    return adapter_checkpoint(snapshot)[0]
+
+
 def _merge(adapter: Path, base: str, revision: str | None, out_dir: Path) -> None:
     """Load `base` in float32, apply the adapter, merge it into the weights and save the result with the
     adapter's tokenizer (the base's where the adapter has none)."""

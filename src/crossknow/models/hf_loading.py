@@ -136,6 +136,7 @@ def load_causal_lm(
         from transformers import AutoModelForCausalLM
     except ImportError as error:  # pragma: no cover - exercised only without the hf extra
         raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from error
+    path, revision = weights_source(path, revision)
     extra: dict[str, Any] = {"attn_implementation": load.attn_implementation} if load.attn_implementation else {}
     try:
         if load.quantization:
@@ -153,6 +154,15 @@ def load_causal_lm(
     return tokenizer, (model if load.quantization else model.to(device)).eval()
 
 
+def weights_source(path: str, revision: str | None) -> tuple[str, str | None]:
+    """(path, revision) that transformers loads for `path` at `revision`: a Hub repository that holds a PEFT adapter
+    becomes its merged checkpoint (`checkpoint_cache.hub_adapter_checkpoint`), anything else stays as it is."""
+    from crossknow.models.checkpoint_cache import hub_adapter_checkpoint
+
+    merged = hub_adapter_checkpoint(path, revision)
+    return (str(merged), None) if merged is not None else (path, revision)
+
+
 def load_scoring_model(
     path: str, revision: str | None, model_id: str, device: str, dtype: str, load: LoadSettings = LoadSettings(),
 ) -> tuple[Any, Any]:
@@ -161,6 +171,7 @@ def load_scoring_model(
     model, or one loaded with settings of its own, through transformers."""
     from crossknow.models import gemma3_text
 
+    path, revision = weights_source(path, revision)
     if not _own_gemma3_settings(dtype, load) or revision is not None or gemma3_text.unsupported(path) is not None:
         return load_causal_lm(path, revision, model_id, device, dtype, load)
     try:
