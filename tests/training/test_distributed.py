@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from crossknow.training.callbacks import RESUME_FILES, complete_checkpoints, drop_resume_state
+from crossknow.training.frozen_shard import FROZEN_FILE, INDEX_FILE, TRAINED_FILE
 from crossknow.training.records import TrainSummary
 from crossknow.training.trainer import SUMMARY_FILE, run_train
 
 from ..gpu.tiny_hf_model import write_tiny_model
-from .tiny_run import TINY_SETTINGS, tiny_config, write_tiny_corpus
+from .tiny_run import TINY_SETTINGS, checkpoint_tensors, tiny_config, write_tiny_corpus
 
 pytest.importorskip("transformers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -39,8 +40,8 @@ of an epoch must be a multiple of the global batch: at max_length 120 (seven seq
 held one sequence in one process and two under torchrun, whose sampler repeats one to even out the ranks."""
 
 CHECKPOINT_FILES = {
-    "config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-    "trainer_state.json", "training_args.bin",
+    "config.json", "generation_config.json", FROZEN_FILE, TRAINED_FILE, INDEX_FILE, "tokenizer.json",
+    "tokenizer_config.json", "trainer_state.json", "training_args.bin",
 }
 """A finished run's checkpoint: the model, its tokenizer and the trainer state; no resume state of any rank."""
 
@@ -67,7 +68,7 @@ def _cli_args(corpus: Path, out: Path, settings: dict[str, Any]) -> list[str]:
 
 def _weights(run: Path, step: int) -> dict[str, Any]:
     """The tensors of `run`'s checkpoint at `step`."""
-    return safetensors_torch.load_file(str(run / "checkpoints" / f"checkpoint-{step}" / "model.safetensors"))
+    return checkpoint_tensors(run / "checkpoints" / f"checkpoint-{step}")
 
 
 def test_a_finished_checkpoint_keeps_no_resume_state_of_any_rank(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from crossknow.training.trainer import run_train
 
 from ..cli.in_process import user_error
 from ..gpu.tiny_hf_model import write_tiny_model
-from .tiny_run import tiny_config, write_tiny_corpus
+from .tiny_run import checkpoint_tensors, tiny_config, write_tiny_corpus
 
 BLOCKS = 4
 """Decoder blocks of the tiny random Gemma 3 (tests/gpu/tiny_hf_model.py)."""
@@ -27,7 +27,6 @@ reentrant checkpointing computes none."""
 
 @pytest.mark.slow
 def test_gradient_checkpointing_recomputes_the_blocks_and_takes_the_same_steps(tmp_path: Path, monkeypatch) -> None:
-    import safetensors.torch
     import torch
     from transformers.models.gemma3 import modeling_gemma3
 
@@ -46,7 +45,7 @@ def test_gradient_checkpointing_recomputes_the_blocks_and_takes_the_same_steps(t
         calls[0] = 0
         out = tmp_path / f"checkpointing-{checkpointing}"
         run_train(tiny_config(corpus, model=f"hf:{model}", gradient_checkpointing=checkpointing, **SETTINGS), out)
-        weights = safetensors.torch.load_file(str(out / "checkpoints" / "checkpoint-2" / "model.safetensors"))
+        weights = checkpoint_tensors(out / "checkpoints" / "checkpoint-2")
         runs[checkpointing] = (calls[0], pq.read_table(out / "train_log.parquet").to_pylist(), weights)
 
     (plain_calls, plain_log, plain_weights), (calls_with, log_with, weights_with) = runs[False], runs[True]

@@ -20,6 +20,7 @@ from crossknow.errors import CrossknowError
 from crossknow.models.protocol import ScoreRequest
 from crossknow.models.registry import ModelOptions, load_scorer
 from crossknow.training.callbacks import RESUME_FILES, complete_checkpoints
+from crossknow.training.frozen_shard import FROZEN_FILE, INDEX_FILE, TRAINED_FILE
 from crossknow.training.records import PartTokens, TrainConfig, TrainSummary
 from crossknow.training.trainer import (
     SUMMARY_FILE,
@@ -30,7 +31,7 @@ from crossknow.training.trainer import (
 )
 
 from ..processes import run_until_then_kill
-from .tiny_run import TINY_SETTINGS, TINY_TOKENS, TinyTrainRun, tiny_cli_args, tiny_config
+from .tiny_run import TINY_SETTINGS, TINY_TOKENS, TinyTrainRun, checkpoint_tensors, tiny_cli_args, tiny_config
 
 pytest.importorskip("transformers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -80,7 +81,7 @@ def test_the_run_directory(tiny_train_run: TinyTrainRun) -> None:
 
 
 def test_the_parameter_counts_match_the_saved_weights(tiny_train_run: TinyTrainRun, embedded_checkpoint_dir: Path):
-    weights = tensors(tiny_train_run.out / "checkpoints" / "checkpoint-4" / "model.safetensors")
+    weights = checkpoint_tensors(tiny_train_run.out / "checkpoints" / "checkpoint-4")
     assert tiny_train_run.summary.total_parameters == sum(t.numel() for t in weights.values())
     trained = sum(t.numel() for name, t in weights.items() if name.startswith(TRAINED_PREFIXES))
     assert tiny_train_run.summary.trainable_parameters == trained
@@ -112,18 +113,34 @@ def test_checkpoints_hold_a_model_and_no_resume_state(tiny_train_run: TinyTrainR
     for step in (2, 4):
         path = tiny_train_run.out / "checkpoints" / f"checkpoint-{step}"
         names = {p.name for p in path.iterdir()}
-        assert {"config.json", "model.safetensors", "tokenizer.json", "trainer_state.json"} <= names
+        assert {"config.json", INDEX_FILE, FROZEN_FILE, TRAINED_FILE, "tokenizer.json", "trainer_state.json"} <= names
+        assert "model.safetensors" not in names  # transformers would read it alone, not the index
         assert not names & set(RESUME_FILES), (step, names)  # a finished run keeps no optimizer state
         assert json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))["global_step"] == step
+        trained = tensors(path / TRAINED_FILE)
+        assert sorted(trained) == sorted(name for name in checkpoint_tensors(path) if name.startswith(TRAINED_PREFIXES))
     assert list(complete_checkpoints(tiny_train_run.out / "checkpoints")) == [2, 4]
+    # One file of the frozen weights on disk, linked into both checkpoints.
+    frozen = [tiny_train_run.out / "checkpoints" / f"checkpoint-{step}" / FROZEN_FILE for step in (2, 4)]
+    assert frozen[0].stat().st_ino == frozen[1].stat().st_ino and frozen[0].stat().st_nlink == 2
+
+
+def test_a_checkpoint_loads_in_transformers_as_its_files_hold_it(tiny_train_run: TinyTrainRun) -> None:
+    from transformers import AutoModelForCausalLM
+
+    path = tiny_train_run.out / "checkpoints" / "checkpoint-4"
+    loaded = AutoModelForCausalLM.from_pretrained(path).state_dict()
+    saved = checkpoint_tensors(path)
+    assert set(saved) == set(loaded) - {"lm_head.weight"}  # the output layer is the tied embedding
+    assert all(torch.equal(loaded[name], tensor) for name, tensor in saved.items())
 
 
 def test_frozen_weights_are_the_base_models_and_the_trained_block_moved(
     tiny_train_run: TinyTrainRun, embedded_checkpoint_dir: Path
 ) -> None:
     base = tensors(embedded_checkpoint_dir / "model.safetensors")
-    final = tensors(tiny_train_run.out / "checkpoints" / "checkpoint-4" / "model.safetensors")
-    middle = tensors(tiny_train_run.out / "checkpoints" / "checkpoint-2" / "model.safetensors")
+    final = checkpoint_tensors(tiny_train_run.out / "checkpoints" / "checkpoint-4")
+    middle = checkpoint_tensors(tiny_train_run.out / "checkpoints" / "checkpoint-2")
     assert final.keys() == base.keys() == middle.keys()
     trained = [name for name in base if name.startswith(TRAINED_PREFIXES)]
     assert len(trained) == 14
@@ -164,7 +181,7 @@ def test_running_again_on_a_finished_directory_returns_its_summary(tiny_train_ru
     monkeypatch.setattr(hf_loading, "load_causal_lm", no_training)
     out = tiny_train_run.out
     watched = [out / "train_log.jsonl", out / "train_log.parquet", out / SUMMARY_FILE,
-               *(out / "checkpoints").glob("checkpoint-*/model.safetensors")]
+               *(out / "checkpoints").glob("checkpoint-*/*.safetensors")]
     before = {path: path.stat().st_mtime_ns for path in watched}
     again = run_train(tiny_train_run.config, out)
     assert again == tiny_train_run.summary  # `seconds` included: the saved record, not a new run
@@ -274,8 +291,8 @@ def test_kill_9_in_the_middle_then_resume_gives_the_uninterrupted_weights(
         assert row["loss"] == pytest.approx(ref["loss"], abs=1e-5), row
         assert row["tokens"] == ref["tokens"]
     for step in (2, 4):
-        weights = tensors(out / "checkpoints" / f"checkpoint-{step}" / "model.safetensors")
-        expected = tensors(reference.out / "checkpoints" / f"checkpoint-{step}" / "model.safetensors")
+        weights = checkpoint_tensors(out / "checkpoints" / f"checkpoint-{step}")
+        expected = checkpoint_tensors(reference.out / "checkpoints" / f"checkpoint-{step}")
         assert weights.keys() == expected.keys()
         # Bit-identical on the embedded model when measured (the Trainer restores the optimizer, scheduler, RNG
         # and data position). 1e-6 leaves room only for a different CPU's reduction order, far below what one
@@ -283,5 +300,5 @@ def test_kill_9_in_the_middle_then_resume_gives_the_uninterrupted_weights(
         for name, tensor in weights.items():
             assert torch.allclose(tensor, expected[name], rtol=0, atol=1e-6), (step, name)
     trained = "model.layers.3.self_attn.q_proj.weight"
-    assert not torch.allclose(tensors(out / "checkpoints" / "checkpoint-2" / "model.safetensors")[trained],
-                              tensors(out / "checkpoints" / "checkpoint-4" / "model.safetensors")[trained], atol=1e-6)
+    assert not torch.allclose(checkpoint_tensors(out / "checkpoints" / "checkpoint-2")[trained],
+                              checkpoint_tensors(out / "checkpoints" / "checkpoint-4")[trained], atol=1e-6)

@@ -90,3 +90,14 @@ class TinyTraceRun:
     """Its TraceConfig."""
     table: Any
     """The pyarrow table run_trace returned."""
+
+
+def checkpoint_tensors(directory: Path) -> dict[str, Any]:
+    """Every tensor of a checkpoint directory's safetensors files: one file, or the trained and frozen files of a run
+    that trains some layers (crossknow.training.frozen_shard)."""
+    from safetensors.torch import load_file
+
+    tensors: dict[str, Any] = {}
+    for path in sorted(directory.glob("*.safetensors")):
+        tensors |= load_file(str(path))
+    return tensors

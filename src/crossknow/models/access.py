@@ -53,14 +53,14 @@ class ModelAccess(BaseModel):
     )
     quantization: Quantization | None = Field(
         default=None, description="Load local transformers models with 8-bit (LLM.int8) or 4-bit (NF4) weights "
-        "through bitsandbytes (pip install 'crossknow[quantization]'); unset: the weights in the compute dtype. Changes "
-        "the scores."
+        "through bitsandbytes (pip install 'crossknow[quantization]'); unset: the weights in the compute dtype. "
+        "Changes the scores."
     )
     generator_backend: Annotated[GeneratorBackend, Before("transformers")] = Field(
         default="auto", description="Engine that generates with a GGUF model (default, gguf:FILE): auto (llama.cpp "
         "on its quantised weights when the model runs on the CPU, llama-cpp-python is installed and no "
-        "--quantization is asked, else transformers), llamacpp, or transformers (the weights dequantised to --dtype). Scores always come from "
-        "transformers."
+        "bitsandbytes quantisation is asked, else transformers), llamacpp, or transformers (the weights dequantised "
+        "to --dtype). Scores always come from transformers."
     )
     concurrency: Annotated[int, VOLATILE] = Field(
         default=8, ge=1, description="Requests in flight per server (1 for a llama.cpp server, which answers one at "

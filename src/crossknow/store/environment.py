@@ -24,8 +24,8 @@ from crossknow.store.atomic import atomic_write_json
 
 ENVIRONMENT_FILE = "environment.json"
 
-PACKAGES = ("crossknow", "torch", "transformers", "tokenizers", "accelerate", "peft", "bitsandbytes", "llama_cpp_python",
-            "numpy", "pyarrow")
+PACKAGES = ("crossknow", "torch", "transformers", "tokenizers", "accelerate", "peft", "bitsandbytes",
+            "llama_cpp_python", "numpy", "pyarrow")
 """Distributions whose versions are recorded (None when not installed)."""
 
 _SOURCE = Path(__file__).resolve().parents[1]

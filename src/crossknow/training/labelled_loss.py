@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from transformers import PreTrainedModel, Trainer
+from transformers import PreTrainedModel
 
 from crossknow.models.logit_head import logit_scaling
 from crossknow.training.collate import IGNORED_LABEL
+from crossknow.training.frozen_shard import FrozenShardTrainer
 
 
 def plain_head(model: Any) -> torch.nn.Linear | None:
@@ -43,9 +44,10 @@ def labelled_loss(
     return total / (num_items.to(total.device) if torch.is_tensor(num_items) else num_items)
 
 
-class LabelledLossTrainer(Trainer):
+class LabelledLossTrainer(FrozenShardTrainer):
     """transformers' Trainer, its loss computed by `labelled_loss` when one process trains an unwrapped model with a
-    `plain_head` and the Trainer's own loss would be the model's (no label smoothing, no custom loss function)."""
+    `plain_head` and the Trainer's own loss would be the model's (no label smoothing, no custom loss function); its
+    checkpoints share their frozen weights (`FrozenShardTrainer`)."""
 
     def compute_loss(
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
