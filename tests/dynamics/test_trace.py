@@ -20,6 +20,7 @@ from crossknow.errors import CrossknowError
 from crossknow.models import sweep_scorers
 from crossknow.scoring.rules import option_requests
 from crossknow.scoring.stage import SCORES_SCHEMA
+from crossknow.training.frozen_shard import FROZEN_FILE, TRAINED_FILE
 from tests.training.tiny_run import TinyTraceRun, TinyTrainRun, write_items
 
 CONDITION = {
@@ -126,9 +127,9 @@ def test_checkpoints_json_records_each_checkpoints_weights(
     assert recorded["0"] == {"spec": "default", "label": "base (default)", "weights": f"model.safetensors:{base}"}
     for step in (2, 4):
         path = tiny_train_run.out / "checkpoints" / f"checkpoint-{step}"
-        digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
-        assert recorded[str(step)] == {"spec": f"hf:{path}", "label": f"checkpoint-{step}",
-                                       "weights": f"model.safetensors:{digest}"}
+        weights = ",".join(f"{name}:{hashlib.sha256((path / name).read_bytes()).hexdigest()}"
+                           for name in sorted([FROZEN_FILE, TRAINED_FILE]))  # each weight file, by name
+        assert recorded[str(step)] == {"spec": f"hf:{path}", "label": f"checkpoint-{step}", "weights": weights}
 
 
 def forbid_model_loads(monkeypatch: pytest.MonkeyPatch) -> None:
