@@ -91,8 +91,9 @@ _CAST_NOTICE = _CastNotice()
 
 
 def quantization_config(quantization: str, compute_dtype: Any) -> Any:
-    """transformers' BitsAndBytesConfig of `quantization` ('8bit': LLM.int8 with transformers' defaults; '4bit': NF4
-    whose matrix products run in `compute_dtype`). bitsandbytes keeps the output layer and the norms unquantised."""
+    """transformers' BitsAndBytesConfig of `quantization` ('8bit': LLM.int8 without outlier decomposition; '4bit':
+    NF4 whose matrix products run in `compute_dtype`; see QUANTIZATIONS). bitsandbytes keeps the output layer and the
+    norms unquantised."""
     from transformers import BitsAndBytesConfig
 
     if quantization not in QUANTIZATIONS:

@@ -48,14 +48,15 @@ class FrozenShardTrainer(Trainer):
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         model = self.model
-        frozen = (frozen_tensors(model) if state_dict is None and isinstance(model, PreTrainedModel)
-                  and self.args.should_save else {})
-        if not frozen:
-            return super()._save(output_dir, state_dict)
-        directory = Path(output_dir if output_dir is not None else self.args.output_dir)
+        if state_dict is not None or not isinstance(model, PreTrainedModel) or not self.args.should_save:
+            return super()._save(output_dir, state_dict)  # sharded engines, adapters, the other ranks
+        frozen = frozen_tensors(model)
         tied = getattr(model, "all_tied_weights_keys", None) or {}
         trained = {name: tensor for name, tensor in model.state_dict().items()
                    if name not in frozen and name not in tied}
+        if not frozen or not trained:
+            return super()._save(output_dir, state_dict)
+        directory = Path(output_dir if output_dir is not None else self.args.output_dir)
         super()._save(str(directory), trained)
         self._frozen_file = _link_or_write(frozen, directory / FROZEN_FILE, self._frozen_file)
         size = sum(tensor.numel() * tensor.element_size() for tensor in (*frozen.values(), *trained.values()))
