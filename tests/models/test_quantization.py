@@ -44,7 +44,7 @@ def reference_sums(scorer: HFScorer) -> list[float]:
     sums = []
     for request in REQUESTS:
         ctx, cont = scorer.encode_request(request)
-        ids = torch.tensor([ctx + cont[:-1]])
+        ids = torch.tensor([ctx + cont[:-1]], device=scorer.model.device)
         with torch.no_grad():
             logits = scorer.model(input_ids=ids).logits[0].double()
         logprobs = torch.log_softmax(logits, dim=-1)
