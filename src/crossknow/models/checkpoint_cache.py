@@ -130,21 +130,24 @@ def hub_adapter_checkpoint(repo: str, revision: str | None) -> Path | None:
 
 
 def _merge(adapter: Path, base: str, revision: str | None, out_dir: Path) -> None:
-    """Load `base` in float32, apply the adapter, merge it into the weights and save the result with the
-    adapter's tokenizer (the base's where the adapter has none)."""
+    """Load `base` in float32 on the CPU, apply the adapter, merge it into the weights and save the result with the
+    adapter's tokenizer (the base's where the adapter has none). transformers loads the base directly, as `_convert`
+    loads a GGUF file: the loaders of crossknow.models.hf_loading resolve Hub adapters through this module."""
     try:
         from peft import PeftModel
     except ImportError as error:
         raise MissingDependencyError("peft", "hf", "Scoring a PEFT adapter") from error
-    from crossknow.models.hf_loading import load_causal_lm
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer, model = load_causal_lm(base, revision, base, "cpu", "float32")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(base, revision=revision, dtype=torch.float32)
+        tokenizer = (AutoTokenizer.from_pretrained(str(adapter)) if any(adapter.glob("tokenizer*"))
+                     else AutoTokenizer.from_pretrained(base, revision=revision))
+    except (OSError, ValueError) as error:
+        raise CrossknowError(f"cannot load the base model {base!r} of the PEFT adapter {adapter}: {error}") from error
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.save_pretrained(out_dir)
-    if any(adapter.glob("tokenizer*")):
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(adapter))
     tokenizer.save_pretrained(out_dir)
 
 
