@@ -32,7 +32,7 @@ def reference_ids(tokenizer: Any, context: str, continuation: str) -> tuple[list
 def reference_logprobs(model: Any, ctx: list[int], cont: list[int]) -> tuple[list[float], bool]:
     """Per-token log-probs of `cont` after `ctx` from `model` (float64), and whether each token is the argmax."""
     with torch.no_grad():  # the logits of the positions that predict a continuation token (and the last one's)
-        logits = model(torch.tensor([ctx + cont]), logits_to_keep=len(cont) + 1).logits[0].double()
+        logits = model(torch.tensor([ctx + cont], device=model.device), logits_to_keep=len(cont) + 1).logits[0].double()
     logprobs = torch.log_softmax(logits, dim=-1)
     positions = range(len(cont))
     values = [logprobs[p, t].item() for p, t in zip(positions, cont, strict=True)]

@@ -21,6 +21,7 @@ from crossknow.models.protocol import ScoreRequest
 from crossknow.models.specs import ModelOptions
 from crossknow.models.sweep_scorers import SweepScorers
 from tests.gpu.tiny_hf_model import write_tiny_model
+from tests.reference_scoring import reference_logprobs
 from tests.training.tiny_run import DEMO_DIR
 
 REQUESTS = [
@@ -38,18 +39,8 @@ def tiny(tmp_path_factory) -> Path:
 
 def reference_sums(scorer: HFScorer) -> list[float]:
     """Each request alone through transformers' forward of the scorer's model, log-softmax in float64 over the
-    whole vocabulary: the plain computation, which shares nothing between requests."""
-    import torch
-
-    sums = []
-    for request in REQUESTS:
-        ctx, cont = scorer.encode_request(request)
-        ids = torch.tensor([ctx + cont[:-1]], device=scorer.model.device)
-        with torch.no_grad():
-            logits = scorer.model(input_ids=ids).logits[0].double()
-        logprobs = torch.log_softmax(logits, dim=-1)
-        sums.append(sum(float(logprobs[len(ctx) - 1 + i, token]) for i, token in enumerate(cont)))
-    return sums
+    whole vocabulary (tests/reference_scoring), on the scorer's own token ids: the plain computation."""
+    return [sum(reference_logprobs(scorer.model, *scorer.encode_request(request))[0]) for request in REQUESTS]
 
 
 @pytest.mark.parametrize(("quantization", "linear", "named"), [("8bit", "Linear8bitLt", "LLM.int8"),

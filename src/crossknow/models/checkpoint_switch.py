@@ -58,7 +58,10 @@ def _open_tensors(directory: Path) -> dict[str, Any] | None:
 
 def _matching_tensors(model: Any, directory: Path) -> dict[str, tuple[torch.Tensor, Any]] | None:
     """Parameter name -> (parameter, open file) when the directory holds every parameter with its shape
-    (a tied output head may be absent); None when it does not fit the model."""
+    (a tied output head may be absent); None when it does not fit the model, or the model is quantised (its
+    parameters hold a quantised form of the weights, which may even have the checkpoint's shapes, as 8-bit's do)."""
+    if getattr(model, "is_quantized", False):
+        return None
     handles = _open_tensors(directory)
     if handles is None:
         return None

@@ -131,13 +131,19 @@ def load_causal_lm(
     An unknown dtype or a model that cannot be loaded is a CrossknowError naming `model_id`. The
     tokenizer takes the fast load where crossknow's cache checked it (`crossknow.models.fast_tokenizer`).
     """
+    return _from_pretrained(*weights_source(path, revision), model_id, device, dtype, load)
+
+
+def _from_pretrained(
+    path: str, revision: str | None, model_id: str, device: str, dtype: str, load: LoadSettings,
+) -> tuple[Any, Any]:
+    """`load_causal_lm` of a path that `weights_source` already resolved."""
     if dtype not in DTYPES and dtype != CHECKPOINT_DTYPE:
         raise CrossknowError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)} or {CHECKPOINT_DTYPE}")
     try:
         from transformers import AutoModelForCausalLM
     except ImportError as error:  # pragma: no cover - exercised only without the hf extra
         raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from error
-    path, revision = weights_source(path, revision)
     extra: dict[str, Any] = {"attn_implementation": load.attn_implementation} if load.attn_implementation else {}
     try:
         if load.quantization:
@@ -174,7 +180,7 @@ def load_scoring_model(
 
     path, revision = weights_source(path, revision)
     if not _own_gemma3_settings(dtype, load) or revision is not None or gemma3_text.unsupported(path) is not None:
-        return load_causal_lm(path, revision, model_id, device, dtype, load)
+        return _from_pretrained(path, revision, model_id, device, dtype, load)
     try:
         return load_tokenizer(path, revision, scoring=True), gemma3_text.load(path, DTYPES[dtype], device)
     except (OSError, ValueError) as error:  # ValueError: weights that do not fit its config.json

@@ -3,8 +3,7 @@
 When the checkpoints are local directories of one architecture and tokenizer (a `crossknow train` run), the model
 is loaded once and each later checkpoint's weights are copied in, and the blocks that no checkpoint changed (found by
 comparing weights, never assumed) run once per input for the whole sweep. Any other sweep loads each checkpoint, as
-does a sweep with --quantization: bitsandbytes quantises the weights as it loads them, so a checkpoint's weights
-cannot be copied into the loaded ones.
+does a sweep of a quantised model (`checkpoint_switch` refuses to copy weights into one).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ class SweepScorers:
     def __init__(self, specs: Sequence[str], options: ModelOptions, reuse: bool = True):
         self.specs = list(specs)
         self.options = options
-        self.reuse = reuse and options.quantization is None
+        self.reuse = reuse
         self.scorer: Any = None
         self.prefix: Any = None
         self.loads = 0

@@ -32,12 +32,18 @@ SINGLE_FILE = "model.safetensors"
 """transformers' name of a checkpoint's only weight file."""
 
 
-def frozen_tensors(model: PreTrainedModel) -> dict[str, torch.Tensor]:
-    """The tensors of `model`'s state dict that no optimizer step changes (parameters that need no gradient), a
-    weight tied to another left out as `save_pretrained` leaves it out; {} when every parameter trains."""
+def split_state(model: PreTrainedModel) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """(frozen, trained) tensors of `model`'s state dict: the parameters that need no gradient, which no optimizer
+    step changes, and the rest; a weight tied to another left out, as `save_pretrained` leaves it out."""
     parameters = dict(model.named_parameters())  # a tied weight once, under the name save_pretrained keeps
-    return {name: tensor for name, tensor in model.state_dict().items()
-            if name in parameters and not parameters[name].requires_grad}
+    tied = getattr(model, "all_tied_weights_keys", None) or {}
+    frozen, trained = {}, {}
+    for name, tensor in model.state_dict().items():
+        if name in parameters and not parameters[name].requires_grad:
+            frozen[name] = tensor
+        elif name not in tied:
+            trained[name] = tensor
+    return frozen, trained
 
 
 class FrozenShardTrainer(Trainer):
@@ -50,10 +56,7 @@ class FrozenShardTrainer(Trainer):
         model = self.model
         if state_dict is not None or not isinstance(model, PreTrainedModel) or not self.args.should_save:
             return super()._save(output_dir, state_dict)  # sharded engines, adapters, the other ranks
-        frozen = frozen_tensors(model)
-        tied = getattr(model, "all_tied_weights_keys", None) or {}
-        trained = {name: tensor for name, tensor in model.state_dict().items()
-                   if name not in frozen and name not in tied}
+        frozen, trained = split_state(model)
         if not frozen or not trained:
             return super()._save(output_dir, state_dict)
         directory = Path(output_dir if output_dir is not None else self.args.output_dir)
