@@ -67,17 +67,19 @@ def test_a_sweep_loads_each_quantised_checkpoint(tiny, tmp_path):
     shutil.copytree(tiny, first)
     shutil.copytree(tiny, second)
     model = AutoModelForCausalLM.from_pretrained(second)
-    with torch.no_grad():
-        model.model.layers[-1].mlp.down_proj.weight.mul_(3.0)
+    torch.manual_seed(0)
+    with torch.no_grad():  # not a scaling: Gemma 3 normalises the block's output
+        model.model.layers[-1].mlp.down_proj.weight.add_(torch.randn_like(model.model.layers[-1].mlp.down_proj.weight))
     model.save_pretrained(second)
     options = ModelOptions(device="cpu", quantization="8bit")
     sweep = SweepScorers([f"hf:{first}", f"hf:{second}"], options)
-    sweep.scorer_for(f"hf:{first}")
+    first_sums = [result.logprob_sum for result in sweep.scorer_for(f"hf:{first}").score(REQUESTS)]
     swept = [result.logprob_sum for result in sweep.scorer_for(f"hf:{second}").score(REQUESTS)]
     assert sweep.loads == 2 and sweep.prefix is None
     alone = HFScorer(str(second), device="cpu", load=LoadSettings(quantization="8bit"))
     assert swept == [result.logprob_sum for result in alone.score(REQUESTS)]
     assert all(math.isfinite(value) for value in swept)
+    assert max(abs(a - b) for a, b in zip(swept, first_sums, strict=True)) > 1e-2  # the second checkpoint's own
 
 
 def test_a_run_records_the_format_and_refuses_another_on_resume(tiny, tmp_path):

@@ -19,6 +19,7 @@ from crossknow.evaluation.pipeline import run_evaluate
 from crossknow.evaluation.records import EvaluateConfig
 from crossknow.models.protocol import Scorer
 from crossknow.models.registry import ModelOptions
+from crossknow.scoring.refine import LOW_PRECISION
 from crossknow.store.run_dir import kept_or_temporary
 
 
@@ -59,16 +60,21 @@ def _loaded(model: Any, tokenizer: Any, data: str, options: dict[str, Any]) -> t
     `hf:` its name or path, on its own device and in its own dtype, its weights identified by their bytes."""
     from crossknow.models.hf_loading import DTYPES, dtype_name
     from crossknow.models.hf_scorer import HFScorer
+    from crossknow.models.placement import execution_device
 
     if tokenizer is None:
         raise CrossknowError("a loaded model needs its tokenizer: crossknow.evaluate(model, items, tokenizer=...)")
     name = getattr(model, "name_or_path", "") or type(model).__name__
-    placed = {"device": str(model.device), "dtype": dtype_name(model.dtype)}
+    placed = {"device": execution_device(model.get_input_embeddings()), "dtype": dtype_name(model.dtype)}
     clash = {key: value for key, value in options.items() if key in placed and value != placed[key]}
     if clash:
         raise CrossknowError(f"the loaded model is on {placed['device']} in {placed['dtype']}; move or cast it "
                              f"before the call instead of passing {clash}")
     config = EvaluateConfig(model=f"hf:{name}", data=data, **(options | placed))
+    if hasattr(model, "hf_device_map") and config.float32_decisions and placed["dtype"] in LOW_PRECISION:
+        raise CrossknowError(f"the loaded model is placed by a device map in {placed['dtype']}, and crossknow cannot "
+                             "copy it into float32 for float32 decisions: pass float32_decisions=False, or a spec "
+                             "with device_map to load it again")
 
     def make_scorer(spec: str, run: ModelOptions) -> Scorer:
         """The model as loaded; a float32 copy where evaluate asks for one (float32 decisions)."""
@@ -81,11 +87,20 @@ def _loaded(model: Any, tokenizer: Any, data: str, options: dict[str, Any]) -> t
 
 def tensors_hash(model: Any) -> str:
     """SHA-256 of a loaded model's parameters and buffers (names, dtypes, shapes and bytes, in state-dict order):
-    the identity of weights that may exist only in memory."""
+    the identity of weights that may exist only in memory; weights a device map offloads are read where accelerate
+    keeps them."""
     import torch
 
+    from crossknow.models.placement import offloaded
+
+    state = model.state_dict()
+    if offloaded(model):
+        from accelerate.utils.modeling import get_state_dict_offloaded_model
+
+        present = get_state_dict_offloaded_model(model)
+        state = {name: present.get(name, tensor) for name, tensor in state.items()}
     digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
+    for name, tensor in state.items():
         value = tensor.detach().cpu().contiguous()
         digest.update(f"{name}|{value.dtype}|{tuple(value.shape)}|".encode())
         digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())

@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from crossknow.models.device import DEVICE_HELP, Device
+from crossknow.models.placement import DeviceMap, parse_max_memory
 from crossknow.models.specs import GeneratorBackend, ModelOptions
 from crossknow.store.config_keys import VOLATILE, Before, before_value, with_defaults
 
@@ -56,6 +57,15 @@ class ModelAccess(BaseModel):
         "through bitsandbytes (pip install 'crossknow[quantization]'); unset: the weights in the compute dtype. "
         "Changes the scores."
     )
+    device_map: DeviceMap | None = Field(
+        default=None, description="Place each local transformers model layer by layer over every GPU torch sees, "
+        "then the CPU, then disk, by accelerate's strategy (auto, balanced, balanced_low_0, sequential), for a "
+        "model that one device cannot hold; the device option stays auto. Unset: the whole model on one device."
+    )
+    max_memory: str | None = Field(
+        default=None, description="The most memory each device may hold under the device map, as DEVICE=SIZE pairs "
+        "(0=70GiB,1=70GiB,cpu=200GiB); unset: what each device has."
+    )
     generator_backend: Annotated[GeneratorBackend, Before("transformers")] = Field(
         default="auto", description="Engine that generates with a GGUF model (default, gguf:FILE): auto (llama.cpp "
         "on its quantised weights when the model runs on the CPU, llama-cpp-python is installed and no "
@@ -75,7 +85,19 @@ class ModelAccess(BaseModel):
         return ModelOptions(device=self.device, dtype=self.dtype, base_url=self.base_url,
                             api_key_env=self.api_key_env, concurrency=self.concurrency, timeout_s=self.timeout_s,
                             trust_remote_code=self.trust_remote_code, attn_implementation=self.attn_implementation,
-                            quantization=self.quantization, generator_backend=self.generator_backend, **run_settings)
+                            quantization=self.quantization, device_map=self.device_map, max_memory=self.max_memory,
+                            generator_backend=self.generator_backend, **run_settings)
+
+    @model_validator(mode="after")
+    def _placement(self) -> ModelAccess:
+        if self.max_memory is not None:
+            if self.device_map is None:
+                raise ValueError("max_memory limits the devices of a device map: set device_map too")
+            parse_max_memory(self.max_memory)
+        if self.device_map is not None and self.device != "auto":
+            raise ValueError(f"device_map {self.device_map!r} places the model over the devices itself; leave device "
+                             f"auto (got {self.device!r})")
+        return self
 
 
 class ModelRole(ModelAccess):
@@ -93,7 +115,7 @@ class ModelsRole(ModelAccess):
 ACCESS_FIELDS = tuple(ModelAccess.model_fields)
 """The settings of a role, each of which a flat key can give."""
 
-LOADING = ("trust_remote_code", "attn_implementation", "quantization")
+LOADING = ("trust_remote_code", "attn_implementation", "quantization", "device_map", "max_memory")
 """The settings of how a local model loads, beyond device and dtype: the options of every command's local model
 roles."""
 

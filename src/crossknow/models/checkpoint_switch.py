@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from crossknow.models.decoder import Decoder
+from crossknow.models.placement import offloaded
 from crossknow.models.weights import weight_files
 
 
@@ -59,8 +60,9 @@ def _open_tensors(directory: Path) -> dict[str, Any] | None:
 def _matching_tensors(model: Any, directory: Path) -> dict[str, tuple[torch.Tensor, Any]] | None:
     """Parameter name -> (parameter, open file) when the directory holds every parameter with its shape
     (a tied output head may be absent); None when it does not fit the model, or the model is quantised (its
-    parameters hold a quantised form of the weights, which may even have the checkpoint's shapes, as 8-bit's do)."""
-    if getattr(model, "is_quantized", False):
+    parameters hold a quantised form of the weights, which may even have the checkpoint's shapes, as 8-bit's do), or
+    a device map offloads some of its weights (accelerate holds them apart from the parameters)."""
+    if getattr(model, "is_quantized", False) or offloaded(model):
         return None
     handles = _open_tensors(directory)
     if handles is None:

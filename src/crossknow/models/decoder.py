@@ -16,6 +16,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from crossknow.models.placement import execution_device
+
 
 class Watcher(Protocol):
     """Told of every call of a decoder's `run` (the frozen-block replay is one)."""
@@ -92,6 +94,10 @@ class Decoder(ABC):
     def identity(self) -> str:
         """The model's class and configuration, for the record of a passed head check."""
 
+    def input_device(self) -> str:
+        """Where the model takes its token ids: where its input embedding computes (crossknow.models.placement)."""
+        return execution_device(self.model.get_submodule(self.embedding_name.removesuffix(".weight")))
+
 
 def _names(model: nn.Module, blocks: nn.Module, embedding: nn.Module) -> tuple[str, str]:
     names = {id(module): name for name, module in model.named_modules()}
@@ -140,7 +146,7 @@ class TransformersDecoder(Decoder):
     def _run(self, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
              cache: Any) -> tuple[torch.Tensor, Any]:
         out = self.body(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
-        return out.last_hidden_state, out.cache
+        return out.last_hidden_state.to(ids.device), out.cache  # a device map may end the blocks elsewhere
 
     def select(self, cache: Any, rows: torch.Tensor) -> None:
         cache.reorder_cache(rows)

@@ -8,6 +8,7 @@ from typing import Any
 
 from crossknow.errors import CrossknowError, MissingDependencyError
 from crossknow.models.device import resolve_device
+from crossknow.models.placement import placement_arguments, remove_with
 
 try:
     import torch
@@ -61,6 +62,10 @@ class LoadSettings:
     """transformers' attention kernel ('eager', 'sdpa', 'flash_attention_2'); None: transformers' choice."""
     quantization: str | None = None
     """'8bit' or '4bit': bitsandbytes' weights (see `quantization_config`); None: the weights in the dtype."""
+    device_map: str | None = None
+    """accelerate's placement of the layers over the devices (`crossknow.models.placement`); None: all on one."""
+    max_memory: str | None = None
+    """The most each device may hold under `device_map` ('0=70GiB,cpu=200GiB'); None: what each has."""
 
     def default(self) -> bool:
         """True when nothing here changes how a model loads."""
@@ -126,7 +131,7 @@ def load_causal_lm(
     path: str, revision: str | None, model_id: str, device: str, dtype: str, load: LoadSettings = LoadSettings(),
 ) -> tuple[Any, Any]:
     """(tokenizer, model) of `path` at `revision`, the model in `dtype` (`auto`: the checkpoint's own) on `device`
-    in eval mode, loaded as `load` says.
+    (or over the devices of `load.device_map`) in eval mode, loaded as `load` says.
 
     An unknown dtype or a model that cannot be loaded is a CrossknowError naming `model_id`. The
     tokenizer takes the fast load where crossknow's cache checked it (`crossknow.models.fast_tokenizer`).
@@ -145,20 +150,25 @@ def _from_pretrained(
     except ImportError as error:  # pragma: no cover - exercised only without the hf extra
         raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from error
     extra: dict[str, Any] = {"attn_implementation": load.attn_implementation} if load.attn_implementation else {}
+    # A placed model stays where accelerate put it, and a quantised one where bitsandbytes quantised it.
+    placed = placement_arguments(load.device_map, load.max_memory) if load.device_map else {}
+    model = None
     try:
         if load.quantization:
             compute = DTYPES.get(dtype) or _checkpoint_dtype(path, revision, load)
-            # bitsandbytes places the weights as it quantises them, and a quantised model cannot be moved after.
             extra |= {"quantization_config": quantization_config(load.quantization, compute),
                       "device_map": {"": device}}
         tokenizer = load_tokenizer(path, revision, trust_remote_code=load.trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=DTYPES.get(dtype, dtype),
-                                                     trust_remote_code=load.trust_remote_code, **extra)
+                                                     trust_remote_code=load.trust_remote_code, **extra | placed)
     except (OSError, ValueError, ImportError) as error:  # ValueError: remote code not trusted, an unknown kernel
         hint = " (the checkpoint ships its own modelling code: --trust-remote-code runs it, if you trust it)" if (
             "trust_remote_code" in str(error) and not load.trust_remote_code) else ""
         raise CrossknowError(f"cannot load model {model_id!r}{hint}: {error}") from error
-    return tokenizer, (model if load.quantization else model.to(device)).eval()
+    finally:
+        if placed:
+            remove_with(model, placed)
+    return tokenizer, (model if load.quantization or placed else model.to(device)).eval()
 
 
 def weights_source(path: str, revision: str | None) -> tuple[str, str | None]:

@@ -79,15 +79,16 @@ class HFScorer:
         load: LoadSettings = LoadSettings(),
     ):
         """`loaded` is a (tokenizer, model) pair already loaded from `path` on `device` in `dtype` (a
-        generator's), shared instead of loading the weights again; `load`, how transformers loads it."""
+        generator's), shared instead of loading the weights again; `load`, how transformers loads it. Inputs go where
+        the model's input embeddings compute (`device`, or the first device of a device map)."""
         self.name = name
         self.model_id = load.model_id(model_id or (f"{path}@{revision}" if revision else path))
-        self.device = resolve_device(device)
         self.batch_size = batch_size
-        self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id, self.device, dtype,
-                                                                  load)
+        self.tokenizer, self.model = loaded or load_scoring_model(path, revision, self.model_id,
+                                                                  resolve_device(device), dtype, load)
         self.dtype = dtype_name(self.model.dtype) if dtype == CHECKPOINT_DTYPE else dtype
         self.decoder = decoder_of(self.model)
+        self.device = self.decoder.input_device()
         self._head = LogitHead(self.decoder)
         check_head_once(self.decoder, self._head, self.device, self.model_id)
         self._ids = RequestIds(self.tokenizer, self.decoder.vocab_size, self.decoder.max_positions)

@@ -14,6 +14,7 @@ import torch
 
 from crossknow.errors import CrossknowError
 from crossknow.models.decoder import Decoder
+from crossknow.models.placement import weights_present
 
 REFINED = 16
 """Largest logits per row recomputed in float32 when the compute dtype is half precision."""
@@ -49,10 +50,18 @@ class LogitHead:
     """log p(target | hidden row) and the greedy flag, in float32, from a model's output layer."""
 
     def __init__(self, decoder: Decoder):
-        self.weight: torch.Tensor = decoder.head.weight
-        self.bias: torch.Tensor | None = getattr(decoder.head, "bias", None)
+        self.module: torch.nn.Module = decoder.head
         self.factor, self.softcap = logit_scaling(decoder.config)
         self.refine = self.weight.dtype in (torch.bfloat16, torch.float16)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The output layer's weight (on the meta device while a device map keeps it offloaded)."""
+        return self.module.weight
+
+    @property
+    def bias(self) -> torch.Tensor | None:
+        return getattr(self.module, "bias", None)
 
     def _transform(self, raw: torch.Tensor) -> torch.Tensor:
         if self.factor != 1.0:
@@ -70,11 +79,16 @@ class LogitHead:
         return raw
 
     def logits(self, rows: torch.Tensor) -> torch.Tensor:
-        """The transformed float32 logits of every vocabulary word for each row of `rows`.
+        """The transformed float32 logits of every vocabulary word for each row of `rows`, on the output layer's
+        device.
 
         In half precision, the `REFINED` largest logits of each row are recomputed in float32
         (docs/scoring.md, "The output projection").
         """
+        with weights_present(self.module):
+            return self._logits(rows.to(self.weight.device))
+
+    def _logits(self, rows: torch.Tensor) -> torch.Tensor:
         raw = torch.nn.functional.linear(rows, self.weight, self.bias).float()
         if self.refine:
             top = raw.topk(min(REFINED, raw.shape[-1]), dim=-1).indices
@@ -84,12 +98,20 @@ class LogitHead:
     def target_logprobs(
         self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax.
+        """log p(targets[k] | hidden[source_rows[k]]) in float32, and whether targets[k] is the argmax, on the
+        output layer's device.
 
         A row shared by several targets (a context's last position) is projected once. In float32
         the projection is streamed over vocabulary slices (docs/scoring.md, "The output projection"); in half
         precision rows are projected whole, in chunks of HEAD_CHUNK, and refined.
         """
+        with weights_present(self.module):
+            device = self.weight.device
+            return self._target_logprobs(hidden.to(device), source_rows.to(device), targets.to(device))
+
+    def _target_logprobs(
+        self, hidden: torch.Tensor, source_rows: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.refine:
             return self._streamed_target_logprobs(hidden, source_rows, targets)
         logprob = torch.empty(len(targets), dtype=torch.float32, device=hidden.device)
@@ -98,7 +120,7 @@ class LogitHead:
             stop = min(start + HEAD_CHUNK, len(hidden))
             which = ((source_rows >= start) & (source_rows < stop)).nonzero(as_tuple=True)[0]
             local = source_rows[which] - start
-            logits = self.logits(hidden[start:stop])
+            logits = self._logits(hidden[start:stop])
             if self.refine:  # the exact target logits, written where the rows' projection put rounded ones
                 exact = self._transform(self._exact_raw(hidden[start:stop][local], targets[which][:, None]))
                 logits[local, targets[which]] = exact[:, 0]
@@ -165,7 +187,7 @@ def check_against_forward(decoder: Decoder, head: LogitHead, device: str, model_
     try:
         with torch.inference_mode():
             theirs = torch.log_softmax(decoder.model(input_ids=ids).logits[0].float(), dim=-1)
-            ours = torch.log_softmax(head.logits(seen[-1][0]), dim=-1)
+            ours = torch.log_softmax(head.logits(seen[-1][0]), dim=-1).to(theirs.device)
     finally:
         hook.remove()
     finite = torch.isfinite(theirs)

@@ -192,6 +192,11 @@ class ModelOptions:
     quantization: str | None = None
     """bitsandbytes' weights of a local transformers model, '8bit' or '4bit' (crossknow.models.hf_loading); None:
     the weights in `dtype`."""
+    device_map: str | None = None
+    """accelerate's placement of a local transformers model over the devices (crossknow.models.placement); None:
+    the whole model on `device`."""
+    max_memory: str | None = None
+    """The most each device may hold under `device_map` ('0=70GiB,cpu=200GiB'); None: what each has."""
     generator_backend: GeneratorBackend = "auto"
     """Which engine generates with a GGUF model (see crossknow.models.backends.local)."""
     batch_size: int = 8
@@ -213,6 +218,13 @@ class ModelOptions:
     """Join system messages into the first user message, for servers whose chat template drops
     them (llama-cpp-python with --chat_format gemma): True, False, or "auto": only on a
     llama-cpp-python server, asked once (see crossknow.models.openai_generator)."""
+
+    def transformers_only(self) -> str | None:
+        """The first setting given here that only transformers' loading honours (bitsandbytes' weights, accelerate's
+        placement), as its flag and value ('--quantization 4bit'); None without one."""
+        if self.quantization:
+            return f"--quantization {self.quantization}"
+        return f"--device-map {self.device_map}" if self.device_map else None
 
 
 def gguf_file(backend: str, file: str) -> tuple[Path, str]:

@@ -31,7 +31,8 @@ def load_settings(options: ModelOptions) -> LoadSettings:
     from crossknow.models.hf_loading import LoadSettings
 
     return LoadSettings(trust_remote_code=options.trust_remote_code, attn_implementation=options.attn_implementation,
-                        quantization=options.quantization)
+                        quantization=options.quantization, device_map=options.device_map,
+                        max_memory=options.max_memory)
 
 
 def local_scorer(parsed: ModelSpec, options: ModelOptions) -> Scorer:
@@ -63,12 +64,13 @@ def llamacpp_decodes(options: ModelOptions) -> bool:
     choice, known = options.generator_backend, typing.get_args(GeneratorBackend)
     if choice not in known:
         raise CrossknowError(f"generator backend must be one of {', '.join(known)}; got {choice!r}")
-    if options.quantization and choice == "llamacpp":
-        raise CrossknowError(f"--quantization {options.quantization} quantises transformers' weights; llama.cpp "
-                             "decodes the GGUF's own (--generator-backend transformers, or no --quantization)")
+    only = options.transformers_only()
+    if only and choice == "llamacpp":
+        raise CrossknowError(f"{only} sets how transformers loads the weights; llama.cpp decodes the GGUF's own on "
+                             f"the CPU (--generator-backend transformers, or no {only.split()[0]})")
     if choice != "auto":
         return choice == "llamacpp"
-    if options.quantization:
+    if only:
         return False
     from crossknow.models.device import resolve_device
 

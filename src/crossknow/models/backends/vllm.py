@@ -14,9 +14,10 @@ def _weights(parsed: ModelSpec, options: ModelOptions) -> LocalModel:
     """Where the weights of a `vllm:` spec are (as for `hf:`), after checking that the role runs on CUDA."""
     from crossknow.models.device import resolve_device
 
-    if options.quantization:
-        raise CrossknowError(f"{parsed.model}: --quantization loads transformers models through bitsandbytes; vLLM "
-                             "reads a quantised checkpoint by itself (use hf: for bitsandbytes)")
+    only = options.transformers_only()
+    if only:
+        raise CrossknowError(f"{parsed.model}: {only} sets how transformers loads a model; vLLM reads a quantised "
+                             "checkpoint and spreads a model over GPUs by its own settings (use hf: for this)")
     if not resolve_device(options.device).startswith("cuda"):
         raise CrossknowError(f"{parsed.model}: vLLM runs on CUDA, and this role's device is {options.device!r} "
                              "(no CUDA device here, or --device cpu); use hf: for the CPU")
