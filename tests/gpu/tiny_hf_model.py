@@ -61,3 +61,23 @@ def write_tiny_model(path: Path, seed: int = 0, *, positions: int = 512, hidden_
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def checkpoint_pair(model_dir: Path, root: Path) -> tuple[Path, Path]:
+    """Two checkpoints of one run under `root`: `model_dir` as it is, and a copy whose last block's MLP output weights
+    have noise added (not a scaling: Gemma 3 normalises a block's output, so a scaled weight would score the same)."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    first, second = root / "checkpoint-1", root / "checkpoint-2"
+    shutil.copytree(model_dir, first)
+    shutil.copytree(model_dir, second)
+    model = AutoModelForCausalLM.from_pretrained(second)
+    weight = model.model.layers[-1].mlp.down_proj.weight
+    torch.manual_seed(0)
+    with torch.no_grad():
+        weight.add_(torch.randn_like(weight))
+    model.save_pretrained(second)
+    return first, second

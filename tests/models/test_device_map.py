@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import json
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from crossknow.models.placement import offloaded, parse_max_memory
 from crossknow.models.protocol import ScoreRequest
 from crossknow.models.specs import ModelOptions
 from crossknow.models.sweep_scorers import SweepScorers
-from tests.gpu.tiny_hf_model import write_tiny_model
+from tests.gpu.tiny_hf_model import checkpoint_pair, write_tiny_model
 from tests.reference_scoring import reference_logprobs
 from tests.training.tiny_run import DEMO_DIR
 
@@ -88,17 +87,7 @@ def test_an_offloaded_model_generates_as_the_plain_one(tiny):
 def test_a_sweep_loads_each_offloaded_checkpoint(tiny, tmp_path):
     """Two checkpoints, the second with its last block changed: the weight switch would copy into meta tensors,
     so each is loaded, and the second scores as its plain forward."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    first, second = tmp_path / "checkpoint-1", tmp_path / "checkpoint-2"
-    shutil.copytree(tiny, first)
-    shutil.copytree(tiny, second)
-    model = AutoModelForCausalLM.from_pretrained(second)
-    torch.manual_seed(0)
-    with torch.no_grad():  # not a scaling: Gemma 3 normalises the block's output
-        model.model.layers[-1].mlp.down_proj.weight.add_(torch.randn_like(model.model.layers[-1].mlp.down_proj.weight))
-    model.save_pretrained(second)
+    first, second = checkpoint_pair(tiny, tmp_path)
     sweep = SweepScorers([f"hf:{first}", f"hf:{second}"], ModelOptions(device_map="auto", max_memory="cpu=1KiB"))
     first_sums = [result.logprob_sum for result in sweep.scorer_for(f"hf:{first}").score(REQUESTS)]
     scorer = sweep.scorer_for(f"hf:{second}")

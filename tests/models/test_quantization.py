@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from crossknow.models.hf_scorer import HFScorer
 from crossknow.models.protocol import ScoreRequest
 from crossknow.models.specs import ModelOptions
 from crossknow.models.sweep_scorers import SweepScorers
-from tests.gpu.tiny_hf_model import write_tiny_model
+from tests.gpu.tiny_hf_model import checkpoint_pair, write_tiny_model
 from tests.reference_scoring import reference_logprobs
 from tests.training.tiny_run import DEMO_DIR
 
@@ -60,17 +59,7 @@ def test_quantised_weights_score_as_transformers_forward_of_them(tiny, quantizat
 def test_a_sweep_loads_each_quantised_checkpoint(tiny, tmp_path):
     """Two checkpoints of one run, the second with its last block changed: with 8-bit weights (stored as int8 in
     the parameters' own shapes, so a weight switch would fit and copy float values into them) each is loaded."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    first, second = tmp_path / "checkpoint-1", tmp_path / "checkpoint-2"
-    shutil.copytree(tiny, first)
-    shutil.copytree(tiny, second)
-    model = AutoModelForCausalLM.from_pretrained(second)
-    torch.manual_seed(0)
-    with torch.no_grad():  # not a scaling: Gemma 3 normalises the block's output
-        model.model.layers[-1].mlp.down_proj.weight.add_(torch.randn_like(model.model.layers[-1].mlp.down_proj.weight))
-    model.save_pretrained(second)
+    first, second = checkpoint_pair(tiny, tmp_path)
     options = ModelOptions(device="cpu", quantization="8bit")
     sweep = SweepScorers([f"hf:{first}", f"hf:{second}"], options)
     first_sums = [result.logprob_sum for result in sweep.scorer_for(f"hf:{first}").score(REQUESTS)]
