@@ -3,7 +3,8 @@
 A transformers causal LM projects every position onto the vocabulary and then leaves padding and prompt positions
 out of the loss; with Gemma 3's 262,144 words that projection is most of a small model's step, and its logits most
 of the memory. `LabelledLossTrainer` computes the same loss from the decoder's hidden states at the positions that
-carry a label (crossknow's choice; the model's own forward where that is not known to be the same, `plain_head`).
+carry a label (crossknow's choice; the model's own forward where that is not known to be the same, `plain_head`),
+through `head_loss.head_cross_entropy`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from transformers import PreTrainedModel
 from crossknow.models.logit_head import logit_scaling
 from crossknow.training.collate import IGNORED_LABEL
 from crossknow.training.frozen_shard import FrozenShardTrainer
+from crossknow.training.head_loss import head_cross_entropy
 
 
 def plain_head(model: Any) -> torch.nn.Linear | None:
@@ -36,11 +38,10 @@ def labelled_loss(
     positions divided by `num_items`, or their mean without it; computed on those positions alone."""
     following = torch.nn.functional.pad(labels, (0, 1), value=IGNORED_LABEL)[..., 1:]
     kept = following != IGNORED_LABEL
-    logits = head(hidden[kept]).float()
-    targets = following[kept].to(logits.device)
+    targets = following[kept].to(hidden.device)
+    total = head_cross_entropy(hidden[kept], head.weight, targets).sum()
     if num_items is None:
-        return torch.nn.functional.cross_entropy(logits, targets, reduction="mean")
-    total = torch.nn.functional.cross_entropy(logits, targets, reduction="sum")
+        return total / len(targets)
     return total / (num_items.to(total.device) if torch.is_tensor(num_items) else num_items)
 
 
