@@ -113,7 +113,7 @@ def demo(
         model="default", corpus=str(write_training_corpus(out / "train_corpus.jsonl")), langs=["en"],
         recipe="documents", epochs=epochs, learning_rate=learning_rate, min_learning_rate=learning_rate / 10,
         batch_size=2, micro_batch_size=2, max_length=128, train_layers="last:4", seed=0, device="cpu", dtype=dtype,
-    )  # both sequences of a step in one pass: the same losses as two passes, about 15% less time on the CPU
+    )  # both sequences of a step in one pass: the same losses as two passes, in less time
     with phases("train"), bar(errors, "1/3 training on the English question-answer pairs") as update:
         summary = run_train(train_config, out / "train", update)
     phases.move("train", "load", summary.load_seconds or 0.0)

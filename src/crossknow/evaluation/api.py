@@ -60,12 +60,12 @@ def _loaded(model: Any, tokenizer: Any, data: str, options: dict[str, Any]) -> t
     `hf:` its name or path, on its own device and in its own dtype, its weights identified by their bytes."""
     from crossknow.models.hf_loading import DTYPES, dtype_name
     from crossknow.models.hf_scorer import HFScorer
-    from crossknow.models.placement import execution_device
+    from crossknow.models.placement import input_device
 
     if tokenizer is None:
         raise CrossknowError("a loaded model needs its tokenizer: crossknow.evaluate(model, items, tokenizer=...)")
     name = getattr(model, "name_or_path", "") or type(model).__name__
-    placed = {"device": execution_device(model.get_input_embeddings()), "dtype": dtype_name(model.dtype)}
+    placed = {"device": input_device(model), "dtype": dtype_name(model.dtype)}
     clash = {key: value for key, value in options.items() if key in placed and value != placed[key]}
     if clash:
         raise CrossknowError(f"the loaded model is on {placed['device']} in {placed['dtype']}; move or cast it "

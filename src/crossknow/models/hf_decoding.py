@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from crossknow.models.json_constraint import JsonConstraint, repeats_in_open_string
-from crossknow.models.placement import execution_device
+from crossknow.models.placement import input_device
 
 Step = tuple[float, list[int], list[float]]
 """One generated token's log-probability, and the top alternatives' ids and log-probabilities."""
@@ -94,7 +94,7 @@ def decode_batch(
     live = [i for i, row in enumerate(rows) if row.budget > 0]
     if not live:
         return
-    device = execution_device(model.get_input_embeddings())
+    device = input_device(model)
     width = max(len(rows[i].prompt) for i in live)
     ids = torch.full((len(live), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(live), width), dtype=torch.long)

@@ -22,7 +22,7 @@ try:
     from crossknow.models.hf_loading import CHECKPOINT_DTYPE, LoadSettings, dtype_name, load_causal_lm, scoring_view
     from crossknow.models.json_constraint import JsonConstraintFactory, json_constraints_available
     from crossknow.models.local_generator import LocalGenerator
-    from crossknow.models.placement import execution_device
+    from crossknow.models.placement import input_device
 except ImportError as _error:  # pragma: no cover - exercised only without the hf extra
     raise MissingDependencyError("torch and transformers", "hf", "Local models (default, hf:, gguf:)") from _error
 
@@ -52,7 +52,7 @@ class HFGenerator(LocalGenerator):
         self._path, self._revision, self._load = path, revision, load
         self.tokenizer, self.model = load_causal_lm(path, revision, self.model_id, resolve_device(device), dtype,
                                                     load)
-        self.device = execution_device(self.model.get_input_embeddings())  # a device map's first device
+        self.device = input_device(self.model)
         self.sampler_device = self.device
         self.dtype = dtype_name(self.model.dtype) if dtype == CHECKPOINT_DTYPE else dtype
         self.prompt_format: PromptFormat = resolve_prompt_format(prompt_format, self.tokenizer)

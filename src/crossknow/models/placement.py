@@ -53,6 +53,12 @@ def execution_device(module: Any) -> str:
     return str(torch.device(device))
 
 
+def input_device(model: Any) -> str:
+    """Where a transformers causal LM takes its token ids: where its input embeddings compute (a device map's first
+    device)."""
+    return execution_device(model.get_input_embeddings())
+
+
 @contextmanager
 def weights_present(module: Any) -> Iterator[None]:
     """`module`'s own weights on its execution device for the duration: accelerate brings an offloaded module's in and

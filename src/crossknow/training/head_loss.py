@@ -1,12 +1,11 @@
 """The cross-entropy of hidden rows through a model's output layer, for training: on the CPU in float32 the projection
 runs in vocabulary slices.
 
-oneDNN's float32 product of a hundred-odd rows against Gemma 3's 262,144-word output layer runs at about half the
-rate of the same product in slices of `logit_head.SLICE` words (measured on a 2-core AVX2 machine: 51 against 110
-GFLOP/s for 113 rows, 70 against 79 for 512), and a training step of a small model is mostly that product. So
-`head_cross_entropy` computes the logits slice by slice into one buffer, transposed so that each slice is a
-contiguous block, and its backward turns that buffer into the gradient in place (crossknow's choice). The sums are
-the same; their rounding differs from one whole product by float32 noise.
+oneDNN's float32 product of a few hundred rows against Gemma 3's 262,144-word output layer runs well below the rate
+of the same product in slices of `logit_head.SLICE` words (docs/speed.md, "A training step"), and a training step of
+a small model is mostly that product. So `head_cross_entropy` computes the logits slice by slice into one buffer,
+transposed so that each slice is a contiguous block, and its backward turns that buffer into the gradient in place
+(crossknow's choice). The sums are the same; their rounding differs from one whole product by float32 noise.
 """
 
 from __future__ import annotations
